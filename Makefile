@@ -1,0 +1,44 @@
+# fiolake: `make demo` runs the main job end to end, `make test` runs the tests.
+# Both install what they need (fio from Debian, a venv with the Python deps).
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CACHE ?= $(HOME)/.cache/fiolake
+
+.PHONY: help setup fio venv demo test lint bench clean
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+fio: ## install fio from Debian if it is missing
+	@command -v fio >/dev/null || { \
+	  echo "fio not found: installing Debian's fio" >&2; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq fio >/dev/null; }
+	@fio --version
+
+$(BIN)/fiolake: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	@touch $@
+
+venv: $(BIN)/fiolake ## create .venv with fiolake and its dev deps
+
+setup: fio venv ## everything the demo and tests need
+
+demo: setup ## the main job: run the default suite locally and show the summary
+	bash infra/demo.sh
+
+test: setup ## the test suite (real fio; real MinIO + OpenBao)
+	$(BIN)/pytest -q
+
+lint: venv ## ruff
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+bench: setup ## benchmarks under tests/bench (print their figures)
+	for b in tests/bench/*.py; do $(BIN)/python $$b || exit 1; done
+
+clean: ## remove the venv and the demo lake
+	rm -rf $(VENV) lake demo-lake

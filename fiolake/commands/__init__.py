@@ -1,0 +1,1 @@
+"""click subcommands, one module per area; see fiolake.cli.COMMANDS."""
