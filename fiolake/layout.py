@@ -34,11 +34,17 @@ def job_key(campaign_id: str, job_id: str) -> str:
     return f"{JOBS_PREFIX}{check_id('campaign id', campaign_id)}/{check_id('job id', job_id)}.json"
 
 
-def job_id_from_key(key: str) -> str:
-    """The job id of a key returned by listing `jobs/` (the inverse of `job_key`)."""
-    if not key.startswith(JOBS_PREFIX) or not key.endswith(".json"):
+def parse_job_key(key: str) -> tuple[str, str]:
+    """(campaign_id, job_id) of a key returned by listing `jobs/` (the inverse of `job_key`)."""
+    parts = key.split("/")
+    if len(parts) != 3 or parts[0] + "/" != JOBS_PREFIX or not parts[2].endswith(".json"):
         raise ValueError(f"not a job key: {key!r}")
-    return check_id("job id", key.rsplit("/", 1)[1][: -len(".json")])
+    return check_id("campaign id", parts[1]), check_id("job id", parts[2][: -len(".json")])
+
+
+def campaign_prefix(campaign_id: str) -> str:
+    """Prefix listing every job of one campaign."""
+    return f"{JOBS_PREFIX}{check_id('campaign id', campaign_id)}/"
 
 
 def claim_key(job_id: str) -> str:
@@ -75,3 +81,56 @@ def raw_key(run_id: str, name: str) -> str:
     if "/" in name or name.startswith("."):
         raise ValueError(f"invalid raw object name {name!r}")
     return f"{RAW_PREFIX}{check_id('run id', run_id)}/{name}"
+
+
+# Compaction (aggregator): merged copies of committed runs, read instead of the small
+# per-run files they cover. results/ and commits/ stay untouched; see docs/aggregator.md.
+COMPACTED_PREFIX = "compacted/"
+MANIFESTS_PREFIX = f"{COMPACTED_PREFIX}_manifests/"
+
+_RESULT_KEY = re.compile(r"^results/([a-z]+)/date=(\d{4}-\d{2}-\d{2})/([^/]+)\.parquet$")
+
+
+def parse_result_key(key: str) -> tuple[str, str, str] | None:
+    """(table, 'YYYY-MM-DD', run_id) of a key made by `result_key`, else None."""
+    m = _RESULT_KEY.match(key)
+    if not m or m.group(1) not in TABLES:
+        return None
+    try:
+        return m.group(1), m.group(2), check_id("run id", m.group(3))
+    except ValueError:
+        return None
+
+
+def compaction_manifest_key(generation: int) -> str:
+    """Create-only manifest of compaction generation `generation` (the newest one wins)."""
+    return f"{MANIFESTS_PREFIX}g{generation:08d}.json"
+
+
+def compaction_generation(key: str) -> int | None:
+    """The generation of a manifest key (inverse of `compaction_manifest_key`), else None."""
+    m = re.match(r"^compacted/_manifests/g(\d{8})\.json$", key)
+    return int(m.group(1)) if m else None
+
+
+def compacted_key(table: str, day: str, generation: int, token: str) -> str:
+    """A merged Parquet file of one table × date partition, written by one compaction."""
+    if table not in TABLES:
+        raise ValueError(f"unknown table {table!r}; tables are {', '.join(TABLES)}")
+    name = f"g{generation:08d}-{check_id('token', token)}.parquet"
+    return f"{COMPACTED_PREFIX}{table}/date={day}/{name}"
+
+
+def commits_index_key(generation: int, token: str) -> str:
+    """The commit markers known to one compaction, as one Parquet file."""
+    return f"{COMPACTED_PREFIX}commits/g{generation:08d}-{check_id('token', token)}.parquet"
+
+
+def job_id_from_commit_key(key: str) -> str | None:
+    """The job id of a key returned by listing `commits/` (inverse of `commit_key`), else None."""
+    if not key.startswith(COMMITS_PREFIX) or not key.endswith(".json") or key.count("/") != 1:
+        return None
+    try:
+        return check_id("job id", key[len(COMMITS_PREFIX) : -len(".json")])
+    except ValueError:
+        return None

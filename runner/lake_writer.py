@@ -13,9 +13,10 @@ import pyarrow.parquet as pq
 
 from fiolake import layout
 from fiolake.commits import Commit, new_commit
-from fiolake.errors import NotFound, PreconditionFailed
+from fiolake.errors import PreconditionFailed
 from fiolake.store import ObjectStore
 from runner.execute import RunOutcome
+from runner.spool import put_with_retry
 
 
 def parquet_bytes(table: pa.Table) -> bytes:
@@ -38,15 +39,19 @@ def commit_outcome(
 ) -> Commit | None:
     """Create the job's commit marker; None when another attempt already won the job."""
     commit = new_commit(job_id, outcome.run_id, campaign_id, runner, outcome.status)
-    key = layout.commit_key(job_id)
+    return commit_marker(store, commit)
+
+
+def commit_marker(store: ObjectStore, commit: Commit, **put_options: float) -> Commit | None:
+    """Create-only PUT of a marker; a 412 is settled by reading the winner back."""
+    key = layout.commit_key(commit.job_id)
     try:
-        store.put(key, commit.to_bytes(), if_none_match=True)
+        if put_options:
+            put_with_retry(store, key, commit.to_bytes(), create_only=True, **put_options)
+        else:
+            store.put(key, commit.to_bytes(), if_none_match=True)
         return commit
     except PreconditionFailed:
         # A retried request may have created the marker itself: read it back.
-        try:
-            data, _ = store.get(key)
-        except NotFound:
-            raise
-        existing = Commit.from_bytes(data)
-        return existing if existing.run_id == outcome.run_id else None
+        existing = Commit.from_bytes(store.get(key)[0])
+        return existing if existing.run_id == commit.run_id else None
