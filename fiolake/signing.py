@@ -126,7 +126,7 @@ class LocalSigner:
         except (ValueError, TypeError) as exc:
             raise FiolakeError(f"{path} is not an unencrypted PEM private key: {exc}") from exc
         if not isinstance(key, Ed25519PrivateKey):
-            raise FiolakeError(f"{path} holds a {type(key).__name__}, not an Ed25519 key")
+            raise FiolakeError(f"{path} is not an Ed25519 key (found {type(key).__name__})")
         return cls(key)
 
     def public_key_bytes(self) -> bytes:
@@ -147,7 +147,7 @@ def load_public_key(path: Path) -> tuple[str, bytes]:
     except ValueError as exc:
         raise FiolakeError(f"{path} is not a PEM public key: {exc}") from exc
     if not isinstance(key, Ed25519PublicKey):
-        raise FiolakeError(f"{path} holds a {type(key).__name__}, not an Ed25519 public key")
+        raise FiolakeError(f"{path} is not an Ed25519 public key (found {type(key).__name__})")
     raw = _raw_public(key)
     return local_keyid(raw), raw
 

@@ -1,0 +1,393 @@
+"""Signers, key files, the keyring cache, and Vault transit with least-privilege tokens."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+import socket
+import stat
+from pathlib import Path
+
+import hvac
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from fiolake import signing
+from fiolake.errors import FiolakeError, ManifestError
+from fiolake.signing import (
+    Keyring,
+    KeyringUnavailable,
+    LocalSigner,
+    VaultSigner,
+    keyring_from_env,
+    load_public_key,
+    signer_from_env,
+    vault_key_refresher,
+)
+
+MESSAGE = b"DSSEv1 4 test 5 hello"
+
+
+def sig_bytes(signature: signing.Signature) -> bytes:
+    return base64.b64decode(signature.sig)
+
+
+# --- local key files -------------------------------------------------------------------
+
+
+def test_generate_writes_private_0600_and_public_pem(tmp_path: Path) -> None:
+    path = tmp_path / "keys" / "signing.key"
+    signer = LocalSigner.generate(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert path.read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----")
+    pub = tmp_path / "keys" / "signing.key.pub"
+    assert pub.read_bytes().startswith(b"-----BEGIN PUBLIC KEY-----")
+    digest = hashlib.sha256(signer.public_key_bytes()).hexdigest()
+    assert signer.keyid == "local:" + digest[:16]
+    assert load_public_key(pub) == (signer.keyid, signer.public_key_bytes())
+
+
+def test_generate_refuses_to_overwrite(tmp_path: Path) -> None:
+    path = tmp_path / "signing.key"
+    LocalSigner.generate(path)
+    before = path.read_bytes()
+    with pytest.raises(FiolakeError, match="already exists; refusing to overwrite"):
+        LocalSigner.generate(path)
+    assert path.read_bytes() == before
+    # A stray public key file alone also stops it, before anything is written.
+    (tmp_path / "other.key.pub").write_text("x")
+    with pytest.raises(FiolakeError, match=r"other\.key\.pub already exists"):
+        LocalSigner.generate(tmp_path / "other.key")
+    assert not (tmp_path / "other.key").exists()
+
+
+def test_load_round_trip_signs_with_the_same_key(tmp_path: Path) -> None:
+    path = tmp_path / "signing.key"
+    first = LocalSigner.generate(path)
+    again = LocalSigner.load(path)
+    assert again.keyid == first.keyid
+    ring = Keyring()
+    ring.add(first.keyid, first.public_key_bytes())
+    assert ring.verify(again.keyid, MESSAGE, sig_bytes(again.sign(MESSAGE)))
+
+
+def test_load_refuses_a_key_others_can_read(tmp_path: Path) -> None:
+    path = tmp_path / "signing.key"
+    LocalSigner.generate(path)
+    path.chmod(0o644)
+    with pytest.raises(FiolakeError) as exc:
+        LocalSigner.load(path)
+    assert str(exc.value) == (
+        f"signing key {path} is readable by others (mode 0644); run: chmod 600 {path}"
+    )
+
+
+def test_load_refuses_other_key_types_and_garbage(tmp_path: Path) -> None:
+    path = tmp_path / "ec.key"
+    pem = ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    path.write_bytes(pem)
+    path.chmod(0o600)
+    with pytest.raises(FiolakeError, match=r"ec\.key is not an Ed25519 key \(found EC"):
+        LocalSigner.load(path)
+    path.write_text("hello")
+    with pytest.raises(FiolakeError, match="is not an unencrypted PEM private key"):
+        LocalSigner.load(path)
+    with pytest.raises(FiolakeError, match="cannot read signing key .*missing.key"):
+        LocalSigner.load(tmp_path / "missing.key")
+
+
+# --- keyring ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def signer(tmp_path: Path) -> LocalSigner:
+    return LocalSigner.generate(tmp_path / "signing.key")
+
+
+def test_keyring_verifies_and_rejects(signer: LocalSigner, tmp_path: Path) -> None:
+    ring = Keyring()
+    ring.add(signer.keyid, signer.public_key_bytes())
+    sig = sig_bytes(signer.sign(MESSAGE))
+    assert ring.verify(signer.keyid, MESSAGE, sig) is True
+    assert ring.verify(signer.keyid, MESSAGE + b"!", sig) is False
+    assert ring.verify(signer.keyid, MESSAGE, bytes(64)) is False
+    other = LocalSigner.generate(tmp_path / "other.key")
+    with pytest.raises(ManifestError, match=f"^unknown signing key {other.keyid} "):
+        ring.verify(other.keyid, MESSAGE, sig_bytes(other.sign(MESSAGE)))
+
+
+def test_local_keyid_must_match_its_key(signer: LocalSigner) -> None:
+    with pytest.raises(FiolakeError, match="does not match its key"):
+        Keyring().add("local:0000000000000000", signer.public_key_bytes())
+    with pytest.raises(FiolakeError, match="32 bytes, not 31"):
+        Keyring().add("vault:manifests:v1", bytes(31))
+
+
+def test_keyring_cache_round_trip_keeps_pinned_keys_out(
+    signer: LocalSigner, tmp_path: Path
+) -> None:
+    cache = tmp_path / "cache" / "keyring.json"
+    assert Keyring.from_file(cache).keyids() == []  # no cache yet
+    ring = Keyring()
+    ring.add("vault:manifests:v1", bytes(range(32)))
+    ring.add(signer.keyid, signer.public_key_bytes(), persist=False)
+    ring.save(cache)
+    assert json.loads(cache.read_text()) == {
+        "keys": {"vault:manifests:v1": base64.b64encode(bytes(range(32))).decode()}
+    }
+    assert Keyring.from_file(cache).keyids() == ["vault:manifests:v1"]
+    cache.write_text("{not json")
+    with pytest.raises(FiolakeError, match=f"keyring cache {cache} is unreadable .*delete it"):
+        Keyring.from_file(cache)
+
+
+class KeySource:
+    """A key source as a runner sees it: the current set of keys, changeable by the test."""
+
+    namespace = "vault:k:"
+
+    def __init__(self, keys: dict[str, bytes]):
+        self.keys = dict(keys)
+        self.calls: list[str] = []
+        self.down = False
+
+    def __call__(self, wanted: str) -> dict[str, bytes]:
+        self.calls.append(wanted)
+        if self.down:
+            raise FiolakeError("cannot reach Vault at https://127.0.0.1:1")
+        return dict(self.keys)
+
+
+def test_unknown_keyid_refreshes_once_then_retries(tmp_path: Path) -> None:
+    v1, v2 = LocalSigner.generate(tmp_path / "a"), LocalSigner.generate(tmp_path / "b")
+    source = KeySource({"vault:k:v1": v1.public_key_bytes()})
+    cache = tmp_path / "keyring.json"
+    ring = Keyring.from_file(cache, refresher=source)
+    ring.refresh()
+    assert ring.keyids() == ["vault:k:v1"]
+
+    source.keys["vault:k:v2"] = v2.public_key_bytes()
+    assert ring.verify("vault:k:v2", MESSAGE, sig_bytes(v2.sign(MESSAGE)))
+    assert source.calls == ["", "vault:k:v2"]
+    assert sorted(json.loads(cache.read_text())["keys"]) == ["vault:k:v1", "vault:k:v2"]
+
+    # A bogus key id is looked up once, then refused from memory for a while.
+    for _ in range(3):
+        with pytest.raises(ManifestError, match="^unknown signing key vault:k:v9 "):
+            ring.verify("vault:k:v9", MESSAGE, bytes(64))
+    assert source.calls == ["", "vault:k:v2", "vault:k:v9"]
+
+
+def test_refresh_drops_retired_versions_but_not_pinned_or_other_sources(tmp_path: Path) -> None:
+    v1, v2 = LocalSigner.generate(tmp_path / "a"), LocalSigner.generate(tmp_path / "b")
+    local = LocalSigner.generate(tmp_path / "local")
+    source = KeySource({"vault:k:v1": v1.public_key_bytes(), "vault:k:v2": v2.public_key_bytes()})
+    ring = Keyring(refresher=source)
+    ring.add(local.keyid, local.public_key_bytes(), persist=False)
+    ring.add("vault:other:v1", bytes(32))
+    ring.refresh()
+    old_sig = sig_bytes(v1.sign(MESSAGE))
+    assert ring.verify("vault:k:v1", MESSAGE, old_sig)
+
+    del source.keys["vault:k:v1"]  # min_decryption_version moved past v1
+    ring.refresh()
+    assert ring.keyids() == sorted([local.keyid, "vault:k:v2", "vault:other:v1"])
+    with pytest.raises(ManifestError) as exc:
+        ring.verify("vault:k:v1", MESSAGE, old_sig)
+    assert str(exc.value).startswith("unknown signing key vault:k:v1 (retired by policy, ")
+
+
+def test_source_down_is_transient_not_a_refusal(signer: LocalSigner) -> None:
+    source = KeySource({})
+    source.down = True
+    ring = Keyring(refresher=source)
+    ring.add(signer.keyid, signer.public_key_bytes())
+    # The stale-cache refresh fails quietly: cached keys keep working offline.
+    assert ring.verify(signer.keyid, MESSAGE, sig_bytes(signer.sign(MESSAGE)))
+    # An unknown key while the source is down cannot be judged yet.
+    with pytest.raises(KeyringUnavailable, match="cannot refresh signing keys: cannot reach"):
+        ring.verify("vault:k:v3", MESSAGE, bytes(64))
+
+
+def test_stale_cache_is_refreshed_before_verifying(tmp_path: Path) -> None:
+    v1 = LocalSigner.generate(tmp_path / "a")
+    cache = tmp_path / "keyring.json"
+    old = Keyring()
+    old.add("vault:k:v1", v1.public_key_bytes())
+    old.refreshed_at = 0.0  # long ago
+    old.save(cache)
+    source = KeySource({"vault:k:v2": bytes(32)})  # v1 retired meanwhile
+    ring = Keyring.from_file(cache, refresher=source)
+    with pytest.raises(ManifestError, match="retired by policy"):
+        ring.verify("vault:k:v1", MESSAGE, sig_bytes(v1.sign(MESSAGE)))
+    assert source.calls[0] == ""
+
+
+# --- configuration from the environment ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({}, "FIOLAKE_SIGNER is not set; set it to 'vault' (Vault transit) or 'local'"),
+        ({"FIOLAKE_SIGNER": "gpg"}, "FIOLAKE_SIGNER is 'gpg'; set it to 'vault'"),
+        ({"FIOLAKE_SIGNER": "local"}, "FIOLAKE_SIGNING_KEY is not set; FIOLAKE_SIGNER=local"),
+        ({"FIOLAKE_SIGNER": "vault"}, "VAULT_ADDR is not set; FIOLAKE_SIGNER=vault"),
+        (
+            {"FIOLAKE_SIGNER": "vault", "VAULT_ADDR": "https://127.0.0.1:8200"},
+            "VAULT_TOKEN is not set; FIOLAKE_SIGNER=vault signs with Vault transit",
+        ),
+    ],
+)
+def test_signer_from_env_names_what_is_missing(env: dict[str, str], message: str) -> None:
+    with pytest.raises(FiolakeError) as exc:
+        signer_from_env(env)
+    assert str(exc.value).startswith(message)
+
+
+def test_local_signer_and_trusted_key_from_env(signer: LocalSigner, tmp_path: Path) -> None:
+    env = {
+        "FIOLAKE_SIGNER": "local",
+        "FIOLAKE_SIGNING_KEY": str(tmp_path / "signing.key"),
+        "FIOLAKE_TRUSTED_KEY": str(tmp_path / "signing.key.pub"),
+        "FIOLAKE_KEYRING": str(tmp_path / "ring.json"),
+    }
+    loaded = signer_from_env(env)
+    ring = keyring_from_env(env)
+    assert ring.keyids() == [signer.keyid]
+    assert ring.verify(signer.keyid, MESSAGE, sig_bytes(loaded.sign(MESSAGE)))
+    ring.save(tmp_path / "ring.json")
+    assert json.loads((tmp_path / "ring.json").read_text())["keys"] == {}  # pinned, not cached
+
+
+def test_keyring_from_env_needs_some_source(tmp_path: Path) -> None:
+    with pytest.raises(FiolakeError, match="^no trusted signing keys: set FIOLAKE_TRUSTED_KEY"):
+        keyring_from_env({"FIOLAKE_KEYRING": str(tmp_path / "none.json")})
+    with pytest.raises(FiolakeError, match="^VAULT_TOKEN is not set; VAULT_ADDR is set"):
+        keyring_from_env({"VAULT_ADDR": "https://127.0.0.1:8200"})
+
+
+def test_unreachable_vault_is_a_clear_error() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, never listening: connection refused
+        addr = f"http://127.0.0.1:{port}"
+        with pytest.raises(FiolakeError, match=f"^cannot reach Vault at {addr} to sign"):
+            VaultSigner(addr, "token").sign(MESSAGE)
+        with pytest.raises(FiolakeError, match=f"^cannot reach Vault at {addr} to read"):
+            vault_key_refresher(addr, "token")("vault:manifests:v1")
+
+
+# --- with the real OpenBao ---------------------------------------------------------------
+
+
+def _vault(stack, token: str) -> hvac.Client:  # noqa: ANN001
+    return hvac.Client(url=stack.vault_addr, token=token, verify=stack.vault_cacert or True)
+
+
+@pytest.mark.stack
+def test_vault_signature_verifies_offline(stack) -> None:  # noqa: ANN001
+    signer = VaultSigner(
+        stack.vault_addr,
+        stack.roles["publisher"].vault_token,
+        stack.transit_key,
+        stack.vault_cacert,
+    )
+    signature = signer.sign(MESSAGE)
+    assert signature.keyid.startswith(f"vault:{stack.transit_key}:v")
+    assert len(sig_bytes(signature)) == 64
+    runner = vault_key_refresher(
+        stack.vault_addr, stack.roles["runner"].vault_token, stack.transit_key, stack.vault_cacert
+    )
+    ring = Keyring()
+    for keyid, key in runner(signature.keyid).items():
+        ring.add(keyid, key)  # from here on, no Vault involved
+    assert ring.verify(signature.keyid, MESSAGE, sig_bytes(signature))
+    assert not ring.verify(signature.keyid, MESSAGE + b"x", sig_bytes(signature))
+
+
+@pytest.mark.stack
+def test_vault_tokens_are_least_privilege(stack) -> None:  # noqa: ANN001
+    key = stack.transit_key
+    publisher, runner = stack.roles["publisher"].vault_token, stack.roles["runner"].vault_token
+    with pytest.raises(FiolakeError) as exc:
+        VaultSigner(stack.vault_addr, runner, key, stack.vault_cacert).sign(MESSAGE)
+    assert str(exc.value) == (
+        f"Vault refused to sign with transit key '{key}' (permission denied): "
+        f"the token needs `update` on transit/sign/{key}"
+    )
+    with pytest.raises(FiolakeError) as exc:
+        vault_key_refresher(stack.vault_addr, publisher, key, stack.vault_cacert)("")
+    assert str(exc.value) == (
+        f"Vault refused to read transit key '{key}' (permission denied): "
+        f"the token needs `read` on transit/keys/{key}"
+    )
+
+
+@pytest.fixture
+def rotating_key(stack):  # noqa: ANN001, ANN201
+    """A transit key of its own (rotating the shared one would disturb other tests),
+    with a sign-only and a read-only token scoped to it."""
+    root = _vault(stack, stack.root_token)
+    name = f"rotation-{secrets.token_hex(4)}"
+    root.secrets.transit.create_key(name, key_type="ed25519")
+    root.sys.create_or_update_policy(
+        f"{name}-sign", f'path "transit/sign/{name}" {{ capabilities = ["update"] }}'
+    )
+    root.sys.create_or_update_policy(
+        f"{name}-read", f'path "transit/keys/{name}" {{ capabilities = ["read"] }}'
+    )
+    tokens = {
+        role: root.auth.token.create(policies=[f"{name}-{role}"], ttl="10m")["auth"]["client_token"]
+        for role in ("sign", "read")
+    }
+    try:
+        yield root, name, tokens
+    finally:
+        for role in ("sign", "read"):
+            root.sys.delete_policy(f"{name}-{role}")
+
+
+@pytest.mark.stack
+def test_vault_rotation_and_retirement(stack, rotating_key, tmp_path: Path) -> None:  # noqa: ANN001
+    root, name, tokens = rotating_key
+    ca = stack.vault_cacert
+    publisher = VaultSigner(stack.vault_addr, tokens["sign"], name, ca)
+    refresher = vault_key_refresher(stack.vault_addr, tokens["read"], name, ca)
+    cache = tmp_path / "keyring.json"
+
+    s1 = publisher.sign(MESSAGE)
+    assert s1.keyid == f"vault:{name}:v1"
+    runner = Keyring.from_file(cache, refresher)
+    runner.refresh()
+    assert runner.keyids() == [f"vault:{name}:v1"]
+
+    root.secrets.transit.rotate_key(name)
+    s2 = publisher.sign(MESSAGE)
+    assert s2.keyid == f"vault:{name}:v2"
+    # Only v1 is cached; seeing v2 makes the runner fetch it, then verify.
+    assert runner.verify(s2.keyid, MESSAGE, sig_bytes(s2))
+    assert runner.keyids() == [f"vault:{name}:v1", f"vault:{name}:v2"]
+    assert runner.verify(s1.keyid, MESSAGE, sig_bytes(s1))  # v1 still trusted
+
+    # Retire v1: transit drops it from keys/<name>, so the next refresh drops it too.
+    root.secrets.transit.update_key_configuration(name, min_decryption_version=2)
+    runner.refresh()
+    assert runner.keyids() == [f"vault:{name}:v2"]
+    with pytest.raises(ManifestError) as exc:
+        runner.verify(s1.keyid, MESSAGE, sig_bytes(s1))
+    assert str(exc.value) == (
+        f"unknown signing key vault:{name}:v1 (retired by policy, trusted: vault:{name}:v2)"
+    )
+    # The cache forgot v1 as well: a restarted runner cannot be talked back into it.
+    assert list(json.loads(cache.read_text())["keys"]) == [f"vault:{name}:v2"]
+    restarted = Keyring.from_file(cache, refresher)
+    with pytest.raises(ManifestError, match=f"^unknown signing key vault:{name}:v1"):
+        restarted.verify(s1.keyid, MESSAGE, sig_bytes(s1))
