@@ -59,3 +59,20 @@ def human_ms(value: float | None) -> str:
 def human_percent(value: float | None) -> str:
     """12.345 -> '12.35%'."""
     return MISSING if _missing(value) else f"{float(value):.2f}%"  # type: ignore[arg-type]
+
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from '90s', '30m', '24h', '7d', '2w' or a plain number of seconds."""
+    value = text.strip().lower()
+    unit = value[-1:] if value[-1:] in _DURATION_UNITS else "s"
+    number = value[:-1] if value[-1:] in _DURATION_UNITS else value
+    try:
+        seconds = float(number) * _DURATION_UNITS[unit]
+    except ValueError:
+        raise ValueError(f"{text!r} is not a duration: use e.g. 90s, 30m, 24h or 7d") from None
+    if seconds <= 0:
+        raise ValueError(f"{text!r} is not a positive duration")
+    return seconds

@@ -11,6 +11,13 @@ import click
 
 from fiolake import units
 from fiolake.cli import fail, format_option, lake_option
+from fiolake.commands.common import (
+    SizeParam,
+    caps_from,
+    caps_options,
+    parse_labels,
+    resolve_job_files,
+)
 from fiolake.errors import FiolakeError, PolicyError
 from fiolake.output import render
 
@@ -22,98 +29,6 @@ _KIND_FORMAT = {
     "ms": units.human_ms,
     "percent": units.human_percent,
 }
-
-
-def parse_size(value: str) -> int:
-    """Bytes from '16M', '1GiB', '4096' (binary multiples, as fio uses by default)."""
-    from runner.policy import parse_size as fio_size
-
-    return fio_size(value)
-
-
-class SizeParam(click.ParamType):
-    name = "SIZE"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            return value
-        try:
-            return parse_size(str(value))
-        except (ValueError, FiolakeError):
-            self.fail(f"{value!r} is not a size: use e.g. 16M, 1G or a number of bytes", param, ctx)
-
-
-def caps_options(fn: Any) -> Any:
-    """Policy caps shared by `run` and `validate`."""
-    from runner.policy import Caps
-
-    defaults = Caps()
-    opts = [
-        click.option(
-            "--max-size",
-            type=SizeParam(),
-            default=defaults.max_size_bytes,
-            show_default="64G",
-            help="Cap on size/filesize/io_size per job.",
-        ),
-        click.option(
-            "--max-numjobs",
-            type=click.IntRange(1),
-            default=defaults.max_numjobs,
-            show_default=True,
-            help="Cap on numjobs.",
-        ),
-        click.option(
-            "--max-iodepth",
-            type=click.IntRange(1),
-            default=defaults.max_iodepth,
-            show_default=True,
-            help="Cap on iodepth.",
-        ),
-        click.option(
-            "--max-runtime",
-            type=click.IntRange(1),
-            default=defaults.max_runtime_s,
-            show_default=True,
-            help="Cap on runtime per job, seconds.",
-        ),
-    ]
-    for opt in reversed(opts):
-        fn = opt(fn)
-    return fn
-
-
-def _caps(max_size: int, max_numjobs: int, max_iodepth: int, max_runtime: int) -> Any:
-    from runner.policy import Caps
-
-    return Caps(
-        max_size_bytes=max_size,
-        max_numjobs=max_numjobs,
-        max_iodepth=max_iodepth,
-        max_runtime_s=max_runtime,
-    )
-
-
-def _labels(values: tuple[str, ...]) -> dict[str, str]:
-    labels = {}
-    for item in values:
-        key, sep, val = item.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--label")
-        labels[key] = val
-    return labels
-
-
-def _resolve(job_files: tuple[str, ...]) -> list[tuple[str, str]]:
-    """(profile name, job file text) for each argument, or the default suite."""
-    from runner.profiles import DEFAULT_SUITE, resolve_job_file
-
-    names = job_files or DEFAULT_SUITE
-    out = []
-    for name in names:
-        path = resolve_job_file(name)
-        out.append((path.stem, path.read_text()))
-    return out
 
 
 def _progress_printer(label: str) -> Any:
@@ -226,12 +141,12 @@ def run(
 
     try:
         target_dir.mkdir(parents=True, exist_ok=True)
-        caps = _caps(max_size, max_numjobs, max_iodepth, max_runtime)
-        labels = _labels(label)
+        caps = caps_from(max_size, max_numjobs, max_iodepth, max_runtime)
+        labels = parse_labels(label)
         campaign_id = campaign or new_campaign_id()
         store = lake_store(lake)
         prepared = []
-        for profile, text in _resolve(job_files):
+        for profile, text in resolve_job_files(job_files):
             for rep in range(repeat):
                 request = ex.RunRequest(
                     job_file_text=text,
@@ -329,10 +244,10 @@ def validate(
         return
     if not job_files:
         raise click.UsageError("name at least one job file (or a profile), or use --list")
-    caps = _caps(max_size, max_numjobs, max_iodepth, max_runtime)
+    caps = caps_from(max_size, max_numjobs, max_iodepth, max_runtime)
     problems = []
     try:
-        for profile, text in _resolve(job_files):
+        for profile, text in resolve_job_files(job_files):
             request = ex.RunRequest(
                 job_file_text=text,
                 profile=profile,
