@@ -14,7 +14,8 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -161,29 +162,26 @@ def _vault_client(addr: str, token: str, ca_cert: str | None) -> Any:
     return hvac.Client(url=addr, token=token, verify=ca_cert or True, timeout=10)
 
 
-def _vault_failure(exc: Exception, action: str, addr: str, need: str) -> FiolakeError:
-    """Turn an hvac/requests exception into a message naming the problem and the fix."""
+@contextmanager
+def _vault_errors(action: str, addr: str, need: str) -> Iterator[None]:
+    """Turn hvac/requests exceptions into a message naming the problem and the fix."""
     import hvac.exceptions
     import requests
 
-    if isinstance(exc, hvac.exceptions.Forbidden):
-        return FiolakeError(
-            f"Vault refused to {action} (permission denied): the token needs {need}"
-        )
-    if isinstance(exc, hvac.exceptions.InvalidPath):
-        return FiolakeError(f"Vault cannot {action}: no such key or transit mount at {addr}")
-    if isinstance(exc, requests.exceptions.SSLError):
-        return FiolakeError(f"TLS to Vault at {addr} failed ({exc}); set VAULT_CACERT to its CA")
-    if isinstance(exc, requests.exceptions.RequestException):
-        return FiolakeError(f"cannot reach Vault at {addr} to {action}: {exc}")
-    return FiolakeError(f"Vault failed to {action}: {exc}")
-
-
-def _vault_errors() -> tuple[type[Exception], ...]:
-    import hvac.exceptions
-    import requests
-
-    return (hvac.exceptions.VaultError, requests.exceptions.RequestException)
+    try:
+        yield
+    except hvac.exceptions.Forbidden as exc:
+        msg = f"Vault refused to {action} (permission denied): the token needs {need}"
+        raise FiolakeError(msg) from exc
+    except hvac.exceptions.InvalidPath as exc:
+        raise FiolakeError(f"Vault cannot {action}: no such key or mount at {addr}") from exc
+    except requests.exceptions.SSLError as exc:
+        msg = f"TLS to Vault at {addr} failed ({exc}); set VAULT_CACERT to its CA file"
+        raise FiolakeError(msg) from exc
+    except requests.exceptions.RequestException as exc:
+        raise FiolakeError(f"cannot reach Vault at {addr} to {action}: {exc}") from exc
+    except hvac.exceptions.VaultError as exc:
+        raise FiolakeError(f"Vault failed to {action}: {exc}") from exc
 
 
 def vault_keyid(key_name: str, version: int) -> str:
@@ -206,15 +204,13 @@ class VaultSigner:
 
     def sign(self, message: bytes) -> Signature:
         action = f"sign with transit key {self.key_name!r}"
-        try:
+        need = f"`update` on {self.mount}/sign/{self.key_name}"
+        with _vault_errors(action, self.addr, need):
             resp = self._client.secrets.transit.sign_data(
                 self.key_name,
                 hash_input=base64.b64encode(message).decode(),
                 mount_point=self.mount,
             )
-        except _vault_errors() as exc:
-            need = f"`update` on {self.mount}/sign/{self.key_name}"
-            raise _vault_failure(exc, action, self.addr, need) from exc
         return self._parse(resp["data"]["signature"])
 
     def _parse(self, value: str) -> Signature:
@@ -244,12 +240,9 @@ class VaultKeySource:
         self._client = _vault_client(addr, token, ca_cert)
 
     def __call__(self, wanted_keyid: str) -> dict[str, bytes]:
-        try:
+        action = f"read transit key {self.key_name!r}"
+        with _vault_errors(action, self.addr, f"`read` on {self.mount}/keys/{self.key_name}"):
             resp = self._client.secrets.transit.read_key(self.key_name, mount_point=self.mount)
-        except _vault_errors() as exc:
-            need = f"`read` on {self.mount}/keys/{self.key_name}"
-            action = f"read transit key {self.key_name!r}"
-            raise _vault_failure(exc, action, self.addr, need) from exc
         data = resp["data"]
         if data.get("type") != "ed25519":
             raise FiolakeError(f"transit key {self.key_name!r} is {data.get('type')}, not ed25519")
@@ -294,6 +287,7 @@ class Keyring:
         self._retired: set[str] = set()  # dropped by a refresh in this process
         self._not_found: dict[str, float] = {}  # key id -> monotonic time the source lacked it
         self._failed_at = -RETRY_REFRESH_AFTER_S
+        self._failure = ""
 
     def add(self, keyid: str, public_key: bytes, *, persist: bool = True) -> None:
         """Trust `public_key` under `keyid`; `persist=False` keeps it out of the cache file."""
@@ -323,7 +317,8 @@ class Keyring:
             fresh = self.refresher(wanted_keyid)
         except FiolakeError as exc:
             self._failed_at = time.monotonic()
-            raise KeyringUnavailable(f"cannot refresh signing keys: {exc}") from exc
+            self._failure = f"cannot refresh signing keys: {exc}"
+            raise KeyringUnavailable(self._failure) from exc
         namespaces = {_namespace(k) for k in fresh}
         namespaces.update(filter(None, [getattr(self.refresher, "namespace", None)]))
         for k in list(self._keys):
@@ -352,6 +347,9 @@ class Keyring:
 
     def _look_up(self, keyid: str) -> bytes:
         if keyid not in self._keys and self.refresher is not None:
+            if time.monotonic() - self._failed_at < RETRY_REFRESH_AFTER_S:
+                # Don't make every verification wait for a Vault that just failed.
+                raise KeyringUnavailable(f"{self._failure} (will retry shortly)")
             asked = self._not_found.get(keyid)
             if asked is None or time.monotonic() - asked >= NEGATIVE_CACHE_S:
                 self.refresh(keyid)
