@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from fiolake import layout
+
+
+def test_keys_round_trip_and_partition_by_date() -> None:
+    key = layout.job_key("c-1", "job-1")
+    assert key == "jobs/c-1/job-1.json"
+    assert layout.parse_job_key(key) == ("c-1", "job-1")
+    day = datetime(2026, 11, 22, 23, 59, tzinfo=UTC)
+    assert layout.result_key("runs", day, "r-1") == "results/runs/date=2026-11-22/r-1.parquet"
+
+
+@pytest.mark.parametrize("bad", ["../x", "a/b", "", ".hidden", "x" * 200, "a b"])
+def test_unsafe_ids_are_refused(bad: str) -> None:
+    with pytest.raises(ValueError, match="invalid job id"):
+        layout.commit_key(bad)
+
+
+def test_unknown_table_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown table 'jobs'"):
+        layout.table_glob("jobs")
