@@ -156,10 +156,10 @@ def load_public_key(path: Path) -> tuple[str, bytes]:
 # --- Vault / OpenBao transit -----------------------------------------------------------
 
 
-def _vault_client(addr: str, token: str, ca_cert: str | None) -> Any:
+def _vault_client(addr: str, token: str, ca_cert: str | Path | None) -> Any:
     import hvac  # the local signer must work without talking to Vault
 
-    return hvac.Client(url=addr, token=token, verify=ca_cert or True, timeout=10)
+    return hvac.Client(url=addr, token=token, verify=str(ca_cert) if ca_cert else True, timeout=10)
 
 
 @contextmanager
@@ -196,7 +196,7 @@ class VaultSigner:
         addr: str,
         token: str,
         key_name: str = DEFAULT_TRANSIT_KEY,
-        ca_cert: str | None = None,
+        ca_cert: str | Path | None = None,
         mount: str = "transit",
     ):
         self.addr, self.key_name, self.mount = addr, key_name, mount
@@ -234,7 +234,9 @@ class VaultSigner:
 class VaultKeySource:
     """Refresher over transit `keys/<key>`: every version not retired by policy."""
 
-    def __init__(self, addr: str, token: str, key_name: str, ca_cert: str | None, mount: str):
+    def __init__(
+        self, addr: str, token: str, key_name: str, ca_cert: str | Path | None, mount: str
+    ):
         self.addr, self.key_name, self.mount = addr, key_name, mount
         self.namespace = f"vault:{key_name}:"  # the key ids this source is authoritative for
         self._client = _vault_client(addr, token, ca_cert)
@@ -260,7 +262,7 @@ def vault_key_refresher(
     addr: str,
     token: str,
     key_name: str = DEFAULT_TRANSIT_KEY,
-    ca_cert: str | None = None,
+    ca_cert: str | Path | None = None,
     mount: str = "transit",
 ) -> Refresher:
     """A refresher returning every version of the transit key that is not retired by policy."""
