@@ -1,0 +1,222 @@
+"""Synthetic lakes for aggregator tests and the benchmark: the real key layout and schema.
+
+Runs are written exactly as a runner writes them (one Parquet file per table per
+run attempt under `fiolake.layout.result_key`, raw fio.json, then the commit marker),
+with metric values chosen by the test.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fiolake import layout
+from fiolake.commits import Commit
+from fiolake.schema import RESULTS, to_table
+from fiolake.store import LocalStore, ObjectStore
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+# (job_name, direction) -> {metric: value}; missing metrics derive from iops.
+Metrics = Mapping[tuple[str, str], Mapping[str, float]]
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    """zstd Parquet, as the runner writes it."""
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    return buf.getvalue()
+
+
+def run_row(run_id: str, job_id: str, campaign: str, backend: str, profile: str,
+            started_at: datetime, status: str = "ok", **extra: Any) -> dict[str, Any]:  # fmt: skip
+    """A `runs` row with a plausible environment; `extra` overrides any column."""
+    row: dict[str, Any] = {
+        "run_id": run_id,
+        "job_id": job_id,
+        "campaign_id": campaign,
+        "repetition": 0,
+        "backend": backend,
+        "runner": "runner-1",
+        "host": "host-a",
+        "profile": profile,
+        "job_file_sha256": "ab" * 32,
+        "canonical_job_file": f"[global]\ndirectory=/mnt/{backend}\n[{profile}]\nrw=randread\n",
+        "fio_version": "fio-3.33",
+        "fio_argv": ["fio", "--output-format=json+"],
+        "kernel": "6.1.0-18-amd64",
+        "os": "Debian GNU/Linux 12",
+        "cpu_model": "Xeon",
+        "cpu_count": 2,
+        "mem_bytes": 8 << 30,
+        "target_dir": f"/mnt/{backend}",
+        "fs_type": "ext4",
+        "mount_options": "rw,relatime",
+        "device": "/dev/nvme0n1",
+        "device_model": "Samsung 980",
+        "labels": [("rack", "r1")],
+        "started_at": started_at,
+        "finished_at": started_at + timedelta(seconds=60),
+        "status": status,
+        "error": None if status == "ok" else "fio exited 1",
+        "exit_code": 0 if status == "ok" else 1,
+    }
+    row.update(extra)
+    return row
+
+
+def result_row(run_id: str, backend: str, job_name: str, direction: str, job_index: int,
+               values: Mapping[str, float]) -> dict[str, Any]:  # fmt: skip
+    """A `results` row; bw_bytes, io_bytes and latencies follow from iops unless given."""
+    iops = float(values.get("iops", 1000.0))
+    lat = float(values.get("lat_mean_ns", 1e9 / max(iops, 1.0)))
+    row: dict[str, Any] = {
+        "run_id": run_id,
+        "backend": backend,
+        "job_name": job_name,
+        "job_index": job_index,
+        "groupid": 0,
+        "direction": direction,
+        "iops": iops,
+        "bw_bytes": int(values.get("bw_bytes", iops * 4096)),
+        "io_bytes": int(values.get("io_bytes", iops * 4096 * 60)),
+        "total_ios": int(iops * 60),
+        "runtime_ms": 60000,
+        "lat_mean_ns": lat,
+        "clat_mean_ns": float(values.get("clat_mean_ns", lat * 0.9)),
+        "slat_mean_ns": lat * 0.1,
+        "clat_p50_ns": int(values.get("clat_p50_ns", lat * 0.8)),
+        "clat_p99_ns": int(values.get("clat_p99_ns", lat * 3)),
+        "rw": "randrw",
+        "bs": "4k",
+        "iodepth": 1,
+        "numjobs": 1,
+        "ioengine": "psync",
+        "direct": False,
+        "job_error": 0,
+    }
+    for name, value in values.items():  # explicit values win, in the column's type
+        row[name] = int(value) if pa.types.is_integer(RESULTS.field(name).type) else float(value)
+    return row
+
+
+def timeseries_rows(run_id: str, job_name: str, direction: str, job_index: int,
+                    values: Mapping[str, float], seconds: int) -> list[dict[str, Any]]:  # fmt: skip
+    """Per-second rows around the run's iops."""
+    iops = float(values.get("iops", 1000.0))
+    return [
+        {
+            "run_id": run_id,
+            "job_name": job_name,
+            "job_index": job_index,
+            "thread": job_index + 1,
+            "direction": direction,
+            "second": s,
+            "iops": int(iops * (0.95 + 0.1 * (s % 3) / 2)),
+            "bw_bytes": int(iops * 4096),
+            "lat_mean_ns": int(1e9 / max(iops, 1.0)),
+            "zero_filled": False,
+            "partial": s == seconds,
+        }
+        for s in range(1, seconds + 1)
+    ]
+
+
+def percentile_rows(run_id: str, job_name: str, direction: str, job_index: int,
+                    values: Mapping[str, float]) -> list[dict[str, Any]]:  # fmt: skip
+    """A few clat percentiles."""
+    lat = 1e9 / max(float(values.get("iops", 1000.0)), 1.0)
+    return [
+        {
+            "run_id": run_id,
+            "job_name": job_name,
+            "job_index": job_index,
+            "direction": direction,
+            "lat_type": "clat",
+            "percentile": p,
+            "value_ns": int(lat * (1 + p / 50)),
+            "source": "fio_json",
+        }
+        for p in (50.0, 99.0)
+    ]
+
+
+def write_run(
+    store: ObjectStore,
+    *,
+    run_id: str,
+    job_id: str,
+    campaign: str = "c1",
+    backend: str = "nvme",
+    profile: str = "random-reads",
+    metrics: Metrics | None = None,
+    started_at: datetime = T0,
+    status: str = "ok",
+    commit: bool = True,
+    seconds: int = 3,
+    raw: bool = True,
+    **run_extra: Any,
+) -> str:
+    """Write one run attempt (4 tables, raw fio.json, commit marker unless `commit=False`)."""
+    metrics = metrics if metrics is not None else {("job1", "read"): {"iops": 1000.0}}
+    runs = [run_row(run_id, job_id, campaign, backend, profile, started_at, status, **run_extra)]
+    results, ts, pct = [], [], []
+    if status == "ok":
+        for index, ((job, direction), values) in enumerate(sorted(metrics.items())):
+            results.append(result_row(run_id, backend, job, direction, index, values))
+            ts += timeseries_rows(run_id, job, direction, index, values, seconds)
+            pct += percentile_rows(run_id, job, direction, index, values)
+    tables = {"runs": runs, "results": results, "timeseries": ts, "percentiles": pct}
+    for name, rows in tables.items():
+        store.put(layout.result_key(name, started_at, run_id), parquet_bytes(to_table(name, rows)))
+    if raw and status != "rejected":
+        store.put(layout.raw_key(run_id, "fio.json"), json.dumps({"jobs": []}).encode())
+    if commit:
+        marker = Commit(job_id, run_id, campaign, "runner-1", status, started_at.isoformat())
+        store.put(layout.commit_key(job_id), marker.to_bytes(), if_none_match=True)
+    return run_id
+
+
+def write_campaign(
+    store: ObjectStore,
+    campaign: str,
+    backends: Mapping[str, Metrics],
+    repetitions: int,
+    *,
+    profile: str = "random-reads",
+    start: datetime = T0,
+    jitter: float = 0.0,
+) -> list[str]:
+    """`repetitions` runs per backend; `jitter` spreads values ±jitter (fraction), deterministic."""
+    run_ids = []
+    step = 0
+    for backend, metrics in backends.items():
+        for rep in range(repetitions):
+            factor = 1.0 + jitter * ((rep % 5) - 2) / 2 if repetitions > 1 else 1.0
+            scaled = {k: {m: v * factor for m, v in vals.items()} for k, vals in metrics.items()}
+            run_id = f"{campaign}-{backend}-r{rep}"
+            write_run(
+                store,
+                run_id=run_id,
+                job_id=f"{campaign}-{backend}-j{rep}",
+                campaign=campaign,
+                backend=backend,
+                profile=profile,
+                metrics=scaled,
+                started_at=start + timedelta(minutes=step),
+                repetition=rep,
+            )
+            run_ids.append(run_id)
+            step += 1
+    return run_ids
+
+
+def local_store(path: Any) -> LocalStore:
+    """A LocalStore on `path` (created)."""
+    return LocalStore(path)

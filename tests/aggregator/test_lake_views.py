@@ -1,0 +1,71 @@
+"""The lake views: committed runs only, empty tables, empty lakes, sandboxing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lakegen
+import pytest
+
+from aggregator.lake import connect
+from fiolake.errors import LakeError
+from fiolake.schema import SCHEMAS
+
+
+def test_views_show_only_committed_runs(tmp_path: Path) -> None:
+    store = lakegen.local_store(tmp_path)
+    lakegen.write_run(store, run_id="r1", job_id="j1", metrics={("j", "read"): {"iops": 10}})
+    # a losing second attempt at j1 and an attempt that never committed
+    lakegen.write_run(store, run_id="r1-retry", job_id="j1", commit=False)
+    lakegen.write_run(store, run_id="r2-dead", job_id="j2", commit=False)
+    with connect(str(tmp_path)) as lake:
+        assert lake.con.sql("SELECT run_id FROM runs").fetchall() == [("r1",)]
+        assert lake.con.sql("SELECT run_id, iops FROM results").fetchall() == [("r1", 10.0)]
+        assert lake.con.sql("SELECT count(DISTINCT run_id) FROM timeseries").fetchone() == (1,)
+        assert lake.con.sql("SELECT job_id, run_id FROM commits").fetchall() == [("j1", "r1")]
+        assert lake.snapshot.orphan_files == 8
+
+
+def test_views_have_contract_columns_and_date(tmp_path: Path) -> None:
+    store = lakegen.local_store(tmp_path)
+    lakegen.write_run(store, run_id="r1", job_id="j1")
+    with connect(str(tmp_path)) as lake:
+        for table, schema in SCHEMAS.items():
+            cols = [r[0] for r in lake.con.sql(f"DESCRIBE {table}").fetchall()]
+            assert cols == [*schema.names, "date"]
+        assert lake.con.sql("SELECT date FROM runs").fetchone()[0].isoformat() == "2025-03-01"
+
+
+def test_table_without_files_is_an_empty_view(tmp_path: Path) -> None:
+    store = lakegen.local_store(tmp_path)
+    # a rejected run writes a runs row only (results etc. are empty tables) ...
+    lakegen.write_run(store, run_id="r1", job_id="j1", status="rejected")
+    # ... and here the timeseries/percentiles files are missing altogether
+    for key in list(store.list("results/timeseries/")) + list(store.list("results/percentiles/")):
+        (tmp_path / key).unlink()
+    with connect(str(tmp_path)) as lake:
+        assert lake.con.sql("SELECT status FROM runs").fetchall() == [("rejected",)]
+        assert lake.con.sql("SELECT count(*) FROM timeseries").fetchone() == (0,)
+        cols = [r[0] for r in lake.con.sql("DESCRIBE percentiles").fetchall()]
+        assert cols == [*SCHEMAS["percentiles"].names, "date"]
+
+
+@pytest.mark.parametrize("make", ["missing", "empty", "only-orphans"])
+def test_empty_lake_is_a_clear_error(tmp_path: Path, make: str) -> None:
+    root = tmp_path / "lake"
+    if make != "missing":
+        root.mkdir()
+    if make == "only-orphans":
+        lakegen.write_run(lakegen.local_store(root), run_id="r1", job_id="j1", commit=False)
+    with pytest.raises(LakeError) as err:
+        connect(str(root))
+    assert str(err.value) == (
+        f"no results in lake {root}: run `fiolake run` (or start runners) first"
+    )
+
+
+def test_queries_cannot_read_outside_the_lake(tmp_path: Path) -> None:
+    lakegen.write_run(lakegen.local_store(tmp_path / "lake"), run_id="r1", job_id="j1")
+    (tmp_path / "secret.csv").write_text("a\n1\n")
+    with connect(str(tmp_path / "lake")) as lake, pytest.raises(Exception, match="disabled"):
+        lake.con.sql(f"SELECT * FROM read_csv('{tmp_path / 'secret.csv'}')").fetchall()
