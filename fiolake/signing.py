@@ -332,7 +332,10 @@ class Keyring:
         self.refreshed_at = time.time()
         self._not_found.clear()
         if self.path is not None:
-            self.save(self.path)
+            try:
+                self.save(self.path)
+            except OSError as exc:  # the cache only saves Vault reads; keys are still good
+                log.warning("cannot write keyring cache %s: %s", self.path, exc)
 
     def _refresh_if_stale(self) -> None:
         if self.refresher is None:
