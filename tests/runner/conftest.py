@@ -1,0 +1,167 @@
+"""Fixtures for runner protocol tests: a lake (local dir or the real MinIO), signing, runners."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from fiolake.signing import LocalSigner, public_key_path
+
+NULL_JOB = """\
+; no I/O at all: exercises the protocol, not the disk
+[n]
+ioengine=null
+rw=randread
+bs=4k
+size=1M
+"""
+SLOW_JOB = """\
+; runs long enough to be interrupted
+[s]
+ioengine=null
+rw=read
+bs=4k
+size=1M
+runtime={runtime}
+time_based=1
+rate_iops=100
+"""
+
+
+@dataclass
+class LakeEnv:
+    """Environments for publisher and runner processes against one lake."""
+
+    kind: str
+    publisher: dict[str, str]
+    runner: dict[str, str]
+    admin: dict[str, str]
+    tmp: Path
+    procs: list[subprocess.Popen] = field(default_factory=list)
+
+    def cli(self, role: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        env = {**os.environ, **getattr(self, role)}
+        return subprocess.run(
+            [sys.executable, "-m", "fiolake", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def publish(self, job_file: Path, *args: str) -> str:
+        done = self.cli("publisher", "publish", str(job_file), *args)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    def start_runner(self, name: str, backend: str, *args: str) -> subprocess.Popen:
+        target = self.tmp / f"target-{name}"
+        log = open(self.tmp / f"runner-{name}.log", "w")  # noqa: SIM115 - closed with the process
+        env = {**os.environ, **self.runner}
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "fiolake",
+                "runner",
+                "--backend",
+                backend,
+                "--dir",
+                str(target),
+                "--runner-id",
+                name,
+                "--spool-dir",
+                str(self.tmp / f"spool-{name}"),
+                *args,
+            ],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def runner_log(self, name: str) -> str:
+        return (self.tmp / f"runner-{name}.log").read_text()
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)
+                proc.kill()
+            proc.wait()
+
+
+def _local_signing(tmp: Path) -> tuple[dict[str, str], dict[str, str]]:
+    key = tmp / "signing.key"
+    LocalSigner.generate(key)
+    publisher = {"FIOLAKE_SIGNER": "local", "FIOLAKE_SIGNING_KEY": str(key)}
+    runner = {
+        "FIOLAKE_TRUSTED_KEY": str(public_key_path(key)),
+        "FIOLAKE_KEYRING": str(tmp / "keyring.json"),
+    }
+    return publisher, runner
+
+
+@pytest.fixture
+def local_lake(tmp_path: Path) -> Iterator[LakeEnv]:
+    """A local directory lake signed with a local Ed25519 key."""
+    publisher, runner = _local_signing(tmp_path)
+    lake = {"FIOLAKE_LAKE": str(tmp_path / "lake")}
+    env = LakeEnv("local", {**lake, **publisher}, {**lake, **runner}, lake, tmp_path)
+    try:
+        yield env
+    finally:
+        env.stop_all()
+
+
+@pytest.fixture
+def minio_lake(stack, tmp_path: Path) -> Iterator[LakeEnv]:
+    """The real MinIO (TLS) lake under a fresh prefix, manifests signed by Vault transit."""
+    prefix = f"t{time.monotonic_ns()}"
+
+    def role(name: str) -> dict[str, str]:
+        env = stack.environ(name)
+        env["FIOLAKE_LAKE"] = f"{stack.lake}/{prefix}"
+        env["FIOLAKE_KEYRING"] = str(tmp_path / f"keyring-{name}.json")
+        return env
+
+    env = LakeEnv(
+        "minio",
+        {**role("publisher"), "FIOLAKE_SIGNER": "vault"},
+        role("runner"),
+        role("admin"),
+        tmp_path,
+    )
+    try:
+        yield env
+    finally:
+        env.stop_all()
+
+
+@pytest.fixture(params=["local", "minio"])
+def lake_env(request: pytest.FixtureRequest) -> LakeEnv:
+    """Both lakes: the protocol must behave the same on each."""
+    if request.param == "minio":
+        request.applymarker(pytest.mark.stack)
+        return request.getfixturevalue("minio_lake")
+    return request.getfixturevalue("local_lake")
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):  # noqa: ANN001, ANN201
+    """Poll until `predicate()` is truthy; fail naming `what` on timeout."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")

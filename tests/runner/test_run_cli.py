@@ -1,0 +1,163 @@
+"""`fiolake run` / `validate` end to end with the real fio, into a local lake."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fiolake.cli import cli
+
+TINY = """\
+; tiny random read/write mix for tests
+[global]
+rw=randrw
+rwmixread=70
+bs=4k
+ioengine=psync
+size=4M
+runtime=2
+time_based=1
+
+[mix]
+"""
+
+
+def invoke(*args: str, **kwargs: object):
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False, **kwargs)
+
+
+def sql(lake: Path, query: str) -> list[dict]:
+    result = invoke("sql", query, "--lake", str(lake), "--format", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def raw_report(lake: Path, run_id: str) -> dict:
+    text = (lake / "raw" / run_id / "fio.json").read_text()
+    return json.loads(text[text.index("{") :])
+
+
+@pytest.fixture
+def tiny_job(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.fio"
+    path.write_text(TINY)
+    return path
+
+
+def test_run_stores_what_fio_reported(tmp_path: Path, tiny_job: Path) -> None:
+    lake, target = tmp_path / "lake", tmp_path / "target"
+    result = invoke("run", str(tiny_job), "--dir", str(target), "--lake", str(lake),
+                    "--backend", "tmp", "--format", "json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert len(summary) == 1 and summary[0]["status"] == "ok"
+    run_id = summary[0]["run_id"]
+    report = raw_report(lake, run_id)
+    job = report["jobs"][0]
+    # the summary carries fio's own numbers, raw
+    assert summary[0]["read_io_bytes"] == job["read"]["io_bytes"]
+    assert summary[0]["write_iops"] == pytest.approx(job["write"]["iops"])
+    assert summary[0]["read_clat_p99_ns"] == job["read"]["clat_ns"]["percentile"]["99.000000"]
+    assert summary[0]["ctx"] == job["ctx"]
+    # the lake agrees with fio's totals
+    total = sql(lake, "SELECT sum(io_bytes) AS b FROM results")[0]["b"]
+    assert total == job["read"]["io_bytes"] + job["write"]["io_bytes"]
+    runs = sql(lake, "SELECT status, backend, profile, fio_version, fs_type, host FROM runs")
+    assert runs == [runs[0]] and runs[0]["status"] == "ok" and runs[0]["profile"] == "tiny"
+    assert runs[0]["backend"] == "tmp" and runs[0]["fio_version"].startswith("fio-")
+    assert runs[0]["fs_type"]
+    # per-second series: one row per thread x direction x second, no gaps
+    ts = sql(lake, "SELECT direction, count(*) AS n, count(DISTINCT second) AS s, "
+                   "max(second) AS last FROM timeseries GROUP BY 1 ORDER BY 1")
+    assert [r["direction"] for r in ts] == ["read", "write"]
+    for row in ts:
+        assert row["n"] == row["s"] == row["last"] >= 1
+    # percentiles: the stored p99 equals fio's
+    p99 = sql(lake, "SELECT value_ns FROM percentiles WHERE direction='read' AND "
+                    "lat_type='clat' AND percentile=99.0 AND source='fio_json'")
+    assert p99[0]["value_ns"] == job["read"]["clat_ns"]["percentile"]["99.000000"]
+    # fio's data files are removed from the target dir
+    assert list(target.iterdir()) == []
+
+
+def test_table_summary_shows_human_units_and_dashes(tmp_path: Path) -> None:
+    job = tmp_path / "reads.fio"
+    job.write_text("[r]\nrw=read\nbs=64k\nsize=4M\nioengine=psync\nruntime=1\ntime_based=1\n")
+    result = invoke("run", str(job), "--dir", str(tmp_path / "t"), "--lake",
+                    str(tmp_path / "lake"))
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert "Read bandwidth" in out and "/s" in out
+    write_line = next(line for line in out.splitlines() if line.startswith("Write IOPS"))
+    assert write_line.split()[-1] == "---"
+
+
+def test_exec_prerun_is_refused_and_never_runs(tmp_path: Path) -> None:
+    pwned = tmp_path / "pwned"
+    job = tmp_path / "evil.fio"
+    job.write_text(f"[evil]\nrw=read\nsize=1M\nexec_prerun=touch {pwned}\n")
+    lake = tmp_path / "lake"
+    for args in (("validate", str(job)),
+                 ("run", str(job), "--dir", str(tmp_path / "t"), "--lake", str(lake))):
+        result = invoke(*args)
+        assert result.exit_code == 1
+        assert "exec_prerun" in result.output and result.output.startswith("Error: ")
+    assert not pwned.exists()
+    assert not lake.exists()
+
+
+def test_validate_reports_every_violation(tmp_path: Path) -> None:
+    job = tmp_path / "bad.fio"
+    job.write_text("[a]\nrw=randtrim\nfilename=/dev/sda\nnumjobs=500\n")
+    result = invoke("validate", str(job))
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert lines[0] == "Error: job file refused:"
+    assert any("bad: [a] rw=randtrim" in line for line in lines)
+    assert any("bad: [a] filename=/dev/sda" in line for line in lines)
+    assert any("bad: [a] numjobs=500: above the cap of 64" in line for line in lines)
+
+
+def test_unknown_profile_names_the_known_ones(tmp_path: Path) -> None:
+    result = invoke("run", "no-such-profile", "--dir", str(tmp_path))
+    assert result.exit_code == 1
+    assert "no-such-profile" in result.output and "random-reads" in result.output
+
+
+def test_fio_failure_is_recorded_as_failed(tmp_path: Path) -> None:
+    small = tmp_path / "small"
+    small.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tiny tmpfs for ENOSPC: {mounted.stderr.decode().strip()}")
+    try:
+        job = tmp_path / "fill.fio"
+        job.write_text("[fill]\nrw=write\nbs=64k\nsize=8M\nioengine=psync\n")
+        lake = tmp_path / "lake"
+        result = invoke("run", str(job), "--dir", str(small), "--lake", str(lake),
+                        "--format", "json")
+        assert result.exit_code == 1
+        assert "1 of 1 run(s) failed" in result.output
+        runs = sql(lake, "SELECT status, error FROM runs")
+        assert runs[0]["status"] == "failed"
+        assert "No space left on device" in runs[0]["error"]
+    finally:
+        subprocess.run(["umount", str(small)], check=False)
+
+
+def test_default_suite_runs_every_profile(tmp_path: Path) -> None:
+    from runner.profiles import DEFAULT_SUITE
+
+    lake = tmp_path / "lake"
+    result = invoke("run", "--dir", str(tmp_path / "t"), "--lake", str(lake), "--runtime", "1",
+                    "--size", "4M")
+    assert result.exit_code == 0, result.output
+    for profile in DEFAULT_SUITE:
+        assert f"{profile}  (run " in result.stdout
+    counted = sql(lake, "SELECT count(DISTINCT run_id) AS n FROM results")[0]["n"]
+    assert counted == len(DEFAULT_SUITE)
