@@ -27,8 +27,12 @@ STANDARD_PERCENTILES = (
     1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0,
     90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99,
 )  # fmt: skip
-# The error lines fio prints itself (td_verror, io_u errors, engine failures).
-_FIO_ERROR_LINE = re.compile(r"^fio:.*(err=|error|failed)", re.IGNORECASE)
+# fio's own error lines (td_verror, io_u errors, refused files); plain warnings such as
+# "fio: this platform does not support process shared mutexes" must not fail a run.
+_FIO_ERROR_LINE = re.compile(
+    r"^fio:.*(err=|error|failed|disallowed|denied|cannot|can't|unable|invalid|no such)",
+    re.IGNORECASE,
+)
 _TRUE = {"", "1", "true", "yes", "on"}
 
 
