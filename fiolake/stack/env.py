@@ -60,6 +60,8 @@ class StackEnv:
             env["VAULT_CACERT"] = str(self.vault_cacert)
         if creds.vault_token is not None:
             env["VAULT_TOKEN"] = creds.vault_token
+        if role in ("admin", "publisher"):
+            env["FIOLAKE_SIGNER"] = "vault"  # `fiolake publish` signs with transit
         return env
 
     def s3_settings(self, role: str = "admin") -> S3Settings:

@@ -100,6 +100,7 @@ def _start_openbao(paths: _Paths, config: dict) -> str:
                 cert=cert,
                 key=key,
                 api_addr=addr,
+                cluster_addr=f"https://{HOST}:{cluster_port}",
             )
         )
         binary = openbao.bao_binary()

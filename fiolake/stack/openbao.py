@@ -55,11 +55,19 @@ def policy_dir() -> Path:
 
 
 def server_config(
-    *, address: str, cluster_address: str, data_dir: Path, cert: Path, key: Path, api_addr: str
+    *,
+    address: str,
+    cluster_address: str,
+    data_dir: Path,
+    cert: Path,
+    key: Path,
+    api_addr: str,
+    cluster_addr: str,
 ) -> str:
-    """OpenBao server HCL: persistent single-node Raft storage, one TLS listener."""
-    host = cluster_address.rsplit(":", 1)[0]
-    port = cluster_address.rsplit(":", 1)[1]
+    """OpenBao server HCL: persistent single-node Raft storage, one TLS listener.
+
+    OpenBao supports only Raft (and PostgreSQL) storage; Raft needs a cluster listener.
+    """
     return f"""# Written by fiolake; regenerated on every `fiolake stack up`.
 storage "raft" {{
   path    = "{data_dir}"
@@ -73,7 +81,7 @@ listener "tcp" {{
   tls_min_version = "tls12"
 }}
 api_addr     = "{api_addr}"
-cluster_addr = "https://{host}:{port}"
+cluster_addr = "{cluster_addr}"
 ui           = false
 """
 

@@ -97,6 +97,20 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports on 127.0.0.1 that nothing listens on right now."""
+    socks = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind(("127.0.0.1", 0))
+            socks.append(sock)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
 def require_free_port(port: int, what: str, option: str) -> None:
     """Raise a FiolakeError naming the fix when `port` is taken."""
     if not port_free(port):

@@ -1,0 +1,298 @@
+"""The local stack against real MinIO and OpenBao: TLS, least privilege, lifecycle, CLI."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import hvac
+import hvac.exceptions
+import pytest
+import requests
+from botocore.exceptions import ClientError
+from click.testing import CliRunner
+
+from fiolake.cli import cli
+from fiolake.errors import FiolakeError, NotFound, PreconditionFailed, StoreError
+from fiolake.stack import (
+    StackEnv,
+    load_stack,
+    restart_minio,
+    stack_down,
+    stack_status,
+    stack_up,
+)
+from fiolake.stack.process import free_ports, port_free
+from fiolake.store import S3Settings, S3Store, s3_client
+
+pytestmark = pytest.mark.stack
+
+
+def _store(stack: StackEnv, role: str) -> S3Store:
+    return S3Store(stack.bucket, "", stack.s3_settings(role))
+
+
+def _key(prefix: str) -> str:
+    return f"{prefix}test-{uuid.uuid4().hex}.json"
+
+
+def _code(exc: ClientError) -> str:
+    return exc.response["Error"]["Code"]
+
+
+# ---------------------------------------------------------------- object store
+
+
+def test_runner_cannot_write_jobs_but_can_write_claims_and_results(stack: StackEnv) -> None:
+    runner = _store(stack, "runner")
+    with pytest.raises(StoreError, match="access denied"):
+        runner.put(_key("jobs/c1/"), b"{}")
+    for prefix in ("claims/", "results/runs/date=2026-01-01/", "raw/r1/", "commits/"):
+        key = _key(prefix)
+        etag = runner.put(key, b"{}", if_none_match=True)
+        assert runner.get(key)[1].etag == etag
+
+
+def test_runner_cannot_delete_even_its_own_results(stack: StackEnv) -> None:
+    key = _key("results/runs/date=2026-01-01/")
+    _store(stack, "runner").put(key, b"data")
+    client = s3_client(stack.s3_settings("runner"))
+    with pytest.raises(ClientError) as err:
+        client.delete_object(Bucket=stack.bucket, Key=key)
+    assert _code(err.value) == "AccessDenied"
+    assert _store(stack, "admin").get(key)[0] == b"data"
+
+
+def test_publisher_writes_jobs_only(stack: StackEnv) -> None:
+    publisher = _store(stack, "publisher")
+    publisher.put(_key("jobs/c1/"), b"{}")
+    for prefix in ("results/runs/date=2026-01-01/", "commits/", "claims/", "raw/x/"):
+        with pytest.raises(StoreError, match="access denied"):
+            publisher.put(_key(prefix), b"{}")
+
+
+def test_analyst_is_read_only(stack: StackEnv) -> None:
+    key = _key("results/runs/date=2026-01-01/")
+    _store(stack, "admin").put(key, b"x")
+    analyst = _store(stack, "analyst")
+    assert analyst.get(key)[0] == b"x"
+    assert key in list(analyst.list("results/runs/"))
+    for prefix in ("jobs/c1/", "results/runs/date=2026-01-01/", "claims/", "commits/"):
+        with pytest.raises(StoreError, match="access denied"):
+            analyst.put(_key(prefix), b"{}")
+
+
+def test_plain_http_is_refused(stack: StackEnv) -> None:
+    plain = stack.endpoint.replace("https://", "http://")
+    resp = requests.get(f"{plain}/{stack.bucket}/", timeout=5)
+    assert resp.status_code == 400
+    assert "HTTP request to an HTTPS server" in resp.text
+    with pytest.raises(StoreError, match="refusing plain-text endpoint"):
+        S3Settings(endpoint=plain)
+
+
+def test_wrong_ca_bundle_fails_tls_verification(stack: StackEnv) -> None:
+    # OpenBao's bootstrap CA is real but did not sign MinIO's certificate.
+    wrong = stack.state_dir / "tls" / "bootstrap-ca.crt"
+    creds = stack.roles["admin"]
+    settings = S3Settings(stack.endpoint, str(wrong), creds.access_key, creds.secret_key)
+    store = S3Store(stack.bucket, "", settings, client=s3_client(settings, retries=1))
+    with pytest.raises(StoreError, match="TLS verification failed"):
+        store.head("jobs/anything.json")
+
+
+def test_bucket_versioning_is_enabled(stack: StackEnv) -> None:
+    client = s3_client(stack.s3_settings("admin"))
+    assert client.get_bucket_versioning(Bucket=stack.bucket)["Status"] == "Enabled"
+
+
+def test_conditional_put_conformance(stack: StackEnv) -> None:
+    store = _store(stack, "runner")
+    key = _key("claims/")
+    first = store.put(key, b'{"seq": 1}', if_none_match=True)
+    with pytest.raises(PreconditionFailed):
+        store.put(key, b'{"seq": 2}', if_none_match=True)
+    second = store.put(key, b'{"seq": 2}', if_match=first)
+    with pytest.raises(PreconditionFailed):
+        store.put(key, b'{"seq": 3}', if_match=first)  # stale etag
+    assert store.get(key) == (b'{"seq": 2}', store.get(key)[1])
+    assert store.get(key)[1].etag == second
+    missing = _key("claims/")
+    with pytest.raises(NotFound):
+        store.put(missing, b'{"seq": 1}', if_match=first)
+    assert store.head(missing) is None
+
+
+# ---------------------------------------------------------------- OpenBao
+
+
+def _bao(stack: StackEnv, role: str) -> hvac.Client:
+    token = stack.roles[role].vault_token
+    return hvac.Client(url=stack.vault_addr, token=token, verify=str(stack.vault_cacert))
+
+
+def test_publisher_signs_but_cannot_read_or_rotate_the_key(stack: StackEnv) -> None:
+    publisher = _bao(stack, "publisher")
+    data = base64.b64encode(b"manifest").decode()
+    sig = publisher.secrets.transit.sign_data(stack.transit_key, hash_input=data)
+    assert sig["data"]["signature"].startswith("vault:v")
+    with pytest.raises(hvac.exceptions.Forbidden):
+        publisher.secrets.transit.read_key(stack.transit_key)
+    with pytest.raises(hvac.exceptions.Forbidden):
+        publisher.secrets.transit.rotate_key(stack.transit_key)
+    secret = publisher.secrets.kv.v2.read_secret_version(
+        "fiolake/publisher", mount_point="secret", raise_on_deleted_version=True
+    )
+    assert secret["data"]["data"]["access_key"] == stack.roles["publisher"].access_key
+    with pytest.raises(hvac.exceptions.Forbidden):
+        publisher.secrets.kv.v2.read_secret_version(
+            "fiolake/runner", mount_point="secret", raise_on_deleted_version=True
+        )
+
+
+def test_runner_reads_the_public_key_but_cannot_sign(stack: StackEnv) -> None:
+    runner = _bao(stack, "runner")
+    key = runner.secrets.transit.read_key(stack.transit_key)["data"]
+    assert key["type"] == "ed25519"
+    assert len(base64.b64decode(key["keys"]["1"]["public_key"])) == 32
+    with pytest.raises(hvac.exceptions.Forbidden):
+        runner.secrets.transit.sign_data(stack.transit_key, hash_input="eA==")
+    with pytest.raises(hvac.exceptions.Forbidden):
+        runner.secrets.kv.v2.read_secret_version(
+            "fiolake/publisher", mount_point="secret", raise_on_deleted_version=True
+        )
+
+
+def test_secrets_are_private_files(stack: StackEnv) -> None:
+    for path in (stack.state_dir / "secrets").iterdir():
+        assert path.stat().st_mode & 0o077 == 0, path
+    assert (stack.state_dir / "minio-certs" / "private.key").stat().st_mode & 0o077 == 0
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def test_stack_env_sh_evals_in_bash(stack: StackEnv) -> None:
+    result = CliRunner().invoke(
+        cli, ["stack", "env", "--state-dir", str(stack.state_dir), "--role", "runner"]
+    )
+    assert result.exit_code == 0, result.output
+    script = result.stdout + 'echo "$FIOLAKE_S3_ENDPOINT|$AWS_ACCESS_KEY_ID|$FIOLAKE_LAKE"\n'
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True)
+    runner = stack.roles["runner"]
+    assert out.stdout.strip() == f"{stack.endpoint}|{runner.access_key}|s3://{stack.bucket}"
+
+
+def test_stack_env_json_and_unknown_role(stack: StackEnv) -> None:
+    runner = CliRunner()
+    result = runner.invoke(
+        cli, ["stack", "env", "--state-dir", str(stack.state_dir), "--format", "json"]
+    )
+    assert result.exit_code == 0
+    env = json.loads(result.stdout)
+    assert env["VAULT_TOKEN"] == stack.root_token
+    assert env["VAULT_CACERT"] == str(stack.ca_bundle)
+    assert env["FIOLAKE_TRANSIT_KEY"] == "manifests"
+    bad = runner.invoke(
+        cli, ["stack", "env", "--state-dir", str(stack.state_dir), "--role", "root"]
+    )
+    assert bad.exit_code == 2
+    assert "'root' is not one of" in bad.output
+
+
+def test_stack_status_exit_codes(stack: StackEnv, tmp_path: Path) -> None:
+    runner = CliRunner()
+    ok = runner.invoke(
+        cli, ["stack", "status", "--state-dir", str(stack.state_dir), "--format", "json"]
+    )
+    assert ok.exit_code == 0
+    assert {row["component"]: row["health"] for row in json.loads(ok.stdout)} == {
+        "openbao": "ok",
+        "minio": "ok",
+    }
+    down = runner.invoke(cli, ["stack", "status", "--state-dir", str(tmp_path)])
+    assert down.exit_code == 1
+    assert "down" in down.stdout
+
+
+def test_env_of_a_stopped_stack_says_how_to_start_it(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["stack", "env", "--state-dir", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "stack is not running: run `fiolake stack up`" in result.output
+
+
+# ---------------------------------------------------------------- lifecycle (own stack)
+
+
+def _public_key(env: StackEnv) -> str:
+    bao = hvac.Client(url=env.vault_addr, token=env.root_token, verify=str(env.vault_cacert))
+    return bao.secrets.transit.read_key(env.transit_key)["data"]["keys"]["1"]["public_key"]
+
+
+def test_lifecycle_idempotent_up_down_persistence(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    ports = free_ports(4)
+    kwargs = dict(
+        minio_port=ports[0], console_port=ports[1], bao_port=ports[2], bao_cluster_port=ports[3]
+    )
+    try:
+        env = stack_up(state, **kwargs)
+        pubkey = _public_key(env)
+        _store(env, "admin").put("jobs/c/keep.json", b"kept")
+
+        started = time.monotonic()
+        again = stack_up(state, **kwargs)
+        assert time.monotonic() - started < 5
+        assert again.endpoint == env.endpoint
+        assert again.roles["runner"].access_key == env.roles["runner"].access_key
+
+        with pytest.raises(FiolakeError, match="already running with minio_port"):
+            stack_up(state, **{**kwargs, "minio_port": ports[0] + 7})
+
+        restart_minio(state)
+        assert _store(env, "admin").get("jobs/c/keep.json")[0] == b"kept"
+
+        stack_down(state)
+        assert all(port_free(p) for p in ports)
+        assert [row["health"] for row in stack_status(state)] == ["down", "down"]
+        with pytest.raises(FiolakeError, match="stack is not running"):
+            load_stack(state)
+
+        back = stack_up(state, **kwargs)
+        assert _public_key(back) == pubkey
+        assert back.roles["analyst"].secret_key == env.roles["analyst"].secret_key
+        assert _store(back, "analyst").get("jobs/c/keep.json")[0] == b"kept"
+    finally:
+        stack_down(state, purge=True)
+    assert not state.exists()
+
+
+def test_taken_port_is_refused_with_the_option_to_change_it(tmp_path: Path) -> None:
+    import socket
+
+    ports = free_ports(4)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", ports[2]))
+        busy.listen()
+        with pytest.raises(
+            FiolakeError, match=f"port {ports[2]} for OpenBao is already in use.*--bao-port"
+        ):
+            stack_up(
+                tmp_path,
+                minio_port=ports[0],
+                console_port=ports[1],
+                bao_port=ports[2],
+                bao_cluster_port=ports[3],
+            )
+    stack_down(tmp_path, purge=True)
+
+
+def test_purge_refuses_a_directory_that_is_not_a_stack(tmp_path: Path) -> None:
+    (tmp_path / "precious.txt").write_text("keep me")
+    with pytest.raises(FiolakeError, match="does not look like a fiolake state directory"):
+        stack_down(tmp_path, purge=True)
+    assert (tmp_path / "precious.txt").exists()
