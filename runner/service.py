@@ -130,6 +130,7 @@ class Runner:
     def try_job(self, campaign_id: str, job_id: str, key: str) -> str | None:
         """Attempt one job; the run status, or None when it was not ours to run."""
         from fiolake.manifest import verify_envelope
+        from fiolake.signing import KeyringUnavailable
 
         try:
             data, _ = self.store.get(key)
@@ -137,6 +138,10 @@ class Runner:
             return None
         try:
             manifest = verify_envelope(data, keyring=self.keyring, bucket=self.bucket, key=key)
+        except KeyringUnavailable as exc:
+            # Vault is unreachable for a key we lack: not the manifest's fault; retry later.
+            log.warning("cannot verify %s yet: %s", job_id, exc)
+            return None
         except ManifestError as exc:
             request = ex.RunRequest(
                 "",
