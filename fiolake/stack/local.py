@@ -72,6 +72,16 @@ def _endpoint(port: int) -> str:
     return f"https://{HOST}:{port}"
 
 
+def _minio_ports(paths: _Paths) -> list[int]:
+    config = read_json(paths.config) or {}
+    return [config[k] for k in ("minio_port", "console_port") if k in config]
+
+
+def _bao_ports(paths: _Paths) -> list[int]:
+    config = read_json(paths.config) or {}
+    return [config[k] for k in ("bao_port", "bao_cluster_port") if k in config]
+
+
 def _config(paths: _Paths) -> dict:
     config = read_json(paths.config)
     if config is None:
@@ -192,7 +202,7 @@ def start_minio(state_dir: Path) -> None:
 def stop_minio(state_dir: Path, *, kill: bool = True) -> None:
     """Stop MinIO only: SIGKILL by default (a crash), SIGTERM with `kill=False`."""
     paths = _Paths(state_dir)
-    stop_process(paths.minio_pid, "minio", grace_s=0 if kill else 10)
+    stop_process(paths.minio_pid, "minio", grace_s=0 if kill else 10, ports=_minio_ports(paths))
 
 
 def restart_minio(state_dir: Path) -> None:
@@ -328,8 +338,8 @@ def load_stack(state_dir: Path) -> StackEnv:
 def stack_down(state_dir: Path, *, purge: bool = False) -> None:
     """Stop MinIO and OpenBao (SIGTERM, SIGKILL after 10 s); `purge` deletes the state dir."""
     paths = _Paths(state_dir)
-    stop_process(paths.minio_pid, "minio")
-    stop_process(paths.bao_pid, "bao")
+    stop_process(paths.minio_pid, "minio", ports=_minio_ports(paths))
+    stop_process(paths.bao_pid, "bao", ports=_bao_ports(paths))
     if purge and paths.root.exists():
         if not (paths.config.exists() or paths.bao_hcl.exists() or paths.secrets.exists()):
             raise FiolakeError(
@@ -367,7 +377,8 @@ def stack_status(state_dir: Path) -> list[dict]:
 
 def stop_openbao(state_dir: Path, *, kill: bool = True) -> None:
     """Stop OpenBao only (fault injection): SIGKILL by default, SIGTERM with `kill=False`."""
-    stop_process(_Paths(state_dir).bao_pid, "bao", grace_s=0 if kill else 10)
+    paths = _Paths(state_dir)
+    stop_process(paths.bao_pid, "bao", grace_s=0 if kill else 10, ports=_bao_ports(paths))
 
 
 def start_openbao(state_dir: Path) -> None:

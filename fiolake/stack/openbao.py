@@ -10,6 +10,7 @@ import logging
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +135,20 @@ def init_and_unseal(addr: str, ca: Path | None, secrets_file: Path) -> str:
             raise FiolakeError(
                 f"OpenBao at {addr} stayed sealed: wrong unseal key in {secrets_file}"
             )
+    wait_active(addr, ca)
     return str(saved["root_token"])
+
+
+def wait_active(addr: str, ca: Path | None, timeout_s: float = 60.0) -> None:
+    """Wait until Raft has elected this node leader (requests fail until then)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = health(addr, ca)
+        if state is not None and not state.get("sealed") and not state.get("standby"):
+            return
+        if time.monotonic() > deadline:
+            raise FiolakeError(f"OpenBao at {addr} did not become active within {timeout_s:.0f} s")
+        time.sleep(0.1)
 
 
 def _mounts(bao) -> dict[str, Any]:  # noqa: ANN001

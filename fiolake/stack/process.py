@@ -148,13 +148,21 @@ def start_process(
     return proc.pid
 
 
-def stop_process(pid_path: Path, program: str, *, grace_s: float = 10.0) -> bool:
-    """SIGTERM the recorded process, SIGKILL after `grace_s`; True if one was running."""
+def stop_process(
+    pid_path: Path, program: str, *, grace_s: float = 10.0, ports: Sequence[int] = ()
+) -> bool:
+    """SIGTERM the recorded process, SIGKILL after `grace_s`; True if one was running.
+
+    Returns once its `ports` are free: the kernel releases listeners a moment after exit.
+    """
     pid = running_pid(pid_path, program)
     pid_path.unlink(missing_ok=True)
     if pid is None:
         return False
     kill_pid(pid, grace_s=grace_s)
+    deadline = time.monotonic() + 5
+    while not all(port_free(port) for port in ports) and time.monotonic() < deadline:
+        time.sleep(0.02)
     return True
 
 
