@@ -1,10 +1,69 @@
 #!/usr/bin/env bash
-# The main job, end to end on one machine (grows into the distributed demo).
+# The main job, end to end on one machine: local stack (MinIO over TLS + OpenBao),
+# two runners on two backends (a disk directory and tmpfs), a signed campaign of the
+# default suite scaled down, a wait for every commit, and a comparison of the backends.
+# Everything it starts it stops again, also on failure or Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=.venv/bin
-target=$(mktemp -d /var/tmp/fiolake-demo.XXXXXX)
-trap 'rm -rf "$target"' EXIT
-export FIOLAKE_LAKE=${FIOLAKE_LAKE:-./demo-lake}
-$BIN/fiolake run --dir "$target" --backend local-disk --runtime 5 --size 64M
-$BIN/fiolake sql "SELECT backend, job_name, direction, iops, bw_bytes, clat_p99_ns FROM results ORDER BY job_name, direction"
+FIOLAKE=${FIOLAKE:-.venv/bin/fiolake}
+export FIOLAKE_STATE_DIR=${FIOLAKE_STATE_DIR:-$HOME/.local/state/fiolake-demo}
+RUNTIME=${DEMO_RUNTIME:-2}
+SIZE=${DEMO_SIZE:-32M}
+REPEAT=${DEMO_REPEAT:-3}
+work=$(mktemp -d /var/tmp/fiolake-demo.XXXXXX)
+disk_dir="$work/disk"
+tmpfs_dir=$(mktemp -d /dev/shm/fiolake-demo.XXXXXX)
+pids=()
+
+cleanup() {
+  status=$?
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  $FIOLAKE stack down >&2 || true
+  rm -rf "$work" "$tmpfs_dir"
+  exit $status
+}
+trap cleanup EXIT INT TERM
+
+echo "== starting the local stack (first run builds MinIO from source, ~3 min)" >&2
+$FIOLAKE stack up >&2
+
+role_env() { $FIOLAKE stack env --role "$1"; }
+
+echo "== starting two runners: disk ($disk_dir) and tmpfs ($tmpfs_dir)" >&2
+for backend in disk tmpfs; do
+  dir=$disk_dir; [ "$backend" = tmpfs ] && dir=$tmpfs_dir
+  (
+    eval "$(role_env runner)"
+    export FIOLAKE_KEYRING="$work/keyring-$backend.json"
+    exec $FIOLAKE runner --backend "$backend" --dir "$dir" --spool-dir "$work/spool-$backend" \
+      --label demo=1 --poll 0.5 2> "$work/runner-$backend.log"
+  ) &
+  pids+=($!)
+done
+
+echo "== publishing the default suite (runtime ${RUNTIME}s, size $SIZE, $REPEAT repetitions)" >&2
+campaign=$(
+  eval "$(role_env publisher)"
+  export FIOLAKE_SIGNER=vault
+  $FIOLAKE publish --backend disk --backend tmpfs --repeat "$REPEAT" \
+    --runtime "$RUNTIME" --size "$SIZE"
+)
+echo "campaign $campaign" >&2
+
+eval "$(role_env analyst)"
+echo "== waiting for every job to be committed" >&2
+deadline=$((SECONDS + 900))
+while :; do
+  summary=$($FIOLAKE status --campaign "$campaign" --format csv 2>&1 >/dev/null | tail -n 1)
+  echo "   $summary" >&2
+  case "$summary" in *pending*|*running*|*stale*) ;; *) break ;; esac
+  for pid in "${pids[@]}"; do
+    kill -0 "$pid" 2>/dev/null || { echo "a runner died; its log:" >&2; cat "$work"/runner-*.log >&2; exit 1; }
+  done
+  [ $SECONDS -lt $deadline ] || { echo "timed out waiting for runners" >&2; exit 1; }
+  sleep 3
+done
+
+echo "== disk vs tmpfs (baseline: disk)" >&2
+$FIOLAKE compare --campaign "$campaign" --metric iops --metric bw_bytes --metric clat_p99_ns

@@ -10,10 +10,13 @@ from fiolake.errors import FiolakeError
 
 
 def parse_size(value: str) -> int:
-    """Bytes from '16M', '1GiB', '4096' (binary multiples, as fio uses by default)."""
-    from runner.policy import parse_size as fio_size
+    """Bytes from '16M', '1g', '4096' (fio's own size syntax, binary multiples)."""
+    from runner.fio_options import size_or_none
 
-    return fio_size(value)
+    size = size_or_none(value)
+    if size is None or size <= 0:
+        raise ValueError(f"{value!r} is not a size")
+    return size
 
 
 class SizeParam(click.ParamType):

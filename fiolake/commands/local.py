@@ -285,4 +285,9 @@ def profiles(fmt: str) -> None:
             [p.name, p.name in DEFAULT_SUITE, len(job.jobs), expected_seconds(job), p.description]
         )
     columns = ["profile", "default_suite", "jobs", "seconds", "models"]
-    click.echo(render(columns, rows, fmt, {"seconds": lambda v: f"{v:.0f}"}), nl=False)
+    formatters = {"seconds": lambda v: f"{v:.0f}", "models": lambda v: _shorten(v, 72)}
+    click.echo(render(columns, rows, fmt, formatters), nl=False)
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
