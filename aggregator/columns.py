@@ -61,3 +61,15 @@ def format_value(column: str, value: Any) -> str:
 def higher_is_better(metric: str) -> bool:
     """Direction of a metric: True for throughput-like, False for latencies and the rest."""
     return metric in HIGHER_IS_BETTER
+
+
+# Summed over a run's threads of one job (numjobs>1 without group_reporting gives one
+# results row per thread); every other metric is averaged over them.
+ADDITIVE = {"bw_bytes", "iops", "io_bytes", "total_ios"}
+# Numeric columns of `results` that describe the job rather than measure it.
+NOT_METRICS = {"job_index", "groupid", "iodepth", "numjobs", "job_error"}
+
+
+def per_run_aggregate(metric: str) -> str:
+    """SQL aggregate folding one run's threads of a job into one value of `metric`."""
+    return f'{"sum" if metric in ADDITIVE else "avg"}(x."{metric}")'
