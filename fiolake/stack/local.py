@@ -34,6 +34,7 @@ from fiolake.stack.process import (
     write_private,
     write_private_json,
 )
+from fiolake.stack.service_errors import service_errors
 
 log = logging.getLogger(__name__)
 
@@ -281,7 +282,12 @@ def stack_up(
         raise UsageProblem(f"the four ports must differ, got {ports}")
     _check_ports_match(paths, config)
     write_private_json(paths.config, config)
+    with service_errors(paths.bao_log, paths.minio_log):
+        return _bring_up(paths, config)
 
+
+def _bring_up(paths: _Paths, config: dict) -> StackEnv:
+    bao_port, minio_port, bucket = config["bao_port"], config["minio_port"], config["bucket"]
     root_token = _start_openbao(paths, config)
     bao_addr, bootstrap_ca = _bao_addr(bao_port), paths.tls / "bootstrap-ca.crt"
     openbao.configure(
@@ -332,7 +338,8 @@ def load_stack(state_dir: Path) -> StackEnv:
         raise FiolakeError(
             f"OpenBao is down or sealed: run `fiolake stack up`\n{log_tail(paths.bao_log)}"
         )
-    return _stack_env(paths, config, saved["root_token"])
+    with service_errors(paths.bao_log, paths.minio_log):
+        return _stack_env(paths, config, saved["root_token"])
 
 
 def stack_down(state_dir: Path, *, purge: bool = False) -> None:

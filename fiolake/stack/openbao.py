@@ -87,11 +87,13 @@ ui           = false
 """
 
 
-def client(addr: str, ca: Path | None, token: str | None = None):  # noqa: ANN201 - hvac.Client
+def client(  # noqa: ANN201 - hvac.Client
+    addr: str, ca: Path | None, token: str | None = None, *, timeout_s: float = 30.0
+):
     """An hvac client that verifies OpenBao's certificate against `ca`."""
     import hvac
 
-    return hvac.Client(url=addr, token=token, verify=str(ca) if ca else True, timeout=10)
+    return hvac.Client(url=addr, token=token, verify=str(ca) if ca else True, timeout=timeout_s)
 
 
 def health(addr: str, ca: Path | None) -> dict[str, Any] | None:
@@ -112,7 +114,8 @@ def health(addr: str, ca: Path | None) -> dict[str, Any] | None:
 
 def init_and_unseal(addr: str, ca: Path | None, secrets_file: Path) -> str:
     """Initialise once (1 share, threshold 1; key + root token saved 0600), unseal; root token."""
-    bao = client(addr, ca)
+    # Raft's first fsyncs can be slow on a busy disk; a timed-out init would lose the keys.
+    bao = client(addr, ca, timeout_s=180)
     saved = read_json(secrets_file)
     if not bao.sys.is_initialized():
         if saved is not None:

@@ -27,6 +27,7 @@ from fiolake.stack import iam, minio, openbao
 from fiolake.stack.bootstrap_tls import cert_expires_within, ensure_bootstrap_tls
 from fiolake.stack.env import RoleCredentials, StackEnv
 from fiolake.stack.process import write_private
+from fiolake.stack.service_errors import service_errors
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,11 @@ def _minio_root(path: Path) -> dict[str, str]:
 
 def init_remote(out: Path, topo: RemoteTopology) -> StackEnv:
     """Bootstrap TLS, init/unseal/configure OpenBao, issue MinIO's cert, set up IAM; idempotent."""
+    with service_errors(None, None):
+        return _init_remote(out, topo)
+
+
+def _init_remote(out: Path, topo: RemoteTopology) -> StackEnv:
     out.mkdir(parents=True, exist_ok=True)
     bao_dir, sec = out / "openbao", out / "secrets"
     sec.mkdir(mode=0o700, exist_ok=True)

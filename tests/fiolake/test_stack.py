@@ -246,7 +246,7 @@ def test_lifecycle_idempotent_up_down_persistence(tmp_path: Path) -> None:
 
         started = time.monotonic()
         again = stack_up(state, **kwargs)
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 10  # re-use, no restart
         assert again.endpoint == env.endpoint
         assert again.roles["runner"].access_key == env.roles["runner"].access_key
 
