@@ -11,18 +11,20 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import IO
 
 from fiolake.errors import FioError
 
 OUTPUT_NAME = "fio.json"
 
-# fio writes its ETA line ("Jobs: 1 (f=1): [r(1)][40.0%][r=53.8MiB/s][r=13.8k IOPS][eta 00m:03s]")
-# into the --output file, separated by carriage returns, before the JSON document.
+# With --eta=always fio prints its ETA line once a second to stdout, ended by a carriage
+# return ("Jobs: 1 (f=1): [r(1)][40.0%][r=53.8MiB/s][r=13.8k IOPS][eta 00m:03s]").
 _ETA = re.compile(r"Jobs: \d+[^\r\n{]*")
 
 
@@ -49,22 +51,32 @@ class FioRun:
 
     @property
     def output_text(self) -> str:
-        """fio's output file with the ETA lines removed ('' when absent)."""
+        """fio's --output file ('' when fio never wrote it)."""
         try:
-            return strip_eta(self.output_path.read_text(errors="replace"))
+            return self.output_path.read_text(errors="replace")
         except FileNotFoundError:
             return ""
 
 
-def strip_eta(text: str) -> str:
-    """Drop fio's carriage-return ETA lines from its output text."""
-    return _ETA.sub("", text).replace("\r", "")
+class _EtaReader(threading.Thread):
+    """Drains fio's stdout pipe (so fio never blocks on it) and keeps the newest ETA line."""
 
+    def __init__(self, pipe: IO[bytes]):
+        super().__init__(daemon=True, name="fio-eta")
+        self.pipe = pipe
+        self.latest: str | None = None
+        self.other: list[str] = []  # anything on stdout that is not an ETA line
 
-def latest_eta(chunk: str) -> str | None:
-    """The last complete ETA line in a chunk of fio's output file."""
-    found = _ETA.findall(chunk)
-    return found[-1].strip() if found else None
+    def run(self) -> None:
+        pending = ""
+        while chunk := self.pipe.read1(4096):
+            pending += chunk.decode(errors="replace")
+            *complete, pending = re.split(r"[\r\n]", pending)
+            for line in complete:
+                if _ETA.match(line):
+                    self.latest = line.strip()
+                elif line.strip():
+                    self.other.append(line)
 
 
 def clean_env(tmpdir: Path) -> dict[str, str]:
@@ -104,16 +116,23 @@ def run_fio(
                 cwd=outdir,
                 env=clean_env(tmpdir),
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
+                stdout=subprocess.PIPE if on_progress else subprocess.DEVNULL,
                 stderr=stderr_fh,
                 start_new_session=True,  # our Ctrl-C must not reach fio twice
             )
         except FileNotFoundError:
             raise FioError("fio not found on PATH: install it with `apt-get install fio`") from None
+        eta = None
+        if proc.stdout is not None:
+            eta = _EtaReader(proc.stdout)
+            eta.start()
         watchdog = _supervise(
-            proc, output, deadline_s, expected_s, grace_s, on_progress, should_stop, tick_s
+            proc, deadline_s, expected_s, grace_s, on_progress, should_stop, tick_s, eta
         )
+        if eta is not None:
+            eta.join(timeout=5)
     finished = datetime.now(UTC)
+    console = "\n".join(eta.other) + "\n" if eta is not None and eta.other else ""
     return FioRun(
         argv=argv,
         exit_code=proc.returncode,
@@ -121,24 +140,23 @@ def run_fio(
         started_at=started,
         finished_at=finished,
         output_path=output,
-        stderr=stderr_path.read_text(errors="replace"),
+        stderr=console + stderr_path.read_text(errors="replace"),
     )
 
 
 def _supervise(
     proc: subprocess.Popen[bytes],
-    output: Path,
     deadline_s: float,
     expected_s: float,
     grace_s: float,
     on_progress: Callable[[Progress], None] | None,
     should_stop: Callable[[], bool] | None,
     tick_s: float,
+    eta: _EtaReader | None,
 ) -> str | None:
     start = time.monotonic()
     fired: str | None = None
     interrupted_at: float | None = None
-    offset = 0
     try:
         while True:
             try:
@@ -149,8 +167,7 @@ def _supervise(
             now = time.monotonic()
             elapsed = now - start
             if on_progress is not None:
-                offset, eta = _read_eta(output, offset)
-                on_progress(Progress(elapsed, expected_s, eta))
+                on_progress(Progress(elapsed, expected_s, eta.latest if eta else None))
             if interrupted_at is None:
                 if elapsed >= deadline_s:
                     fired = "sigint"
@@ -174,16 +191,6 @@ def _supervise(
                 proc.kill()
                 proc.wait()
         raise
-
-
-def _read_eta(output: Path, offset: int) -> tuple[int, str | None]:
-    try:
-        with open(output, "rb") as fh:
-            fh.seek(offset)
-            chunk = fh.read(64 * 1024)
-    except FileNotFoundError:
-        return offset, None
-    return offset + len(chunk), latest_eta(chunk.decode(errors="replace"))
 
 
 def deadline_for(expected_s: float) -> float:
