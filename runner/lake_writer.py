@@ -26,12 +26,19 @@ def parquet_bytes(table: pa.Table) -> bytes:
     return buf.getvalue()
 
 
-def upload_outcome(store: ObjectStore, outcome: RunOutcome) -> None:
-    """Put the raw output and every table of an attempt (idempotent: keys are per run id)."""
-    for name, data in outcome.raw.items():
-        store.put(layout.raw_key(outcome.run_id, name), data)
+def outcome_objects(outcome: RunOutcome) -> dict[str, bytes]:
+    """Every object of an attempt by key: raw output first, then one Parquet per table."""
+    objects = {layout.raw_key(outcome.run_id, name): data for name, data in outcome.raw.items()}
     for table, data in outcome.tables.items():
-        store.put(layout.result_key(table, outcome.started_at, outcome.run_id), parquet_bytes(data))
+        key = layout.result_key(table, outcome.started_at, outcome.run_id)
+        objects[key] = parquet_bytes(data)
+    return objects
+
+
+def upload_outcome(store: ObjectStore, outcome: RunOutcome) -> None:
+    """Put every object of an attempt (idempotent: keys are unique per run id)."""
+    for key, data in outcome_objects(outcome).items():
+        store.put(key, data)
 
 
 def commit_outcome(
