@@ -245,20 +245,20 @@ def job_caps(job: JobFile, caps: Caps) -> list[str]:
         problems.append(
             f"[all jobs] {len(job.jobs)} job sections: {above(caps.max_jobs, 'max_jobs')}"
         )
-    total, all_within = 0, True
+    total = 0
     for section in job.jobs:
         opts = section.options
         data, within = _job_data(opts, caps)
         numjobs = _size_of(opts, "numjobs") or 1
-        # Values already over their own cap are reported once, not again in the sums.
-        all_within = all_within and within and numjobs <= caps.max_numjobs
+        # Values over their own cap are reported once; the sum counts only the others.
+        counted = within and numjobs <= caps.max_numjobs and data <= caps.max_size_bytes
         if within and data > caps.max_size_bytes:
             problems.append(
                 f"[{section.name}] data per job = {human_bytes(data)} (size, or nrfiles × "
                 f"filesize, plus offsets): {above(caps.max_size_bytes, 'max_size_bytes', 'bytes')}"
             )
         iodepth = _size_of(opts, "iodepth") or 1
-        total += data * numjobs
+        total += data * numjobs if counted else 0
         largest = max(
             [4096]
             + [
@@ -277,7 +277,7 @@ def job_caps(job: JobFile, caps: Caps) -> list[str]:
                 f"[{section.name}] I/O buffers = {human_bytes(buffers)} (numjobs × iodepth × "
                 f"largest block size): {above(caps.max_buffer_bytes, 'max_buffer_bytes', 'bytes')}"
             )
-    if all_within and total > caps.max_total_bytes:
+    if total > caps.max_total_bytes:
         problems.append(
             f"[all jobs] data = {human_bytes(total)} (data per job × numjobs, summed over jobs): "
             f"{above(caps.max_total_bytes, 'max_total_bytes', 'bytes')}"
