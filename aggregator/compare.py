@@ -238,6 +238,6 @@ def compare(
                         delta,
                         p,
                         word,
-                    )  # fmt: skip
+                    )
                 )
     return Comparison(by, base_name, groups, metrics, rows)

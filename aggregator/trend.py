@@ -153,7 +153,7 @@ def regressions(
             rows.append(
                 Regression(
                     backend, profile, job, direction, metric, b.n, b.mean, r.n, r.mean, change, p
-                )  # fmt: skip
+                )
             )
     rows.sort(key=lambda g: (-abs(g.change_pct), g.backend, g.profile, g.job_name))
     return RegressionReport(anchor, recent_from, baseline_from, rows, untested)

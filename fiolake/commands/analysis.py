@@ -110,9 +110,12 @@ _MARKS = {"better": "▲ better", "worse": "▼ worse"}
     "clat_p99_ns).",
 )
 @click.option(
-    "--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
-    show_default=True, help="Significance level of Welch's t-test.",
-)  # fmt: skip
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Significance level of Welch's t-test.",
+)
 def compare(lake, fmt, campaign, backends, profile, since, runs, by, baseline, metrics, alpha):  # noqa: ANN001
     """Compare backends (or runs) per profile, job and direction.
 
@@ -141,8 +144,23 @@ def compare(lake, fmt, campaign, backends, profile, since, runs, by, baseline, m
     except FiolakeError as exc:
         raise fail(exc) from exc
     if fmt != "table":
-        cols = [result.by, "profile", "job_name", "direction", "metric", "n", "mean", "stddev",
-                "min", "max", "median", "ci95_half", "delta_pct", "p_value", "verdict"]  # fmt: skip
+        cols = [
+            result.by,
+            "profile",
+            "job_name",
+            "direction",
+            "metric",
+            "n",
+            "mean",
+            "stddev",
+            "min",
+            "max",
+            "median",
+            "ci95_half",
+            "delta_pct",
+            "p_value",
+            "verdict",
+        ]
         rows = [
             (
                 r.group,
@@ -160,13 +178,22 @@ def compare(lake, fmt, campaign, backends, profile, since, runs, by, baseline, m
                 r.delta_pct,
                 r.p_value,
                 r.verdict,
-            )  # fmt: skip
+            )
             for r in result.rows
         ]
         _emit(cols, rows, fmt)
         return
-    cols = [result.by, "profile", "job", "dir", "metric", "n", "mean ± 95% CI", "Δ% vs " +
-            result.baseline, "verdict"]  # fmt: skip
+    cols = [
+        result.by,
+        "profile",
+        "job",
+        "dir",
+        "metric",
+        "n",
+        "mean ± 95% CI",
+        "Δ% vs " + result.baseline,
+        "verdict",
+    ]
     rows = []
     for r in result.rows:
         mean = format_value(r.metric, r.mean)
@@ -183,7 +210,7 @@ def compare(lake, fmt, campaign, backends, profile, since, runs, by, baseline, m
                 mean,
                 _signed_pct(r.delta_pct),
                 _MARKS.get(r.verdict, r.verdict),
-            )  # fmt: skip
+            )
         )
     _emit(cols, rows, fmt)
 
@@ -194,9 +221,12 @@ def compare(lake, fmt, campaign, backends, profile, since, runs, by, baseline, m
 @_filter_options
 @click.option("--metric", default="iops", show_default=True, help="results column to follow.")
 @click.option(
-    "--bucket", type=click.Choice(["run", "day"]), default="run", show_default=True,
+    "--bucket",
+    type=click.Choice(["run", "day"]),
+    default="run",
+    show_default=True,
     help="One point per run, or the mean per UTC day.",
-)  # fmt: skip
+)
 def trend(lake, fmt, campaign, backends, profile, since, metric, bucket):  # noqa: ANN001
     """A metric over time per backend, profile, job and direction."""
     from aggregator.columns import formatters
@@ -263,8 +293,18 @@ def regressions(lake, fmt, campaign, backends, profile, since, window, until, me
         err=True,
     )
     if fmt == "table":
-        cols = ["backend", "profile", "job", "dir", "metric", "baseline", "recent", "change",
-                "n base/recent", "p"]  # fmt: skip
+        cols = [
+            "backend",
+            "profile",
+            "job",
+            "dir",
+            "metric",
+            "baseline",
+            "recent",
+            "change",
+            "n base/recent",
+            "p",
+        ]
         rows = [
             (
                 g.backend,
@@ -277,12 +317,23 @@ def regressions(lake, fmt, campaign, backends, profile, since, window, until, me
                 _signed_pct(g.change_pct),
                 f"{g.baseline_n}/{g.recent_n}",
                 f"{g.p_value:.2g}",
-            )  # fmt: skip
+            )
             for g in report.rows
         ]
     else:
-        cols = ["backend", "profile", "job_name", "direction", "metric", "baseline_mean",
-                "recent_mean", "change_pct", "baseline_n", "recent_n", "p_value"]  # fmt: skip
+        cols = [
+            "backend",
+            "profile",
+            "job_name",
+            "direction",
+            "metric",
+            "baseline_mean",
+            "recent_mean",
+            "change_pct",
+            "baseline_n",
+            "recent_n",
+            "p_value",
+        ]
         rows = [
             (
                 g.backend,
@@ -296,7 +347,7 @@ def regressions(lake, fmt, campaign, backends, profile, since, window, until, me
                 g.baseline_n,
                 g.recent_n,
                 g.p_value,
-            )  # fmt: skip
+            )
             for g in report.rows
         ]
     _emit(cols, rows, fmt)
@@ -337,13 +388,18 @@ def lake() -> None:
 @lake.command("compact")
 @lake_option
 @click.option(
-    "--table", "tables", multiple=True, type=click.Choice(["runs", "results", "timeseries",
-    "percentiles"]), help="Only these tables (repeatable; default all).",
-)  # fmt: skip
+    "--table",
+    "tables",
+    multiple=True,
+    type=click.Choice(["runs", "results", "timeseries", "percentiles"]),
+    help="Only these tables (repeatable; default all).",
+)
 @click.option(
-    "--grace", default="1h", show_default=True,
+    "--grace",
+    default="1h",
+    show_default=True,
     help="Keep superseded compacted files this long for readers still using them.",
-)  # fmt: skip
+)
 def compact(lake, tables, grace):  # noqa: ANN001
     """Merge committed per-run files into one file per table × date.
 
@@ -358,9 +414,10 @@ def compact(lake, tables, grace):  # noqa: ANN001
     try:
         store = open_store(lake, s3_settings() if lake.startswith("s3://") else None)
         report = run_compaction(
-            store, tables=tables or ("runs", "results", "timeseries", "percentiles"),
+            store,
+            tables=tables or ("runs", "results", "timeseries", "percentiles"),
             grace=parse_duration(grace),
-        )  # fmt: skip
+        )
     except FiolakeError as exc:
         raise fail(exc) from exc
     if report.generation is None:
@@ -416,10 +473,20 @@ def app(lake, port):  # noqa: ANN001
         raise click.ClickException(f"the app is not installed: {home} is missing")
     env = dict(os.environ, FIOLAKE_LAKE=lake)
     cmd = [
-        sys.executable, "-m", "streamlit", "run", str(home),
-        "--server.address", "127.0.0.1", "--server.port", str(port),
-        "--server.headless", "true", "--browser.gatherUsageStats", "false",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(home),
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
     click.echo(f"fiolake app on http://127.0.0.1:{port} (lake {lake}); Ctrl-C stops it", err=True)
     try:
         code = subprocess.call(cmd, env=env)

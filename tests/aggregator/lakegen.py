@@ -34,8 +34,16 @@ def parquet_bytes(table: pa.Table) -> bytes:
     return buf.getvalue()
 
 
-def run_row(run_id: str, job_id: str, campaign: str, backend: str, profile: str,
-            started_at: datetime, status: str = "ok", **extra: Any) -> dict[str, Any]:  # fmt: skip
+def run_row(
+    run_id: str,
+    job_id: str,
+    campaign: str,
+    backend: str,
+    profile: str,
+    started_at: datetime,
+    status: str = "ok",
+    **extra: Any,
+) -> dict[str, Any]:
     """A `runs` row with a plausible environment; `extra` overrides any column."""
     row: dict[str, Any] = {
         "run_id": run_id,
@@ -71,8 +79,14 @@ def run_row(run_id: str, job_id: str, campaign: str, backend: str, profile: str,
     return row
 
 
-def result_row(run_id: str, backend: str, job_name: str, direction: str, job_index: int,
-               values: Mapping[str, float]) -> dict[str, Any]:  # fmt: skip
+def result_row(
+    run_id: str,
+    backend: str,
+    job_name: str,
+    direction: str,
+    job_index: int,
+    values: Mapping[str, float],
+) -> dict[str, Any]:
     """A `results` row; bw_bytes, io_bytes and latencies follow from iops unless given."""
     iops = float(values.get("iops", 1000.0))
     lat = float(values.get("lat_mean_ns", 1e9 / max(iops, 1.0)))
@@ -106,8 +120,14 @@ def result_row(run_id: str, backend: str, job_name: str, direction: str, job_ind
     return row
 
 
-def timeseries_rows(run_id: str, job_name: str, direction: str, job_index: int,
-                    values: Mapping[str, float], seconds: int) -> list[dict[str, Any]]:  # fmt: skip
+def timeseries_rows(
+    run_id: str,
+    job_name: str,
+    direction: str,
+    job_index: int,
+    values: Mapping[str, float],
+    seconds: int,
+) -> list[dict[str, Any]]:
     """Per-second rows around the run's iops."""
     iops = float(values.get("iops", 1000.0))
     return [
@@ -128,8 +148,9 @@ def timeseries_rows(run_id: str, job_name: str, direction: str, job_index: int,
     ]
 
 
-def percentile_rows(run_id: str, job_name: str, direction: str, job_index: int,
-                    values: Mapping[str, float]) -> list[dict[str, Any]]:  # fmt: skip
+def percentile_rows(
+    run_id: str, job_name: str, direction: str, job_index: int, values: Mapping[str, float]
+) -> list[dict[str, Any]]:
     """A few clat percentiles."""
     lat = 1e9 / max(float(values.get("iops", 1000.0)), 1.0)
     return [
