@@ -120,6 +120,7 @@ REFUSED = [
     ("cgroup=x", "[job1] cgroup: creates cgroups; not allowed"),
     ("mem=mmap:/etc/passwd", "[job1] mem=mmap:/etc/passwd: maps a file by path; not allowed"),
     ("iomem=mmaphuge:/x", "[job1] iomem=mmaphuge:/x: maps a file by path; not allowed"),
+    ("mem=shm", "[job1] mem=shm: not one of malloc, mmap, mmapshared"),
     (
         "verify_state_save=1",
         "[job1] verify_state_save: writes a state file (the runner turns it off); not allowed",
