@@ -6,6 +6,7 @@ tables go is the caller's business (see runner.lake_writer).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import shutil
@@ -85,10 +86,17 @@ def prepare(request: RunRequest, fio: str = "fio") -> PreparedJob:
     job = policy.apply_overrides(
         job, runtime_s=request.runtime_s, size_bytes=request.size_bytes, caps=request.caps
     )
-    with tempfile.TemporaryDirectory(prefix="fiolake-parse-") as tmp:
-        text = policy.canonical_job_file(job, target_dir=request.target_dir, log_prefix=LOG_PREFIX)
-        policy.fio_parse_only(text, Path(tmp), fio=fio)
+    text = policy.canonical_job_file(job, target_dir=request.target_dir, log_prefix=LOG_PREFIX)
+    _parse_only(text, fio)
     return PreparedJob(request, job, policy.expected_seconds(job))
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_only(canonical_text: str, fio: str) -> None:
+    # fio takes ~0.2 s to start; a runner sees the same job file many times, and a
+    # refusal raises (exceptions are not cached), so only passes are remembered.
+    with tempfile.TemporaryDirectory(prefix="fiolake-parse-") as tmp:
+        policy.fio_parse_only(canonical_text, Path(tmp), fio=fio)
 
 
 def _base_run_row(request: RunRequest, run_id: str) -> dict[str, object]:

@@ -68,11 +68,11 @@ class Heartbeat(threading.Thread):
         self.store = store
         self.lease = lease
         self.lost = threading.Event()
-        self._stop = threading.Event()
+        self._halt = threading.Event()
 
     def run(self) -> None:
         last_ok = time.monotonic()
-        while not self._stop.wait(self.lease.ttl_s / 3):
+        while not self._halt.wait(self.lease.ttl_s / 3):
             try:
                 self.lease = renew_lease(self.store, self.lease)
                 last_ok = time.monotonic()
@@ -91,7 +91,7 @@ class Heartbeat(threading.Thread):
                     return
 
     def stop(self) -> Lease:
-        self._stop.set()
+        self._halt.set()
         self.join()
         return self.lease
 
@@ -198,8 +198,12 @@ class Runner:
                     grace_s=self.config.grace_s,
                 )
             if heartbeat.lost.is_set():
+                watchdog = outcome.fio_run.watchdog if outcome.fio_run else None
                 log.warning(
-                    "lease of %s was lost: attempt %s not committed", job_id, outcome.run_id
+                    "lease of %s was lost: attempt %s not committed (fio stopped by: %s)",
+                    job_id,
+                    outcome.run_id,
+                    watchdog,
                 )
                 self.stats.lost += 1
                 return None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 import re
+import shutil
 import socket
 import subprocess
 from dataclasses import asdict, dataclass
@@ -17,6 +19,15 @@ FIO_INSTALL_HINT = "install it with `apt-get install fio` (or `make setup`)"
 
 def fio_version(fio: str = "fio") -> str:
     """`fio --version` (e.g. 'fio-3.33'); FioError with an install hint when fio is missing."""
+    path = shutil.which(fio)
+    if path is None:
+        raise FioError(f"fio not found on PATH: {FIO_INSTALL_HINT}")
+    # A runner asks once per job: cache per binary, keyed by its mtime so upgrades show.
+    return _fio_version(path, os.stat(path).st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _fio_version(fio: str, _mtime_ns: int) -> str:
     try:
         out = subprocess.run(
             [fio, "--version"], capture_output=True, text=True, timeout=10, check=False

@@ -101,7 +101,7 @@ def test_three_runners_thirty_jobs_exactly_once(lake_env: LakeEnv) -> None:
 
 def test_killed_runner_job_is_rerun_after_lease_expiry(lake_env: LakeEnv) -> None:
     campaign = lake_env.publish(
-        job_file(lake_env.tmp, SLOW_JOB.format(runtime=30)), "--backend", "b"
+        job_file(lake_env.tmp, SLOW_JOB.format(runtime=8)), "--backend", "b"
     )
     victim = lake_env.start_runner("victim", "b", "--lease-ttl", "3", "--poll", "0.2")
     wait_for(lambda: statuses(lake_env, campaign)[0]["state"] == "running", 30, "a claim")
