@@ -52,7 +52,7 @@ def _wait(check: Callable[[], bool], what: str, timeout_s: float) -> None:
     while not check():
         if time.monotonic() > deadline:
             raise FiolakeError(f"{what} did not become ready within {timeout_s:.0f} s")
-        time.sleep(1.0)
+        time.sleep(0.2)
 
 
 def _minio_root(path: Path) -> dict[str, str]:
