@@ -10,10 +10,9 @@ from fiolake.output import render
 
 
 def _connect(lake: str):  # noqa: ANN202 - aggregator.lake.Lake, imported lazily
-    from aggregator.lake import connect
-    from fiolake.config import s3_settings
+    from aggregator.lake import open_lake
 
-    return connect(lake, s3_settings() if lake.startswith("s3://") else None)
+    return open_lake(lake)
 
 
 def _emit(columns: list[str], rows: list, fmt: str, formatters: dict | None = None) -> None:
@@ -462,6 +461,7 @@ def check(lake, fmt):  # noqa: ANN001
 def app(lake, port):  # noqa: ANN001
     """Open the Streamlit app on http://127.0.0.1:PORT (reads the lake, never writes)."""
     import os
+    import signal
     import subprocess
     import sys
     from pathlib import Path
@@ -488,9 +488,14 @@ def app(lake, port):  # noqa: ANN001
         "false",
     ]
     click.echo(f"fiolake app on http://127.0.0.1:{port} (lake {lake}); Ctrl-C stops it", err=True)
-    try:
-        code = subprocess.call(cmd, env=env)
-    except KeyboardInterrupt:
-        code = 0
-    if code:
+    proc = subprocess.Popen(cmd, env=env)
+    # A service manager stops us with SIGTERM: pass it on so Streamlit does not linger.
+    signal.signal(signal.SIGTERM, lambda signum, _frame: proc.send_signal(signum))
+    while True:
+        try:
+            code = proc.wait()
+            break
+        except KeyboardInterrupt:
+            continue  # the terminal sent SIGINT to Streamlit too; wait for it to exit
+    if code not in (0, -signal.SIGTERM, -signal.SIGINT):
         raise click.exceptions.Exit(code)

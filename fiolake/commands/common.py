@@ -31,55 +31,50 @@ class SizeParam(click.ParamType):
             self.fail(f"{value!r} is not a size: use e.g. 16M, 1G or a number of bytes", param, ctx)
 
 
+_CAP_HELP = {
+    "max_size_bytes": "Cap on size/filesize/io_size per job.",
+    "max_total_bytes": "Cap on data per job file (size x numjobs, summed).",
+    "max_numjobs": "Cap on numjobs.",
+    "max_iodepth": "Cap on iodepth.",
+    "max_runtime_s": "Cap on runtime per job, seconds (also the runtime of jobs that set none).",
+    "max_nrfiles": "Cap on nrfiles.",
+    "max_jobs": "Cap on job sections per file.",
+    "max_buffer_bytes": "Cap on I/O buffer memory (numjobs x iodepth x block size).",
+}
+_CAPS_META = "fiolake.caps"
+
+
 def caps_options(fn: Any) -> Any:
-    """Policy caps shared by `run` and `validate`."""
-    from runner.policy import Caps
+    """The job-file policy caps (`--max-size`, ...); read them with `current_caps()`."""
+    from runner.policy_checks import CAP_FLAGS, Caps
 
     defaults = Caps()
-    opts = [
-        click.option(
-            "--max-size",
-            type=SizeParam(),
-            default=defaults.max_size_bytes,
-            show_default="64G",
-            help="Cap on size/filesize/io_size per job.",
-        ),
-        click.option(
-            "--max-numjobs",
-            type=click.IntRange(1),
-            default=defaults.max_numjobs,
-            show_default=True,
-            help="Cap on numjobs.",
-        ),
-        click.option(
-            "--max-iodepth",
-            type=click.IntRange(1),
-            default=defaults.max_iodepth,
-            show_default=True,
-            help="Cap on iodepth.",
-        ),
-        click.option(
-            "--max-runtime",
-            type=click.IntRange(1),
-            default=defaults.max_runtime_s,
-            show_default=True,
-            help="Cap on runtime per job, seconds.",
-        ),
-    ]
-    for opt in reversed(opts):
-        fn = opt(fn)
+
+    def remember(ctx: click.Context, param: click.Parameter, value: int) -> int:
+        ctx.meta.setdefault(_CAPS_META, {})[param.name] = value
+        return value
+
+    for field, flag in reversed(CAP_FLAGS.items()):
+        default = getattr(defaults, field)
+        is_bytes = field.endswith("_bytes")
+        fn = click.option(
+            flag,
+            field,
+            type=SizeParam() if is_bytes else click.IntRange(1),
+            default=default,
+            show_default=f"{default // 2**30}G" if is_bytes else True,
+            expose_value=False,
+            callback=remember,
+            help=_CAP_HELP.get(field, "Policy cap."),
+        )(fn)
     return fn
 
 
-def caps_from(max_size: int, max_numjobs: int, max_iodepth: int, max_runtime: int) -> Any:
-    from runner.policy import Caps
+def current_caps() -> Any:
+    """The Caps given on the current command line (defaults where not given)."""
+    from runner.policy_checks import Caps
 
-    return Caps(
-        max_size_bytes=max_size,
-        max_numjobs=max_numjobs,
-        max_iodepth=max_iodepth,
-        max_runtime_s=max_runtime,
-    )
+    return Caps(**click.get_current_context().meta.get(_CAPS_META, {}))
 
 
 def parse_labels(values: tuple[str, ...]) -> dict[str, str]:

@@ -15,8 +15,8 @@ from fiolake.cli import fail, format_option, lake_option
 from fiolake.commands.common import (
     DurationParam,
     SizeParam,
-    caps_from,
     caps_options,
+    current_caps,
     parse_labels,
     resolve_job_files,
 )
@@ -63,10 +63,6 @@ def publish(
     expires: float,
     campaign: str | None,
     lake: str,
-    max_size: int,
-    max_numjobs: int,
-    max_iodepth: int,
-    max_runtime: int,
 ) -> None:
     """Publish one signed manifest per (job file, backend, repetition); print the campaign id.
 
@@ -86,7 +82,7 @@ def publish(
     from runner import execute as ex
 
     try:
-        caps = caps_from(max_size, max_numjobs, max_iodepth, max_runtime)
+        caps = current_caps()
         files = resolve_job_files(job_files)
         problems: list[str] = []
         for profile, text in files:
@@ -191,10 +187,6 @@ def runner(
     idle_exit: float | None,
     spool_dir: Path | None,
     upload_deadline: float,
-    max_size: int,
-    max_numjobs: int,
-    max_iodepth: int,
-    max_runtime: int,
 ) -> None:
     """Pull signed jobs for --backend from the lake, run them, upload and commit results.
 
@@ -230,7 +222,7 @@ def runner(
             max_jobs=max_jobs,
             idle_exit_s=idle_exit,
             once=once,
-            caps=caps_from(max_size, max_numjobs, max_iodepth, max_runtime),
+            caps=current_caps(),
         )
         worker = Runner(store, keyring_from_env(), config, store_bucket(store))
         signal.signal(signal.SIGTERM, lambda *_: worker.stop_requested.set())

@@ -13,8 +13,8 @@ from fiolake import units
 from fiolake.cli import fail, format_option, lake_option
 from fiolake.commands.common import (
     SizeParam,
-    caps_from,
     caps_options,
+    current_caps,
     parse_labels,
     resolve_job_files,
 )
@@ -111,10 +111,6 @@ def run(
     campaign: str | None,
     label: tuple[str, ...],
     progress: bool | None,
-    max_size: int,
-    max_numjobs: int,
-    max_iodepth: int,
-    max_runtime: int,
     fmt: str,
 ) -> None:
     """Run fio job files against --dir and store results in the lake.
@@ -141,7 +137,7 @@ def run(
 
     try:
         target_dir.mkdir(parents=True, exist_ok=True)
-        caps = caps_from(max_size, max_numjobs, max_iodepth, max_runtime)
+        caps = current_caps()
         labels = parse_labels(label)
         campaign_id = campaign or new_campaign_id()
         store = lake_store(lake)
@@ -221,10 +217,6 @@ def run(
 def validate(
     job_files: tuple[str, ...],
     list_allowed: bool,
-    max_size: int,
-    max_numjobs: int,
-    max_iodepth: int,
-    max_runtime: int,
 ) -> None:
     """Check job files against the job-file policy and `fio --parse-only`; no I/O.
 
@@ -244,7 +236,7 @@ def validate(
         return
     if not job_files:
         raise click.UsageError("name at least one job file (or a profile), or use --list")
-    caps = caps_from(max_size, max_numjobs, max_iodepth, max_runtime)
+    caps = current_caps()
     problems = []
     try:
         for profile, text in resolve_job_files(job_files):

@@ -124,10 +124,11 @@ def down(state_dir: Path | None, purge: bool) -> None:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["sh", "json"]),
+    type=click.Choice(["sh", "json", "env"]),
     default="sh",
     show_default=True,
-    help='sh: export lines for `eval "$(fiolake stack env)"`; json: an object.',
+    help='sh: export lines for `eval "$(fiolake stack env)"`; json: an object; '
+    "env: NAME=value lines (docker --env-file, kubectl --from-env-file).",
 )
 def env(state_dir: Path | None, role: str, fmt: str) -> None:
     """Print the environment that points fiolake, boto3 and bao at the running stack."""
@@ -141,7 +142,7 @@ def env(state_dir: Path | None, role: str, fmt: str) -> None:
         click.echo(json.dumps(variables, indent=2, sort_keys=True))
         return
     for name, value in variables.items():
-        click.echo(f"export {name}={shlex.quote(value)}")
+        click.echo(f"{name}={value}" if fmt == "env" else f"export {name}={shlex.quote(value)}")
 
 
 @stack.command()
