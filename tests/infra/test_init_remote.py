@@ -7,6 +7,7 @@ writes into the shared directory (OpenBao's config, MinIO's certificate and root
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import threading
@@ -104,6 +105,12 @@ def test_init_remote_sets_up_services_started_like_compose(tmp_path: Path) -> No
 
         runner = S3Store(env.bucket, "", env.s3_settings("runner"))
         runner.put("claims/remote-test.json", b"{}", if_none_match=True)
+
+        # Every /stack path compose.yaml relies on was written by init.
+        compose = (Path(__file__).resolve().parents[2] / "compose.yaml").read_text()
+        used = set(re.findall(r"/stack/[\w./-]*\w", compose))
+        assert "/stack/env/runner.env" in used
+        assert [p for p in used if not (out / p.removeprefix("/stack/")).exists()] == []
 
         again = init_remote(out, topo)  # compose re-runs init on every `up`
         assert again.roles["runner"].access_key == env.roles["runner"].access_key

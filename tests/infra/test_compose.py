@@ -1,0 +1,189 @@
+"""compose.yaml, the Dockerfiles and the Kubernetes examples, checked without a Docker engine."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = ROOT / "compose.yaml"
+K8S = ROOT / "infra" / "k8s"
+
+
+def _compose() -> dict:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+def _dockerfile(name: str) -> str:
+    return (ROOT / "infra" / name).read_text()
+
+
+def _instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with line continuations joined and comments dropped."""
+    joined = re.sub(r"\\\n", " ", text)
+    out = []
+    for line in joined.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            word, _, rest = line.partition(" ")
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def test_compose_names_the_services() -> None:
+    assert {"minio", "openbao", "init", "runner", "app"} <= set(_compose()["services"])
+
+
+def test_runner_can_scale_and_is_locked_down() -> None:
+    runner = _compose()["services"]["runner"]
+    assert "container_name" not in runner
+    assert "ports" not in runner
+    assert runner["read_only"] is True
+    assert "/tmp" in runner["tmpfs"]
+    writable = [v for v in runner["volumes"] if not str(v).endswith(":ro")]
+    assert writable == ["/bench"]
+    assert runner["depends_on"]["init"]["condition"] == "service_completed_successfully"
+
+
+def test_every_service_waits_properly_and_has_healthchecks() -> None:
+    services = _compose()["services"]
+    for name in ("openbao", "minio", "app"):
+        assert "healthcheck" in services[name], name
+    for name in ("runner", "app"):
+        assert services[name]["depends_on"]["minio"]["condition"] == "service_healthy"
+
+
+def test_published_ports_bind_loopback_only() -> None:
+    for name, service in _compose()["services"].items():
+        for port in service.get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), (name, port)
+
+
+def test_build_contexts_and_dockerfiles_exist() -> None:
+    for name, service in _compose()["services"].items():
+        build = service.get("build")
+        assert build, f"{name} has no build section"
+        context = ROOT / build["context"]
+        assert context.is_dir(), name
+        assert (context / build["dockerfile"]).is_file(), name
+
+
+@pytest.mark.parametrize(
+    "name", ["Dockerfile.minio", "Dockerfile.openbao", "Dockerfile.runner", "Dockerfile.app"]
+)
+def test_dockerfile_args_are_declared_with_defaults_or_passed(name: str) -> None:
+    passed: set[str] = set()
+    for service in _compose()["services"].values():
+        if service["build"]["dockerfile"] == f"infra/{name}":
+            passed |= set((service["build"].get("args") or {}).keys())
+    defaults: dict[str, bool] = {}
+    stage_args: set[str] = set()
+    env: set[str] = set()
+    for word, rest in _instructions(_dockerfile(name)):
+        if word == "ARG":
+            arg, has_default = rest.split("=", 1)[0], "=" in rest
+            defaults[arg] = defaults.get(arg, False) or has_default
+            stage_args.add(arg)
+        elif word == "FROM":
+            for ref in re.findall(r"\$\{?(\w+)", rest):
+                assert ref in defaults, f"{name}: FROM uses undeclared {ref}"
+            stage_args = set()  # ARGs must be re-declared inside each stage
+        elif word == "ENV":
+            env |= set(re.findall(r"(\w+)=", rest))
+        elif word in ("RUN", "COPY", "WORKDIR", "USER"):
+            for ref in re.findall(r"\$\{?([A-Z][A-Z0-9_]*)", rest):
+                assert ref in stage_args or ref in env, f"{name}: {word} uses {ref} not declared"
+    for arg, has_default in defaults.items():
+        assert has_default or arg in passed, f"{name}: ARG {arg} has no default and is not passed"
+
+
+@pytest.mark.parametrize(
+    "name", ["Dockerfile.minio", "Dockerfile.openbao", "Dockerfile.runner", "Dockerfile.app"]
+)
+def test_images_run_as_a_non_root_user(name: str) -> None:
+    users = [rest for word, rest in _instructions(_dockerfile(name)) if word == "USER"]
+    assert users, f"{name} sets no USER"
+    assert users[-1].split(":")[0] not in ("0", "root")
+
+
+def test_runner_image_installs_fio_and_runs_the_runner() -> None:
+    steps = _instructions(_dockerfile("Dockerfile.runner"))
+    runs = " ".join(rest for word, rest in steps if word == "RUN")
+    assert re.search(r"apt-get install [^&]*\bfio\b", runs)
+    entry = [rest for word, rest in steps if word == "ENTRYPOINT"][-1]
+    assert entry.endswith('"fiolake", "runner"]')
+
+
+def test_minio_image_builds_the_pinned_commit() -> None:
+    from fiolake.stack.minio import MINIO_PIN
+
+    assert f"ARG MINIO_PIN={MINIO_PIN}" in _dockerfile("Dockerfile.minio")
+    args = _compose()["services"]["minio"]["build"]["args"]
+    assert args["MINIO_PIN"] == MINIO_PIN
+
+
+def test_entry_point_script_is_executable_and_in_the_build_context() -> None:
+    script = ROOT / "infra" / "with-env.sh"
+    assert os.access(script, os.X_OK)
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert "infra" not in ignored
+    assert ".venv" in ignored and ".git" in ignored
+
+
+def _pod_specs(doc: dict) -> list[dict]:
+    if doc["kind"] in ("DaemonSet", "Deployment", "Job"):
+        return [doc["spec"]["template"]["spec"]]
+    return []
+
+
+def test_k8s_manifests_parse_and_run_locked_down() -> None:
+    kinds: list[str] = []
+    for path in sorted(K8S.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            kinds.append(doc["kind"])
+            for spec in _pod_specs(doc):
+                assert spec["securityContext"]["runAsNonRoot"] is True, path.name
+                for container in spec["containers"]:
+                    ctx = container["securityContext"]
+                    assert ctx["readOnlyRootFilesystem"] is True, path.name
+                    assert ctx["allowPrivilegeEscalation"] is False, path.name
+                    assert "/tmp" in {m["mountPath"] for m in container["volumeMounts"]}
+    assert {"DaemonSet", "Job", "PersistentVolumeClaim", "Secret", "ConfigMap"} <= set(kinds)
+
+
+def test_every_job_has_its_own_claim() -> None:
+    docs = list(yaml.safe_load_all((K8S / "runner-job-per-storageclass.yaml").read_text()))
+    claims = {
+        d["metadata"]["name"]: d["spec"]["storageClassName"]
+        for d in docs
+        if d["kind"] == "PersistentVolumeClaim"
+    }
+    jobs = [d for d in docs if d["kind"] == "Job"]
+    used = [
+        v["persistentVolumeClaim"]["claimName"]
+        for job in jobs
+        for v in job["spec"]["template"]["spec"]["volumes"]
+        if "persistentVolumeClaim" in v
+    ]
+    assert sorted(used) == sorted(claims)
+    assert len(set(claims.values())) == len(jobs) >= 2
+
+
+def test_docker_compose_config_validates() -> None:
+    binary = shutil.which("docker-compose")
+    if binary is None:
+        pytest.skip("docker-compose is not installed (Debian: apt-get install docker-compose)")
+    proc = subprocess.run(
+        [binary, "-f", str(COMPOSE), "config", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
