@@ -73,3 +73,26 @@ NOT_METRICS = {"job_index", "groupid", "iodepth", "numjobs", "job_error"}
 def per_run_aggregate(metric: str) -> str:
     """SQL aggregate folding one run's threads of a job into one value of `metric`."""
     return f'{"sum" if metric in ADDITIVE else "avg"}(x."{metric}")'
+
+
+def display_scale(column: str, largest: float | None) -> tuple[float, str]:
+    """(divisor, unit) to plot a raw column in human units, chosen from its largest value."""
+    big = abs(largest or 0.0)
+    if column in RATE_COLUMNS:
+        for divisor, unit in ((2**30, "GiB/s"), (2**20, "MiB/s"), (2**10, "KiB/s")):
+            if big >= divisor:
+                return divisor, unit
+        return 1.0, "B/s"
+    if column.endswith("_ns"):
+        for divisor, unit in ((1e9, "s"), (1e6, "ms"), (1e3, "µs")):
+            if big >= divisor:
+                return divisor, unit
+        return 1.0, "ns"
+    if column.endswith("_bytes"):
+        for divisor, unit in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+            if big >= divisor:
+                return divisor, unit
+        return 1.0, "B"
+    if column in COUNT_COLUMNS:
+        return 1.0, "IOPS" if column.startswith("iops") else "I/Os"
+    return 1.0, ""

@@ -204,3 +204,12 @@ def connect(lake_url: str, s3: S3Settings | None = None, *, sandbox: bool = True
         raise LakeError(f"cannot read lake {lake_url}: {exc}") from exc
     files = {t: snap.files(t) for t in TABLES}
     return Lake(lake_url, store, con, snap, files)
+
+
+def open_lake(lake_url: str | None = None) -> Lake:
+    """`connect` to the lake named by `lake_url`, else FIOLAKE_LAKE (S3 settings from env)."""
+    from fiolake.config import lake_url as configured_lake
+    from fiolake.config import s3_settings
+
+    url = configured_lake(lake_url)
+    return connect(url, s3_settings() if url.startswith("s3://") else None)
