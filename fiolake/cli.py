@@ -107,7 +107,10 @@ def fail(exc: FiolakeError) -> click.ClickException:
 def main() -> None:
     """Console-script entry point: library errors become `Error: …` and exit codes."""
     try:
-        cli.main(standalone_mode=False, prog_name="fiolake")
+        # Without standalone mode click *returns* the code of `raise Exit(n)`/`ctx.exit(n)`.
+        code = cli.main(standalone_mode=False, prog_name="fiolake")
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except click.exceptions.Abort:
         click.echo("Aborted!", err=True)
         sys.exit(130)
