@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -119,8 +120,8 @@ def test_conditional_put_conformance(stack: StackEnv) -> None:
     second = store.put(key, b'{"seq": 2}', if_match=first)
     with pytest.raises(PreconditionFailed):
         store.put(key, b'{"seq": 3}', if_match=first)  # stale etag
-    assert store.get(key) == (b'{"seq": 2}', store.get(key)[1])
-    assert store.get(key)[1].etag == second
+    data, info = store.get(key)
+    assert (data, info.etag) == (b'{"seq": 2}', second)
     missing = _key("claims/")
     with pytest.raises(NotFound):
         store.put(missing, b'{"seq": 1}', if_match=first)
@@ -217,6 +218,25 @@ def test_stack_status_exit_codes(stack: StackEnv, tmp_path: Path) -> None:
     down = runner.invoke(cli, ["stack", "status", "--state-dir", str(tmp_path)])
     assert down.exit_code == 1
     assert "down" in down.stdout
+
+
+def test_status_exit_code_through_the_console_script(stack: StackEnv, tmp_path: Path) -> None:
+    def status(state: Path) -> int:
+        argv = [sys.executable, "-m", "fiolake", "stack", "status", "--state-dir", str(state)]
+        return subprocess.run(argv, capture_output=True, check=False).returncode
+
+    assert status(stack.state_dir) == 0
+    assert status(tmp_path) == 1
+
+
+def test_stack_env_env_format_is_plain_assignments(stack: StackEnv) -> None:
+    result = CliRunner().invoke(
+        cli, ["stack", "env", "--state-dir", str(stack.state_dir), "--format", "env"]
+    )
+    assert result.exit_code == 0
+    lines = dict(line.split("=", 1) for line in result.stdout.splitlines())
+    assert lines["FIOLAKE_S3_ENDPOINT"] == stack.endpoint
+    assert lines["AWS_ACCESS_KEY_ID"] == stack.roles["admin"].access_key
 
 
 def test_env_of_a_stopped_stack_says_how_to_start_it(tmp_path: Path) -> None:
