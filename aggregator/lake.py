@@ -69,7 +69,8 @@ def configure_s3(con: duckdb.DuckDBPyConnection, s3: S3Settings) -> None:
         parts += [f"KEY_ID {quote(s3.access_key)}", f"SECRET {quote(s3.secret_key or '')}"]
     con.execute(f"CREATE OR REPLACE SECRET fiolake_s3 ({', '.join(parts)})")
     if s3.ca_bundle:
-        con.execute(f"SET ca_cert_file={quote(s3.ca_bundle)}")
+        # GLOBAL: Lake.cursor() opens new connections, which do not inherit session settings.
+        con.execute(f"SET GLOBAL ca_cert_file={quote(s3.ca_bundle)}")
 
 
 def object_url(store: ObjectStore, key: str) -> str:
