@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-import lakegen  # noqa: E402
+from tests.aggregator import lakegen
 
 
 @pytest.fixture

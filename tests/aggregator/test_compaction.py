@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-import lakegen
 import pytest
 from click.testing import CliRunner
 
@@ -13,6 +12,7 @@ from aggregator.compact import compact
 from aggregator.lake import connect
 from fiolake import layout
 from fiolake.cli import cli
+from tests.aggregator import lakegen
 
 READ, WRITE = ("job1", "read"), ("job1", "write")
 FINGERPRINT = """

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import lakegen
 import pytest
 from click.testing import CliRunner
 
@@ -13,6 +12,7 @@ from aggregator.filters import RunFilter
 from aggregator.lake import connect
 from fiolake.cli import cli
 from fiolake.errors import LakeError, UsageProblem
+from tests.aggregator import lakegen
 
 READ = ("job1", "read")
 

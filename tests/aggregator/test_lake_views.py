@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import lakegen
 import pytest
 
 from aggregator.lake import connect
 from fiolake.errors import LakeError
 from fiolake.schema import SCHEMAS
+from tests.aggregator import lakegen
 
 
 def test_views_show_only_committed_runs(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-import lakegen
 import pytest
 from click.testing import CliRunner
 
@@ -16,6 +15,7 @@ from aggregator.lake import connect
 from aggregator.trend import regressions, trend
 from fiolake import layout
 from fiolake.cli import cli
+from tests.aggregator import lakegen
 
 READ = ("job1", "read")
 T0 = lakegen.T0

@@ -10,8 +10,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "aggregator"))
-import lakegen  # noqa: E402
+from tests.aggregator import lakegen
 
 FIOLAKE = Path(sys.executable).parent / "fiolake"
 

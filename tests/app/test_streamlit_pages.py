@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "aggregator"))
-import lakegen  # noqa: E402
+from tests.aggregator import lakegen
 
 APP = Path(__file__).parents[2] / "app"
 READ = ("job1", "read")

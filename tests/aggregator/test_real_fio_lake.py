@@ -1,0 +1,55 @@
+"""A lake written by real fio (`fiolake run`): compare agrees with hand-written SQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from aggregator.check import check_lake
+from aggregator.compare import compare
+from aggregator.filters import RunFilter
+from aggregator.lake import connect
+from fiolake.cli import cli
+
+HAND = """
+    WITH per_run AS (
+        SELECT r.backend, x.job_name, x.direction, x.run_id,
+               sum(x.iops) AS iops, sum(x.bw_bytes) AS bw_bytes, avg(x.clat_p99_ns) AS p99
+        FROM results x JOIN runs r USING (run_id)
+        WHERE r.status = 'ok' AND r.campaign_id = 'real'
+        GROUP BY ALL
+    )
+    SELECT backend, job_name, direction, count(*), avg(iops), stddev_samp(iops),
+           avg(bw_bytes), avg(p99)
+    FROM per_run GROUP BY ALL ORDER BY ALL
+"""
+
+
+def test_two_backends_three_repetitions(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    for backend in ("disk-a", "disk-b"):
+        target = tmp_path / backend
+        target.mkdir()
+        args = ["run", "random-reads", "--dir", str(target), "--backend", backend]
+        args += ["--lake", str(lake), "--runtime", "1", "--size", "4M", "--repeat", "3"]
+        res = CliRunner().invoke(cli, [*args, "--campaign", "real", "--format", "csv"])
+        assert res.exit_code == 0, res.output
+    with connect(str(lake)) as handle:
+        expected = handle.con.sql(HAND).fetchall()
+        result = compare(
+            handle, metrics=["iops", "bw_bytes", "clat_p99_ns"], filt=RunFilter(campaign="real")
+        )
+        assert check_lake(handle) == []
+    assert result.groups == ["disk-a", "disk-b"]
+    got = {(r.group, r.job_name, r.direction, r.metric): r for r in result.rows}
+    assert len(expected) == 2 and len(got) == 6
+    for backend, job, direction, n, iops, iops_sd, bw, p99 in expected:
+        assert n == 3
+        assert got[(backend, job, direction, "iops")].mean == pytest.approx(iops)
+        assert got[(backend, job, direction, "iops")].stddev == pytest.approx(iops_sd)
+        assert got[(backend, job, direction, "bw_bytes")].mean == pytest.approx(bw)
+        assert got[(backend, job, direction, "clat_p99_ns")].mean == pytest.approx(p99)
+        verdict = got[(backend, job, direction, "iops")].verdict
+        assert verdict in ("baseline", "better", "worse", "no significant difference")
