@@ -6,6 +6,7 @@ import logging
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,15 +43,24 @@ def ensure_minio() -> Path:
         "building MinIO %s@%s into %s (once, about 2-3 minutes)", MINIO_MODULE, MINIO_PIN, binary
     )
     started = time.monotonic()
-    proc = subprocess.run(  # noqa: S603
-        [go, "install", f"{MINIO_MODULE}@{MINIO_PIN}"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    with tempfile.TemporaryFile("w+") as errors:
+        proc = subprocess.Popen(  # noqa: S603
+            [go, "install", f"{MINIO_MODULE}@{MINIO_PIN}"],
+            env=env,
+            stdout=errors,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        while True:
+            try:
+                proc.wait(timeout=30)
+                break
+            except subprocess.TimeoutExpired:
+                log.info("still building MinIO (%.0f s)", time.monotonic() - started)
+        errors.seek(0)
+        output = errors.read()
     if proc.returncode != 0 or not binary.exists():
-        tail = "\n".join(f"  | {line}" for line in proc.stderr.splitlines()[-15:])
+        tail = "\n".join(f"  | {line}" for line in output.splitlines()[-15:])
         raise FiolakeError(f"building MinIO with `go install` failed:\n{tail}")
     log.info("built MinIO in %.0f s", time.monotonic() - started)
     return binary

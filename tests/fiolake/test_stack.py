@@ -316,3 +316,14 @@ def test_purge_refuses_a_directory_that_is_not_a_stack(tmp_path: Path) -> None:
     with pytest.raises(FiolakeError, match="does not look like a fiolake state directory"):
         stack_down(tmp_path, purge=True)
     assert (tmp_path / "precious.txt").exists()
+
+
+def test_missing_minio_without_go_says_how_to_get_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fiolake.stack.minio import ensure_minio
+
+    monkeypatch.setenv("FIOLAKE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `go` here
+    with pytest.raises(FiolakeError, match="MinIO is not built yet .* Go is not installed"):
+        ensure_minio()
