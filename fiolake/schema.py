@@ -114,7 +114,7 @@ TIMESERIES = pa.schema(
     [
         ("run_id", pa.string()),
         ("job_name", pa.string()),
-        ("job_index", pa.int32()),  # index into jobs[]; null when group_reporting folds threads
+        ("job_index", pa.int32()),  # index into jobs[] (the group's entry under group_reporting)
         ("thread", pa.int32()),  # fio's 1-based thread number (the N of its log files)
         ("direction", pa.string()),
         ("second", pa.int32()),  # 1-based window end, in seconds since the job started

@@ -231,6 +231,9 @@ def _collect(
         errors.append(f"watchdog stopped fio ({fio_run.watchdog})")
     elif fio_run.exit_code not in (0, None) and not errors:
         errors.append(f"fio exited {fio_run.exit_code}: {fio_run.stderr.strip()[:2000]}")
+    if errors and fio_run.stderr.strip():
+        # fio 3.33 writes io_u errors (e.g. ENOSPC) to stderr, not into --output.
+        errors.append(f"fio stderr: {fio_run.stderr.strip()[-1500:]}")
     status = "failed" if errors else "ok"
     error = "; ".join(errors) or None
     row.update(status=status, error=error)

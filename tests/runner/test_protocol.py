@@ -16,7 +16,8 @@ import pytest
 
 from fiolake import layout
 from fiolake.commits import Commit
-from fiolake.config import lake_store
+from fiolake.config import s3_settings
+from fiolake.store import ObjectStore, open_store
 from tests.runner.conftest import NULL_JOB, SLOW_JOB, LakeEnv, wait_for
 
 
@@ -43,25 +44,13 @@ def sql(env: LakeEnv, query: str) -> list[dict]:
     return json.loads(done.stdout)
 
 
+def admin_store(env: LakeEnv) -> ObjectStore:
+    return open_store(env.admin["FIOLAKE_LAKE"], s3_settings(env.admin))
+
+
 def commits(env: LakeEnv) -> list[Commit]:
-    store = lake_store(env.admin["FIOLAKE_LAKE"], None) if env.kind == "local" else _s3(env)
+    store = admin_store(env)
     return [Commit.from_bytes(store.get(k)[0]) for k in store.list(layout.COMMITS_PREFIX)]
-
-
-def _s3(env: LakeEnv):  # noqa: ANN202
-    return lake_store(env.admin["FIOLAKE_LAKE"], _settings(env.admin))
-
-
-def _settings(environ: dict[str, str]):  # noqa: ANN202
-    from fiolake.config import s3_settings
-
-    return s3_settings(environ)
-
-
-def admin_store(env: LakeEnv):  # noqa: ANN201
-    if env.kind == "local":
-        return lake_store(env.admin["FIOLAKE_LAKE"], None)
-    return _s3(env)
 
 
 def test_published_jobs_are_run_and_committed_once(lake_env: LakeEnv) -> None:
