@@ -41,5 +41,6 @@ def test_app_serves_and_stops(tmp_path: Path) -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
-    with socket.socket() as sock:  # Streamlit went away with us: the port is free again
+    with socket.socket() as sock:  # Streamlit went away with us: nothing listens any more
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is fine
         sock.bind(("127.0.0.1", port))
