@@ -1,0 +1,48 @@
+"""The same views, compaction and queries over a real MinIO (TLS, private CA)."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+
+import pytest
+
+from aggregator.compact import compact
+from aggregator.compare import compare
+from aggregator.lake import connect
+from fiolake.errors import StoreError
+from fiolake.store import open_store
+from tests.aggregator import lakegen
+
+pytestmark = pytest.mark.stack
+READ = ("job1", "read")
+FINGERPRINT = """
+    SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM results),
+           (SELECT count(*) FROM timeseries), (SELECT sum(iops) FROM results),
+           (SELECT count(*) FROM commits)
+"""
+
+
+def test_s3_lake_views_compare_and_compaction(stack) -> None:  # noqa: ANN001
+    url = f"{stack.lake}/agg-{secrets.token_hex(4)}"
+    admin, analyst = stack.s3_settings("admin"), stack.s3_settings("analyst")
+    store = open_store(url, admin)
+    backends = {"a": {READ: {"iops": 1000}}, "b": {READ: {"iops": 800}}}
+    lakegen.write_campaign(store, "c1", backends, 3, jitter=0.02)
+    lakegen.write_run(store, run_id="lost", job_id="c1-a-j0", commit=False)
+
+    with connect(url, analyst) as lake:  # read-only credentials are enough to read
+        before = lake.con.sql(FINGERPRINT).fetchone()
+        assert before == (6, 6, 18, pytest.approx(5400.0, rel=0.01), 6)
+        verdicts = {r.group: r.verdict for r in compare(lake, metrics=["iops"]).rows}
+        assert verdicts == {"a": "baseline", "b": "worse"}
+        with pytest.raises(Exception, match="disabled"):
+            lake.con.sql("SELECT * FROM read_csv('/etc/hostname')").fetchall()
+
+    with pytest.raises(StoreError, match="access denied"):
+        compact(open_store(url, analyst), grace=timedelta(0))
+    report = compact(store, grace=timedelta(0))
+    assert report.generation is not None and len(report.merged) == 4
+    with connect(url, analyst) as lake:
+        assert lake.con.sql(FINGERPRINT).fetchone() == before
+        assert all(k.startswith("compacted/") for keys in lake.files.values() for k in keys)
