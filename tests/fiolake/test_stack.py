@@ -76,6 +76,19 @@ def test_publisher_writes_jobs_only(stack: StackEnv) -> None:
             publisher.put(_key(prefix), b"{}")
 
 
+def test_prefixed_lake_rules_do_not_open_the_root_layout(stack: StackEnv) -> None:
+    # `${BUCKET}/*/results/*` (lakes under a prefix) also matches `jobs/c/results/…`:
+    # the explicit Denies must still keep each role out of the other's prefixes.
+    with pytest.raises(StoreError, match="access denied"):
+        _store(stack, "runner").put(_key("jobs/c1/results/"), b"{}")
+    with pytest.raises(StoreError, match="access denied"):
+        _store(stack, "publisher").put(_key("results/x/jobs/"), b"{}")
+    team = S3Store(stack.bucket, "team-a", stack.s3_settings("runner"))
+    team.put(_key("claims/"), b"{}", if_none_match=True)
+    with pytest.raises(StoreError, match="access denied"):
+        team.put(_key("jobs/c1/"), b"{}")
+
+
 def test_analyst_is_read_only(stack: StackEnv) -> None:
     key = _key("results/runs/date=2026-01-01/")
     _store(stack, "admin").put(key, b"x")
