@@ -8,6 +8,7 @@ drains leftover entries when it starts.
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import time
 from collections.abc import Iterator
@@ -17,6 +18,8 @@ from urllib.parse import quote, unquote
 
 from fiolake.errors import PreconditionFailed, StoreError
 from fiolake.store import ObjectStore
+
+log = logging.getLogger("fiolake.runner")
 
 
 @dataclass(frozen=True)
@@ -83,5 +86,6 @@ def put_with_retry(
         except StoreError as exc:
             if "access denied" in str(exc) or time.monotonic() + delay > end:
                 raise
+            log.warning("upload of %s failed (%s); retrying", key, exc)
             time.sleep(delay)
             delay = min(delay * 2, 5.0)

@@ -225,6 +225,8 @@ def test_minio_restart_during_uploads_loses_and_doubles_nothing(minio_lake: Lake
     start_minio(stack.state_dir)
     for i, proc in enumerate(procs):
         assert proc.wait(timeout=180) == 0, minio_lake.runner_log(f"r{i}")
+    logs = "".join(minio_lake.runner_log(f"r{i}") for i in range(2))
+    assert "retrying" in logs  # the outage was felt, and ridden out
     rows = wait_for(lambda: all_settled(minio_lake, campaign), 30, "every job to settle")
     assert Counter(r["state"] for r in rows) == {"ok": 12}
     per_job = sql(minio_lake, "SELECT job_id, count(*) AS n FROM runs GROUP BY 1")
