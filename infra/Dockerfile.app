@@ -8,7 +8,7 @@ WORKDIR /opt/fiolake
 # The build context is the repository (see .dockerignore for what stays out).
 COPY . .
 RUN pip install --no-cache-dir ".[app]"
-ENV HOME=/tmp PYTHONDONTWRITEBYTECODE=1
+ENV HOME=/tmp PYTHONDONTWRITEBYTECODE=1 FIOLAKE_PROFILES_DIR=/opt/fiolake/job_files
 USER 10001:10001
 EXPOSE 8501
 # `fiolake app` binds 127.0.0.1 (right on a workstation); a container must listen on all

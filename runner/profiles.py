@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from fiolake.errors import FiolakeError
 
-PROFILES_DIR = Path(__file__).resolve().parent.parent / "job_files"
+# The repository's job_files/; an installed (non-editable) copy points here with
+# FIOLAKE_PROFILES_DIR, as the container images do.
+PROFILES_DIR = Path(
+    os.environ.get("FIOLAKE_PROFILES_DIR") or Path(__file__).resolve().parent.parent / "job_files"
+)
 
 # ls1intum/storage-benchmarking's default suite, ~15 s each.
 DEFAULT_SUITE = (
