@@ -51,7 +51,7 @@ CAP_FLAGS: dict[str, str] = {
     "max_iodepth": "--max-iodepth",
     "max_runtime_s": "--max-runtime",
     "max_nrfiles": "--max-nrfiles",
-    "max_jobs": "--max-jobs",
+    "max_jobs": "--max-sections",
     "max_buffer_bytes": "--max-buffer-size",
 }
 

@@ -295,7 +295,7 @@ def test_caps_over_several_options() -> None:
     ]
     sections = "".join(f"[j{i}]\nsize=1m\n" for i in range(3))
     assert violations(sections, Caps(max_jobs=2)) == [
-        "[all jobs] 3 job sections: above the cap of 2 (raise it with --max-jobs)"
+        "[all jobs] 3 job sections: above the cap of 2 (raise it with --max-sections)"
     ]
     raised = Caps(max_size_bytes=2**40, max_total_bytes=2**41, max_buffer_bytes=2**40)
     assert len(check_job_file(text, raised).jobs) == 4

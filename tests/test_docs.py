@@ -1,0 +1,39 @@
+"""The README and --help stay true to the code."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fiolake.cli import COMMANDS, cli
+from runner.policy import allowed_options
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_readme_starts_with_the_two_setup_commands() -> None:
+    block = re.search(r"```\n(.*?)```", README.read_text(), re.S).group(1)
+    commands = [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
+    assert commands == ["make demo", "make test"]
+
+
+def test_readme_lists_every_allowed_option() -> None:
+    text = README.read_text()
+    missing = [name for name in allowed_options() if f"`{name}`" not in text]
+    assert missing == []
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_has_help_with_a_description(name: str) -> None:
+    result = CliRunner().invoke(cli, [name, "--help"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("Usage: ")
+    assert len(result.output.splitlines()) > 3
+
+
+def test_every_command_is_documented_in_readme() -> None:
+    text = README.read_text()
+    assert [n for n in COMMANDS if f"fiolake {n}" not in text and f"`{n}`" not in text] == []
