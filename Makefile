@@ -38,7 +38,7 @@ lint: venv ## ruff
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 bench: setup ## benchmarks under tests/bench (print their figures)
-	for b in tests/bench/*.py; do $(BIN)/python $$b || exit 1; done
+	for b in tests/bench/[a-z]*.py; do $(BIN)/python -m tests.bench.$$(basename $$b .py) || exit 1; done
 
 clean: ## remove the venv and the demo lake
 	rm -rf $(VENV) lake demo-lake

@@ -11,23 +11,27 @@ Starts its own stack in a temporary state dir on free ports and stops it at the 
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import re
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
-from datetime import datetime
 from pathlib import Path
 
-from fiolake import layout
-from fiolake.commits import Commit
-from fiolake.stack import stack_down, stack_up
-from fiolake.stack.process import free_ports
-from fiolake.store import open_store
+if not __package__:  # run as a script: tests/bench/aggregator.py would shadow the package
+    sys.path[0] = str(Path(__file__).resolve().parents[2])
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from datetime import datetime  # noqa: E402
+
+from fiolake import layout  # noqa: E402
+from fiolake.commits import Commit  # noqa: E402
+from fiolake.stack import stack_down, stack_up  # noqa: E402
+from fiolake.stack.process import free_ports  # noqa: E402
+from fiolake.store import open_store  # noqa: E402
 
 NULL_JOB = "[n]\nioengine=null\nrw=randread\nbs=4k\nsize=1M\n"
 TIMED_JOB = "[t]\nioengine=null\nrw=read\nbs=4k\nsize=1M\nruntime=2\ntime_based=1\nrate_iops=100\n"
