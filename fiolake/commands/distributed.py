@@ -37,7 +37,7 @@ CTX = {"help_option_names": ["-h", "--help"]}
 )
 @click.option(
     "--repeat",
-    type=click.IntRange(1, 100),
+    type=click.IntRange(1, 1000),
     default=1,
     show_default=True,
     help="Repetitions of every (job file, backend) pair.",

@@ -207,30 +207,36 @@ def main() -> None:
         try:
             lat = claim_latency(bench, args.trials)
             bench.stop()
+            p50 = statistics.median(lat)
+            print(
+                f"1. publish->claim latency, idle runner (poll 1 s), {len(lat)} trials: "
+                f"p50 {p50:.2f} s, max {max(lat):.2f} s  "
+                f"[goal < 1 s: {'met' if p50 < 1 else 'NOT met'}]",
+                flush=True,
+            )
             over = job_overhead(bench, args.timed_jobs)
+            o50 = statistics.median(over)
+            print(
+                f"2. per-job overhead beyond fio's wall time, {len(over)} jobs of 2 s: "
+                f"p50 {o50:.2f} s, max {max(over):.2f} s  "
+                f"[goal < 1 s: {'met' if o50 < 1 else 'NOT met'}]",
+                flush=True,
+            )
             tp = throughput(bench, args.jobs, args.runners)
+            rate = tp["committed"] / tp["elapsed_s"]
+            dup = tp["committed"] - tp["distinct_jobs"]
+            lost = args.jobs - tp["distinct_jobs"]
+            print(
+                f"3. {args.runners} runners x {args.jobs} tiny jobs: {tp['committed']} "
+                f"committed in {tp['elapsed_s']:.1f} s = {rate:.1f} jobs/s (commit span "
+                f"{tp['commit_span_s']:.1f} s); duplicates {dup}, lost {lost}, attempts "
+                f"uploaded {tp['attempts']}  [goal >= 10 jobs/s: "
+                f"{'met' if rate >= 10 else 'NOT met'}]",
+                flush=True,
+            )
         finally:
             bench.stop()
             stack_down(root / "stack", purge=True)
-    p50 = statistics.median(lat)
-    print(
-        f"1. publish->claim latency, idle runner (poll 1 s), {len(lat)} trials: "
-        f"p50 {p50:.2f} s, max {max(lat):.2f} s  [goal < 1 s: {'met' if p50 < 1 else 'NOT met'}]"
-    )
-    o50 = statistics.median(over)
-    print(
-        f"2. per-job overhead beyond fio's wall time, {len(over)} jobs of 2 s: "
-        f"p50 {o50:.2f} s, max {max(over):.2f} s  [goal < 1 s: {'met' if o50 < 1 else 'NOT met'}]"
-    )
-    rate = tp["committed"] / tp["elapsed_s"]
-    dup = tp["committed"] - tp["distinct_jobs"]
-    lost = args.jobs - tp["distinct_jobs"]
-    print(
-        f"3. {args.runners} runners x {args.jobs} tiny jobs: {tp['committed']} committed in "
-        f"{tp['elapsed_s']:.1f} s = {rate:.1f} jobs/s (commit span {tp['commit_span_s']:.1f} s); "
-        f"duplicates {dup}, lost {lost}, attempts uploaded {tp['attempts']} "
-        f"[goal >= 10 jobs/s: {'met' if rate >= 10 else 'NOT met'}]"
-    )
     print(json.dumps({"claim_latency_s": lat, "overhead_s": over, "throughput": tp}))
 
 
