@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "publish": ("fiolake.commands.distributed", "publish", "Publish signed job manifests."),
     "runner": ("fiolake.commands.distributed", "runner", "Pull jobs from the lake and run them."),
     "status": ("fiolake.commands.distributed", "status", "Progress of a campaign."),
+    "keygen": ("fiolake.commands.distributed", "keygen", "Create a local Ed25519 signing key."),
     "stack": ("fiolake.commands.stack", "stack", "Local MinIO (TLS) + OpenBao stack."),
 }
 

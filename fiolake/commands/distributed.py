@@ -263,3 +263,21 @@ def status(campaign: str, lake: str, fmt: str) -> None:
     )
     counts = Counter(j.state for j in jobs)
     click.echo(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), err=True)
+
+
+@click.command(context_settings=CTX)
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+def keygen(path: Path) -> None:
+    """Create an Ed25519 signing key at PATH (0600) and its public key at PATH.pub.
+
+    For single-machine use without Vault: publishers sign with FIOLAKE_SIGNER=local
+    FIOLAKE_SIGNING_KEY=PATH; runners trust FIOLAKE_TRUSTED_KEY=PATH.pub.
+    Never overwrites an existing key.
+    """
+    from fiolake.signing import LocalSigner, public_key_path
+
+    try:
+        signer = LocalSigner.generate(path)
+    except FiolakeError as exc:
+        raise fail(exc) from None
+    click.echo(f"{signer.keyid}\t{public_key_path(path)}")
