@@ -7,7 +7,6 @@ tables go is the caller's business (see runner.lake_writer).
 from __future__ import annotations
 
 import functools
-import hashlib
 import io
 import shutil
 import tarfile
@@ -22,6 +21,7 @@ import pyarrow as pa
 
 from fiolake import schema
 from fiolake.errors import FioError
+from fiolake.manifest import job_file_sha256
 from runner import fio_output, policy, sysinfo
 from runner.fio_exec import FioRun, Progress, deadline_for, run_fio
 
@@ -32,11 +32,6 @@ def new_run_id(now: datetime | None = None) -> str:
     """A sortable, key-safe id for one run attempt."""
     now = now or datetime.now(UTC)
     return f"r-{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:10]}"
-
-
-def sha256_text(text: str) -> str:
-    """Hex sha256 of a job file as submitted."""
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -108,7 +103,7 @@ def _base_run_row(request: RunRequest, run_id: str) -> dict[str, object]:
         "backend": request.backend,
         "runner": request.runner,
         "profile": request.profile,
-        "job_file_sha256": sha256_text(request.job_file_text),
+        "job_file_sha256": job_file_sha256(request.job_file_text),
         "labels": dict(request.labels),
         "runtime_s": request.runtime_s,
         "size_bytes": request.size_bytes,
