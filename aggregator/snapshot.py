@@ -11,7 +11,7 @@ import io
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -34,6 +34,8 @@ COMMITS_SCHEMA = pa.schema(
 )
 
 _FETCH_THREADS = 16
+# Beyond this many partitions to probe, one listing of the whole table is cheaper.
+_MAX_TARGETED_DAYS = 45
 
 
 @dataclass
@@ -44,7 +46,7 @@ class Snapshot:
     commits: pa.Table  # COMMITS_SCHEMA, one row per job
     # (table, day) -> {run_id: key}: committed per-run files no compacted file covers
     loose: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
-    orphan_files: int = 0  # result files of attempts no marker names (ignored)
+    orphan_files: int = 0  # result files of uncommitted attempts among those listed (ignored)
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -111,6 +113,48 @@ def load_commits(store: ObjectStore, manifest: Manifest | None, warnings: list[s
     return pa.concat_tables([indexed, loose])
 
 
+def _candidate_days(snap: Snapshot, need: set[str]) -> set[str]:
+    days = set()
+    for run_id, at in zip(
+        snap.commits.column("run_id").to_pylist(),
+        snap.commits.column("committed_at").to_pylist(),
+        strict=True,
+    ):
+        if run_id in need:
+            days |= {f"{at + timedelta(days=d):%Y-%m-%d}" for d in (-1, 0, 1)}
+    return days
+
+
+def _list_partitions(store: ObjectStore, table: str, days: set[str]) -> list[str]:
+    prefixes = [f"{layout.RESULTS_PREFIX}{table}/date={day}/" for day in sorted(days)]
+    with ThreadPoolExecutor(max_workers=_FETCH_THREADS) as pool:
+        return [key for keys in pool.map(lambda p: list(store.list(p)), prefixes) for key in keys]
+
+
+def _table_keys(store: ObjectStore, snap: Snapshot, table: str) -> list[str]:
+    """Result keys of `table` worth classifying: all of them, or only where new runs landed.
+
+    After a compaction only runs committed since need their own files. A run's files
+    are uploaded before its marker, dated by its start: almost always the marker's UTC
+    day or the one before. Those partitions are listed first; if a run is not found
+    there (a run spooled for days), the whole table is listed after all.
+    """
+    full = f"{layout.RESULTS_PREFIX}{table}/"
+    manifest = snap.manifest
+    if manifest is None:
+        return list(store.list(full))
+    covered = set().union(*[p.run_ids for (t, _), p in manifest.partitions.items() if t == table])
+    need = snap.run_ids - covered
+    if not need:
+        return []
+    days = _candidate_days(snap, need)
+    if len(days) > _MAX_TARGETED_DAYS:
+        return list(store.list(full))
+    keys = _list_partitions(store, table, days)
+    found = {parsed[2] for parsed in map(layout.parse_result_key, keys) if parsed}
+    return keys if need <= found else list(store.list(full))
+
+
 def scan(store: ObjectStore) -> Snapshot:
     """Read the lake's commit markers, compaction manifest and result-file listing."""
     warnings: list[str] = []
@@ -118,16 +162,17 @@ def scan(store: ObjectStore) -> Snapshot:
     commits = load_commits(store, manifest, warnings)
     snap = Snapshot(manifest, commits, warnings=warnings)
     committed = snap.run_ids
-    for key in store.list(layout.RESULTS_PREFIX):
-        parsed = layout.parse_result_key(key)
-        if parsed is None:
-            continue
-        table, day, run_id = parsed
-        if run_id not in committed:
-            snap.orphan_files += 1
-            continue
-        part = manifest.partitions.get((table, day)) if manifest else None
-        if part is not None and run_id in part.run_ids:
-            continue
-        snap.loose.setdefault((table, day), {})[run_id] = key
+    for table in layout.TABLES:
+        for key in _table_keys(store, snap, table):
+            parsed = layout.parse_result_key(key)
+            if parsed is None or parsed[0] != table:
+                continue
+            _, day, run_id = parsed
+            if run_id not in committed:
+                snap.orphan_files += 1
+                continue
+            part = manifest.partitions.get((table, day)) if manifest else None
+            if part is not None and run_id in part.run_ids:
+                continue
+            snap.loose.setdefault((table, day), {})[run_id] = key
     return snap

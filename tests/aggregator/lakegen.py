@@ -182,6 +182,7 @@ def write_run(
     commit: bool = True,
     seconds: int = 3,
     raw: bool = True,
+    committed_at: datetime | None = None,
     **run_extra: Any,
 ) -> str:
     """Write one run attempt (4 tables, raw fio.json, commit marker unless `commit=False`)."""
@@ -199,7 +200,8 @@ def write_run(
     if raw and status != "rejected":
         store.put(layout.raw_key(run_id, "fio.json"), json.dumps({"jobs": []}).encode())
     if commit:
-        marker = Commit(job_id, run_id, campaign, "runner-1", status, started_at.isoformat())
+        when = (committed_at or started_at).isoformat()
+        marker = Commit(job_id, run_id, campaign, "runner-1", status, when)
         store.put(layout.commit_key(job_id), marker.to_bytes(), if_none_match=True)
     return run_id
 

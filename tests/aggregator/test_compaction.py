@@ -88,6 +88,26 @@ def test_new_runs_after_compaction_are_read_once(tmp_path: Path) -> None:
     assert fingerprint(tmp_path) == grown
 
 
+def test_run_committed_days_after_it_started_is_found(tmp_path: Path) -> None:
+    store = build(tmp_path)
+    compact(store, grace=ZERO)
+    # a run spooled for ten days: its files sit in the partition of its start date
+    lakegen.write_run(
+        store,
+        run_id="spooled",
+        job_id="spooled",
+        started_at=lakegen.T0,
+        committed_at=lakegen.T0 + timedelta(days=10),
+    )
+    lakegen.write_run(store, run_id="fresh", job_id="fresh", started_at=lakegen.T0)
+    with connect(str(tmp_path)) as lake:
+        found = lake.con.sql("SELECT run_id FROM runs WHERE run_id IN ('spooled', 'fresh')")
+        assert sorted(found.fetchall()) == [("fresh",), ("spooled",)]
+        assert lake.con.sql(
+            "SELECT count(*) FROM timeseries WHERE run_id = 'spooled'"
+        ).fetchone() == (3,)
+
+
 @pytest.mark.parametrize("stage", ["files-written", "manifest-written"])
 def test_interrupted_compaction_then_rerun(tmp_path: Path, stage: str) -> None:
     store = build(tmp_path)
