@@ -1,4 +1,4 @@
-"""Compaction: merge many small per-run files into one file per table × date partition.
+"""Compaction: merge many small per-run files into one file per table × month.
 
 Steps, each safe to interrupt: (1) write merged files (and a commit index) under new,
 never-reused names in `compacted/`; (2) create the next manifest generation, create-only
@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,10 +35,10 @@ Hook = Callable[[str], None]  # called with "files-written", "manifest-written" 
 
 @dataclass(frozen=True)
 class Merged:
-    """One partition rewritten by a compaction."""
+    """One table × month rewritten by a compaction."""
 
     table: str
-    day: str
+    month: str  # YYYY-MM
     new_runs: int  # per-run files folded in by this compaction
     runs: int  # run ids the merged file covers in total
     rows: int
@@ -68,8 +68,21 @@ def _read_all(store: ObjectStore, keys: list[str]) -> list[pa.Table]:
         return list(pool.map(lambda k: read_parquet_object(store, k), keys))
 
 
-def _merge(store: ObjectStore, inputs: list[str], keep: set[str]) -> pa.Table:
-    tables = [t for t in _read_all(store, inputs) if t.num_rows or t.num_columns]
+def _merge(
+    store: ObjectStore, previous: str | None, loose: dict[str, str], keep: set[str]
+) -> pa.Table:
+    """Rows of `keep` run ids from the previous merged file and the per-run files.
+
+    `loose` maps key -> YYYY-MM-DD; per-run files get that `date` as a column, the way
+    the merged file stores it.
+    """
+    keys = ([previous] if previous else []) + sorted(loose)
+    tables = []
+    for key, data in zip(keys, _read_all(store, keys), strict=True):
+        if key in loose:
+            day = date.fromisoformat(loose[key])
+            data = data.append_column("date", pa.array([day] * data.num_rows, pa.date32()))
+        tables.append(data)
     merged = pa.concat_tables(tables, promote_options="permissive")
     merged = merged.filter(pc.is_in(merged.column("run_id"), pa.array(sorted(keep))))
     return merged.sort_by([("run_id", "ascending")])
@@ -94,8 +107,13 @@ def delete_object(store: ObjectStore, key: str) -> None:
 
 
 def _plan(snap: Snapshot, tables: Iterable[str]) -> dict[tuple[str, str], dict[str, str]]:
+    """(table, month) -> {run_id: key} of the per-run files to fold in."""
     wanted = set(tables)
-    return {k: runs for k, runs in snap.loose.items() if k[0] in wanted}
+    plan: dict[tuple[str, str], dict[str, str]] = {}
+    for (table, day), runs in snap.loose.items():
+        if table in wanted:
+            plan.setdefault((table, day[:7]), {}).update(runs)
+    return plan
 
 
 def _write_state(
@@ -104,15 +122,15 @@ def _write_state(
     prev = snap.manifest
     partitions = dict(prev.partitions) if prev else {}
     merged = []
-    for (table, day), runs in sorted(plan.items()):
-        old = partitions.get((table, day))
-        inputs = ([old.file] if old else []) + [runs[r] for r in sorted(runs)]
+    for (table, month), runs in sorted(plan.items()):
+        old = partitions.get((table, month))
         covered = set(runs) | (set(old.run_ids) if old else set())
-        data = _merge(store, inputs, covered)
-        key = layout.compacted_key(table, day, gen, secrets.token_hex(6))
+        days = {key: parsed[1] for key in runs.values() if (parsed := layout.parse_result_key(key))}
+        data = _merge(store, old.file if old else None, days, covered)
+        key = layout.compacted_key(table, month, gen, secrets.token_hex(6))
         store.put(key, parquet_bytes(data))
-        partitions[(table, day)] = Partition(table, day, key, frozenset(covered), data.num_rows)
-        merged.append(Merged(table, day, len(runs), len(covered), data.num_rows, key))
+        partitions[(table, month)] = Partition(table, month, key, frozenset(covered), data.num_rows)
+        merged.append(Merged(table, month, len(runs), len(covered), data.num_rows, key))
     commits_key = layout.commits_index_key(gen, secrets.token_hex(6))
     store.put(commits_key, parquet_bytes(snap.commits.sort_by("job_id")))
     manifest = Manifest(gen, now_iso(), commits_key, snap.commits.num_rows, partitions)

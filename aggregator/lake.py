@@ -78,13 +78,12 @@ def object_url(store: ObjectStore, key: str) -> str:
     return f"{store.url.rstrip('/')}/{key}"
 
 
-def parquet_source(paths: list[str]) -> str:
-    """A read_parquet() call over `paths` with the lake's options."""
+def parquet_source(paths: list[str], *, hive: bool = True) -> str:
+    """A read_parquet() call over `paths`; `hive` takes `date` from the date= directory."""
     files = ", ".join(quote(p) for p in paths)
-    return (
-        f"read_parquet([{files}], hive_partitioning = true, union_by_name = true, "
-        "hive_types = {'date': DATE})"
-    )
+    options = "union_by_name = true, hive_partitioning = "
+    options += "true, hive_types = {'date': DATE}" if hive else "false"
+    return f"read_parquet([{files}], {options})"
 
 
 @dataclass
@@ -141,12 +140,20 @@ def _create_views(con: duckdb.DuckDBPyConnection, store: ObjectStore, snap: Snap
         schema = SCHEMAS[table].append(pa.field("date", pa.date32()))
         _materialise(con, f"{INTERNAL_SCHEMA}.empty_{table}", schema.empty_table())
         contract = _column_types(con, f"{INTERNAL_SCHEMA}.empty_{table}")
-        keys = snap.files(table)
-        if not keys:
+        # Merged files hold a physical `date`; per-run files get it from their path.
+        sources = [
+            f"SELECT * FROM {parquet_source([object_url(store, k) for k in keys], hive=hive)}"
+            for keys, hive in (
+                (snap.compacted_files(table), False),
+                (snap.loose_files(table), True),
+            )
+            if keys
+        ]
+        if not sources:
             con.execute(f"CREATE VIEW {table} AS SELECT * FROM {INTERNAL_SCHEMA}.empty_{table}")
             continue
-        source = parquet_source([object_url(store, k) for k in keys])
-        con.execute(f"CREATE VIEW {INTERNAL_SCHEMA}.files_{table} AS SELECT * FROM {source}")
+        union = " UNION ALL BY NAME ".join(sources)
+        con.execute(f"CREATE VIEW {INTERNAL_SCHEMA}.files_{table} AS {union}")
         present = _column_types(con, f"{INTERNAL_SCHEMA}.files_{table}")
         # Files written before a column existed still show it (as NULL): the contract holds.
         cols = [

@@ -21,10 +21,10 @@ FORMAT = 1
 
 @dataclass(frozen=True)
 class Partition:
-    """One table × date partition: the merged file and the run ids it holds."""
+    """One table × month: the merged file and the run ids it holds (all their rows)."""
 
     table: str
-    day: str  # YYYY-MM-DD, as in the date= directory
+    month: str  # YYYY-MM: the file holds the date= partitions of this month
     file: str  # object key of the merged Parquet file
     run_ids: frozenset[str]
     rows: int
@@ -38,7 +38,7 @@ class Manifest:
     created_at: str
     commits_file: str | None  # commit markers known at that time, as Parquet
     commits: int
-    partitions: dict[tuple[str, str], Partition] = field(default_factory=dict)
+    partitions: dict[tuple[str, str], Partition] = field(default_factory=dict)  # (table, month)
 
     def to_bytes(self) -> bytes:
         """Canonical JSON bytes."""
@@ -51,7 +51,7 @@ class Manifest:
             "partitions": [
                 {
                     "table": p.table,
-                    "date": p.day,
+                    "month": p.month,
                     "file": p.file,
                     "rows": p.rows,
                     "run_ids": sorted(p.run_ids),
@@ -71,9 +71,9 @@ class Manifest:
             parts = {}
             for p in body["partitions"]:
                 part = Partition(
-                    p["table"], p["date"], p["file"], frozenset(p["run_ids"]), p["rows"]
+                    p["table"], p["month"], p["file"], frozenset(p["run_ids"]), p["rows"]
                 )
-                parts[(part.table, part.day)] = part
+                parts[(part.table, part.month)] = part
             return cls(
                 body["generation"], body["created_at"], body["commits_file"], body["commits"], parts
             )

@@ -44,7 +44,7 @@ class Snapshot:
 
     manifest: Manifest | None
     commits: pa.Table  # COMMITS_SCHEMA, one row per job
-    # (table, day) -> {run_id: key}: committed per-run files no compacted file covers
+    # (table, YYYY-MM-DD) -> {run_id: key}: committed per-run files no merged file covers
     loose: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     orphan_files: int = 0  # result files of uncommitted attempts among those listed (ignored)
     warnings: list[str] = field(default_factory=list)
@@ -54,15 +54,24 @@ class Snapshot:
         """Committed run ids."""
         return set(self.commits.column("run_id").to_pylist())
 
+    def compacted_files(self, table: str) -> list[str]:
+        """Merged files of `table` (they carry a `date` column of their own)."""
+        if self.manifest is None:
+            return []
+        return [p.file for (t, _), p in sorted(self.manifest.partitions.items()) if t == table]
+
+    def loose_files(self, table: str) -> list[str]:
+        """Per-run files of `table` no merged file covers (`date` comes from their path)."""
+        return [
+            runs[r]
+            for (t, _), runs in sorted(self.loose.items())
+            if t == table
+            for r in sorted(runs)
+        ]
+
     def files(self, table: str) -> list[str]:
-        """Object keys the `table` view reads: compacted files, then uncovered per-run files."""
-        keys = []
-        if self.manifest is not None:
-            keys += [p.file for (t, _), p in sorted(self.manifest.partitions.items()) if t == table]
-        for (t, _), runs in sorted(self.loose.items()):
-            if t == table:
-                keys += [runs[r] for r in sorted(runs)]
-        return keys
+        """Every object key the `table` view reads."""
+        return self.compacted_files(table) + self.loose_files(table)
 
 
 def _commit_row(commit: Commit) -> dict[str, object]:
@@ -171,7 +180,7 @@ def scan(store: ObjectStore) -> Snapshot:
             if run_id not in committed:
                 snap.orphan_files += 1
                 continue
-            part = manifest.partitions.get((table, day)) if manifest else None
+            part = manifest.partitions.get((table, day[:7])) if manifest else None
             if part is not None and run_id in part.run_ids:
                 continue
             snap.loose.setdefault((table, day), {})[run_id] = key

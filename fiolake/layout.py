@@ -113,12 +113,14 @@ def compaction_generation(key: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def compacted_key(table: str, day: str, generation: int, token: str) -> str:
-    """A merged Parquet file of one table × date partition, written by one compaction."""
+def compacted_key(table: str, month: str, generation: int, token: str) -> str:
+    """A merged Parquet file of one table × month (YYYY-MM), written by one compaction."""
     if table not in TABLES:
         raise ValueError(f"unknown table {table!r}; tables are {', '.join(TABLES)}")
+    if not re.match(r"^\d{4}-\d{2}$", month):
+        raise ValueError(f"invalid month {month!r}: use YYYY-MM")
     name = f"g{generation:08d}-{check_id('token', token)}.parquet"
-    return f"{COMPACTED_PREFIX}{table}/date={day}/{name}"
+    return f"{COMPACTED_PREFIX}{table}/month={month}/{name}"
 
 
 def commits_index_key(generation: int, token: str) -> str:

@@ -425,7 +425,7 @@ def compact(lake, tables, grace):  # noqa: ANN001
         files = sum(m.new_runs for m in report.merged)
         click.echo(
             f"generation {report.generation}: merged {files} per-run file(s) into "
-            f"{len(report.merged)} partition file(s); {report.commits} commit(s) indexed",
+            f"{len(report.merged)} table × month file(s); {report.commits} commit(s) indexed",
             err=True,
         )
     if report.removed:

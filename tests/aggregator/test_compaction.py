@@ -59,12 +59,13 @@ def test_compaction_keeps_answers_and_reads_few_files(tmp_path: Path) -> None:
     assert before[0] == 11 and before[6] == 11
     report = compact(store, grace=ZERO)
     assert report.generation == 1
-    assert {(m.table, m.day) for m in report.merged} == {
-        (t, d) for t in layout.TABLES for d in ("2025-03-01", "2025-03-02")
-    }
+    # two days of runs, one month: one merged file per table, with its own date column
+    assert {(m.table, m.month) for m in report.merged} == {(t, "2025-03") for t in layout.TABLES}
     assert fingerprint(tmp_path) == before
     with connect(str(tmp_path)) as lake:
-        assert all(len(keys) == 2 for keys in lake.files.values())
+        assert all(len(keys) == 1 for keys in lake.files.values())
+        days = lake.con.sql("SELECT DISTINCT date::VARCHAR FROM timeseries ORDER BY 1").fetchall()
+        assert days == [("2025-03-01",), ("2025-03-02",)]
         assert all(k.startswith("compacted/") for keys in lake.files.values() for k in keys)
     # nothing new: idempotent, nothing written
     assert compact(store, grace=ZERO).generation is None
@@ -77,13 +78,13 @@ def test_new_runs_after_compaction_are_read_once(tmp_path: Path) -> None:
     lakegen.write_run(store, run_id="late", job_id="late", metrics={READ: {"iops": 5}})
     with connect(str(tmp_path)) as lake:
         assert lake.con.sql("SELECT count(*) FROM runs WHERE run_id = 'late'").fetchone() == (1,)
-        # two compacted partitions plus the new run's own file
-        assert lake.files["runs"][2] == layout.result_key("runs", lakegen.T0, "late")
+        # the merged file plus the new run's own file
+        assert lake.files["runs"][1] == layout.result_key("runs", lakegen.T0, "late")
     grown = fingerprint(tmp_path)
     assert grown[0] == 12
     report = compact(store, grace=ZERO)
     assert [(m.table, m.new_runs, m.runs) for m in report.merged if m.table == "runs"] == [
-        ("runs", 1, 8)
+        ("runs", 1, 12)
     ]
     assert fingerprint(tmp_path) == grown
 
@@ -124,7 +125,7 @@ def test_interrupted_compaction_then_rerun(tmp_path: Path, stage: str) -> None:
     assert fingerprint(tmp_path) == before
     if stage == "files-written":
         assert rerun.generation == 1  # the abandoned files were never referenced
-        assert len([k for k in rerun.removed if "/g00000001-" in k]) == 9  # 8 partitions + commits
+        assert len([k for k in rerun.removed if "/g00000001-" in k]) == 5  # 4 tables + commits
     else:
         assert rerun.generation is None  # the manifest made it: nothing left to do
     # only the live generation's objects remain
@@ -171,7 +172,8 @@ def test_cli_compact(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["lake", "compact", "--lake", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert res.stderr == (
-        "generation 1: merged 44 per-run file(s) into 8 partition file(s); 11 commit(s) indexed\n"
+        "generation 1: merged 44 per-run file(s) into 4 table × month file(s); "
+        "11 commit(s) indexed\n"
     )
     res = CliRunner().invoke(cli, ["lake", "compact", "--lake", str(tmp_path)])
     assert res.stderr == "nothing to compact: every committed run is already compacted\n"
