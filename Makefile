@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CACHE ?= $(HOME)/.cache/fiolake
 
-.PHONY: help setup fio venv demo test lint bench clean
+.PHONY: help setup fio venv minio demo test lint bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -26,7 +26,11 @@ $(BIN)/fiolake: pyproject.toml
 
 venv: $(BIN)/fiolake ## create .venv with fiolake and its dev deps
 
-setup: fio venv ## everything the demo and tests need
+minio: venv ## build the pinned MinIO from its Go module into ~/.cache/fiolake (once, ~3 min)
+	$(BIN)/python -c "import logging; logging.basicConfig(level=logging.INFO); \
+	from fiolake.stack.minio import ensure_minio; print(ensure_minio())"
+
+setup: fio venv minio ## everything the demo and tests need
 
 demo: setup ## the main job: run the default suite locally and show the summary
 	bash infra/demo.sh
