@@ -1,0 +1,385 @@
+"""Aggregator benchmark (a script, not a test): prints sizes and query latencies.
+
+    .venv/bin/python -m tests.bench.aggregator [--runs 10000] [--loose-runs 500]
+
+Builds a synthetic lake of --runs runs (8 jobs × 2 directions each, 60 s of per-second
+timeseries per job × direction) with pyarrow in bulk. That big lake is written
+*already compacted* (one file per table × month, a manifest and a commit index, as
+`fiolake lake compact` leaves it), plus one commit marker per run and, so that listing
+costs are honest, an empty placeholder for every per-run file compaction would have
+covered (never read: the manifest says so). A smaller --loose-runs lake is written the
+way runners write (one Parquet file per table per run) and measured before and after
+`compact`. With FIOLAKE_S3_ENDPOINT set (admin credentials in AWS_*), both lakes are
+also uploaded to the bucket of FIOLAKE_LAKE (under a fresh prefix) and measured there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+if __package__ in (None, ""):  # run as a file: make the repository importable
+    sys.path[0] = str(Path(__file__).resolve().parents[2])
+
+from aggregator.compact import compact, parquet_bytes
+from aggregator.compare import compare
+from aggregator.filters import RunFilter
+from aggregator.lake import connect
+from aggregator.manifest import Manifest, Partition
+from aggregator.series import per_second
+from aggregator.snapshot import commits_table
+from aggregator.trend import trend
+from fiolake import layout
+from fiolake.commits import Commit
+from fiolake.schema import SCHEMAS
+from fiolake.store import LocalStore
+
+BACKENDS = ("nvme", "ceph-rbd", "nfs", "tmpfs")
+PROFILES = ("random-reads", "random-writes", "sequential-reads", "sequential-writes", "bs-sweep")
+JOBS = tuple(f"job{j}" for j in range(8))
+DIRECTIONS = ("read", "write")
+SECONDS = 60
+PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99)
+T0 = datetime(2025, 1, 1, tzinfo=UTC)
+SPACING = timedelta(seconds=864)  # 10,000 runs over 100 days
+
+
+def table(name: str, columns: dict[str, object], n: int) -> pa.Table:
+    """A lake table with the contract schema; columns not given are null."""
+    schema = SCHEMAS[name]
+    arrays = [
+        pa.array(columns[f.name], type=f.type) if f.name in columns else pa.nulls(n, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def run_ids(first: int, count: int) -> list[str]:
+    return [f"run-{i:06d}" for i in range(first, first + count)]
+
+
+def build_tables(first: int, count: int, rng: np.random.Generator) -> dict[str, pa.Table]:
+    """All four tables for runs first .. first+count-1."""
+    idx = np.arange(first, first + count)
+    ids = run_ids(first, count)
+    started = [T0 + SPACING * int(i) for i in idx]
+    backend = [BACKENDS[i % len(BACKENDS)] for i in idx]
+    runs = table(
+        "runs",
+        {
+            "run_id": ids,
+            "job_id": [f"job-{i:06d}" for i in idx],
+            "campaign_id": [f"camp-{i // 200:03d}" for i in idx],
+            "repetition": [int(i // 20 % 10) for i in idx],
+            "backend": backend,
+            "runner": [f"runner-{i % 7}" for i in idx],
+            "host": [f"host-{i % 7}" for i in idx],
+            "profile": [PROFILES[i // len(BACKENDS) % len(PROFILES)] for i in idx],
+            "fio_version": ["fio-3.33"] * count,
+            "kernel": ["6.1.0-18-amd64"] * count,
+            "fs_type": ["ext4"] * count,
+            "started_at": started,
+            "finished_at": [s + timedelta(seconds=SECONDS * len(JOBS)) for s in started],
+            "status": ["ok"] * count,
+        },
+        count,
+    )
+    cases = len(JOBS) * len(DIRECTIONS)
+    speed = np.array([1.0, 0.6, 0.4, 3.0])[idx % len(BACKENDS)]
+    iops = np.repeat(speed * 20000, cases) * rng.normal(1.0, 0.03, count * cases)
+    lat = 1e9 / iops
+    r_ids = np.repeat(ids, cases)
+    results = table(
+        "results",
+        {
+            "run_id": r_ids,
+            "backend": np.repeat(backend, cases),
+            "job_name": np.tile(np.repeat(JOBS, len(DIRECTIONS)), count),
+            "job_index": np.tile(np.repeat(np.arange(len(JOBS)), len(DIRECTIONS)), count),
+            "direction": np.tile(DIRECTIONS, count * len(JOBS)),
+            "iops": iops,
+            "bw_bytes": (iops * 4096).astype(np.int64),
+            "io_bytes": (iops * 4096 * SECONDS).astype(np.int64),
+            "total_ios": (iops * SECONDS).astype(np.int64),
+            "runtime_ms": np.full(count * cases, SECONDS * 1000),
+            "lat_mean_ns": lat,
+            "clat_mean_ns": lat * 0.9,
+            "clat_p99_ns": (lat * 3).astype(np.int64),
+        },
+        count * cases,
+    )
+    rows = count * cases * SECONDS
+    per_s = np.repeat(iops, SECONDS) * rng.normal(1.0, 0.05, rows)
+    timeseries = table(
+        "timeseries",
+        {
+            "run_id": np.repeat(r_ids, SECONDS),
+            "job_name": np.repeat(
+                results.column("job_name").to_numpy(zero_copy_only=False), SECONDS
+            ),
+            "job_index": np.repeat(results.column("job_index").to_numpy(), SECONDS),
+            "thread": np.repeat(results.column("job_index").to_numpy() + 1, SECONDS),
+            "direction": np.repeat(
+                results.column("direction").to_numpy(zero_copy_only=False), SECONDS
+            ),
+            "second": np.tile(np.arange(1, SECONDS + 1), count * cases),
+            "iops": per_s.astype(np.int64),
+            "bw_bytes": (per_s * 4096).astype(np.int64),
+            "lat_mean_ns": (1e9 / per_s).astype(np.int64),
+            "zero_filled": np.zeros(rows, dtype=bool),
+            "partial": np.tile(np.arange(1, SECONDS + 1) == SECONDS, count * cases),
+        },
+        rows,
+    )
+    p_rows = count * cases * len(PERCENTILES)
+    pct = np.array(PERCENTILES)
+    percentiles = table(
+        "percentiles",
+        {
+            "run_id": np.repeat(r_ids, len(PERCENTILES)),
+            "job_name": np.repeat(
+                results.column("job_name").to_numpy(zero_copy_only=False), len(PERCENTILES)
+            ),
+            "job_index": np.repeat(results.column("job_index").to_numpy(), len(PERCENTILES)),
+            "direction": np.repeat(
+                results.column("direction").to_numpy(zero_copy_only=False), len(PERCENTILES)
+            ),
+            "lat_type": ["clat"] * p_rows,
+            "percentile": np.tile(pct, count * cases),
+            "value_ns": (
+                np.repeat(lat, len(PERCENTILES)) * np.tile(1 + pct / 50, count * cases)
+            ).astype(np.int64),
+            "source": ["fio_json"] * p_rows,
+        },
+        p_rows,
+    )
+    return {"runs": runs, "results": results, "timeseries": timeseries, "percentiles": percentiles}
+
+
+def write_file(root: Path, key: str, data: bytes) -> None:
+    path = root / key
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def commit_bytes(i: int) -> bytes:
+    started = T0 + SPACING * i
+    return Commit(
+        f"job-{i:06d}",
+        f"run-{i:06d}",
+        f"camp-{i // 200:03d}",
+        f"runner-{i % 7}",
+        "ok",
+        started.isoformat(),
+    ).to_bytes()
+
+
+def build_compacted(root: Path, runs: int, placeholders: bool) -> None:
+    """The big lake, as `lake compact` leaves it (see the module docstring)."""
+    rng = np.random.default_rng(7)
+    per_day = int(timedelta(days=1) / SPACING)
+    months: dict[str, dict[str, list[pa.Table]]] = {}
+    covered: dict[str, set[str]] = {}
+    for first in range(0, runs, per_day):
+        count = min(per_day, runs - first)
+        day = (T0 + SPACING * first).date()
+        ids = run_ids(first, count)
+        covered.setdefault(f"{day:%Y-%m}", set()).update(ids)
+        for name, data in build_tables(first, count, rng).items():
+            dated = data.append_column("date", pa.array([day] * data.num_rows, pa.date32()))
+            months.setdefault(f"{day:%Y-%m}", {}).setdefault(name, []).append(dated)
+            if placeholders:
+                for run_id in ids:
+                    write_file(root, f"results/{name}/date={day}/{run_id}.parquet", b"")
+    partitions: dict[tuple[str, str], Partition] = {}
+    for month, tables in months.items():
+        for name, parts in tables.items():
+            data = pa.concat_tables(parts)
+            key = layout.compacted_key(name, month, 1, "bench")
+            write_file(root, key, parquet_bytes(data))
+            ids = frozenset(covered[month])
+            partitions[(name, month)] = Partition(name, month, key, ids, data.num_rows)
+    markers = [Commit.from_bytes(commit_bytes(i)) for i in range(runs)]
+    commits_key = layout.commits_index_key(1, "bench")
+    write_file(root, commits_key, parquet_bytes(commits_table(markers)))
+    for i in range(runs):
+        write_file(root, layout.commit_key(f"job-{i:06d}"), commit_bytes(i))
+    manifest = Manifest(1, T0.isoformat(), commits_key, runs, partitions)
+    write_file(root, layout.compaction_manifest_key(1), manifest.to_bytes())
+
+
+def build_loose(root: Path, runs: int) -> None:
+    """A lake as runners write it: one file per table per run, then the marker."""
+    rng = np.random.default_rng(11)
+    for i in range(runs):
+        started = T0 + SPACING * i
+        for name, data in build_tables(i, 1, rng).items():
+            write_file(root, layout.result_key(name, started, f"run-{i:06d}"), parquet_bytes(data))
+        write_file(root, layout.commit_key(f"job-{i:06d}"), commit_bytes(i))
+
+
+def du(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def timed(fn: Callable[[], object], repeat: int = 5) -> float:
+    """Median wall time of `fn` in seconds."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def measure(label: str, url: str, s3=None, repeat: int = 5) -> dict[str, float]:  # noqa: ANN001
+    """Connect, compare, trend and timeseries latencies on one lake."""
+    figures = {"connect": timed(lambda: connect(url, s3).close(), repeat=3)}
+    with connect(url, s3) as lake:
+        some = [
+            r[0] for r in lake.con.sql("SELECT run_id FROM runs ORDER BY run_id LIMIT 2").fetchall()
+        ]
+        campaign = lake.con.sql("SELECT min(campaign_id) FROM runs").fetchone()[0]
+        runs = lake.snapshot.commits.num_rows
+        figures["compare (all runs, 4 metrics)"] = timed(lambda: compare(lake), repeat)
+        figures["compare (one campaign)"] = timed(
+            lambda: compare(lake, filt=RunFilter(campaign=campaign)), repeat
+        )
+        figures["trend (iops, one profile, per run)"] = timed(
+            lambda: trend(lake, "iops", filt=RunFilter(profile="random-reads")), repeat
+        )
+        figures["timeseries (2 runs, per second)"] = timed(
+            lambda: per_second(lake, some, "iops"), repeat
+        )
+    print(f"\n{label}: {url} ({runs} committed runs)")
+    for name, seconds in figures.items():
+        print(f"  {name:<38} {seconds * 1000:9.1f} ms")
+    return figures
+
+
+def upload(root: Path, bucket: str, prefix: str) -> int:
+    """Copy a local lake (minus empty placeholders) into the bucket under `prefix`."""
+    from fiolake.config import s3_settings
+    from fiolake.store import s3_client
+
+    client = s3_client(s3_settings())  # type: ignore[arg-type]
+    files = [
+        p
+        for p in root.rglob("*")
+        if p.is_file() and not p.name.startswith(".") and p.stat().st_size > 0
+    ]
+
+    def put(path: Path) -> None:
+        key = f"{prefix}/{path.relative_to(root).as_posix()}"
+        client.put_object(Bucket=bucket, Key=key, Body=path.read_bytes())
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(put, files))
+    return len(files)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--loose-runs", type=int, default=500)
+    parser.add_argument("--keep", action="store_true", help="keep the lakes (prints where)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="fiolake-bench-"))
+    try:
+        big, small = work / "compacted-lake", work / "loose-lake"
+        start = time.perf_counter()
+        build_compacted(big, args.runs, placeholders=True)
+        built = time.perf_counter() - start
+        data = du(big / "compacted")
+        shape = f"{args.runs} runs × {len(JOBS)} jobs × {len(DIRECTIONS)} directions"
+        print(f"synthetic lake: {shape}, {SECONDS} s timeseries; built in {built:.1f} s")
+        rows = args.runs * len(JOBS) * len(DIRECTIONS)
+        print(
+            f"  rows: runs {args.runs:,}, results {rows:,}, timeseries {rows * SECONDS:,}, "
+            f"percentiles {rows * len(PERCENTILES):,}"
+        )
+        print(
+            f"  size on disk (compacted Parquet, zstd): {data / 2**20:.1f} MiB "
+            f"({data / args.runs / 1024:.1f} KiB per run)"
+        )
+        local_big = measure("local, compacted", str(big))
+
+        build_loose(small, args.loose_runs)
+        loose_size = du(small / "results")
+        per_run = loose_size / args.loose_runs / 1024
+        print(
+            f"\nloose lake: {args.loose_runs} runs as {4 * args.loose_runs} per-run files, "
+            f"{loose_size / 2**20:.1f} MiB ({per_run:.1f} KiB per run)"
+        )
+        s3_url = None
+        if os.environ.get("FIOLAKE_S3_ENDPOINT"):
+            from fiolake.config import lake_url
+
+            bucket = lake_url().removeprefix("s3://").split("/")[0]
+            prefix = f"bench-{secrets.token_hex(4)}"
+            s3_url = f"s3://{bucket}/{prefix}"
+            start = time.perf_counter()
+            count = upload(small, bucket, f"{prefix}/loose")
+            print(
+                f"uploaded {count} objects to {s3_url}/loose in {time.perf_counter() - start:.1f} s"
+            )
+        before = measure("local, loose per-run files", str(small))
+        start = time.perf_counter()
+        report = compact(LocalStore(small), grace=timedelta(0))
+        took = time.perf_counter() - start
+        print(
+            f"\ncompaction of the loose lake: {took:.2f} s, generation {report.generation}, "
+            f"{len(report.merged)} table × month files"
+        )
+        after = measure("local, same lake after compaction", str(small))
+        print("\nspeed-up from compaction (loose / compacted):")
+        for name in before:
+            print(f"  {name:<38} {before[name] / after[name]:9.1f}×")
+        goal = local_big["compare (all runs, 4 metrics)"]
+        verdict = "met" if goal < 1.0 else "MISSED"
+        print(f"\ngoal compare < 1 s on {args.runs} runs locally: {goal * 1000:.0f} ms ({verdict})")
+
+        if s3_url is None:
+            print('\n(to measure MinIO too: eval "$(fiolake stack env)" and run again)')
+            return
+        from fiolake.config import s3_settings
+        from fiolake.store import open_store
+
+        settings = s3_settings()
+        s3_before = measure("MinIO, loose per-run files", f"{s3_url}/loose", settings, 3)
+        start = time.perf_counter()
+        compact(open_store(f"{s3_url}/loose", settings), grace=timedelta(0))
+        print(f"\ncompaction on MinIO: {time.perf_counter() - start:.2f} s")
+        s3_after = measure("MinIO, same lake after compaction", f"{s3_url}/loose", settings, 3)
+        print("\nspeed-up from compaction on MinIO (loose / compacted):")
+        for name in s3_before:
+            print(f"  {name:<38} {s3_before[name] / s3_after[name]:9.1f}×")
+        bucket = s3_url.removeprefix("s3://").split("/")[0]
+        start = time.perf_counter()
+        count = upload(big, bucket, f"{s3_url.split('/', 3)[3]}/compacted")
+        took = time.perf_counter() - start
+        print(f"\nuploaded {count} objects to {s3_url}/compacted in {took:.1f} s")
+        print("  (not the empty per-run placeholders: a compacted lake never lists covered ones)")
+        measure("MinIO, compacted", f"{s3_url}/compacted", settings, 3)
+    finally:
+        if args.keep:
+            print(f"lakes kept in {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
