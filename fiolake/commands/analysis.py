@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import click
 
 from fiolake.cli import fail, format_option, lake_option
+from fiolake.commands import lake_ops
 from fiolake.errors import FiolakeError
 from fiolake.output import render
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-def _connect(lake: str):  # noqa: ANN202 - aggregator.lake.Lake, imported lazily
+    from aggregator.filters import RunFilter
+    from aggregator.lake import Lake
+
+
+def _connect(lake: str) -> Lake:
     from aggregator.lake import open_lake
 
     return open_lake(lake)
 
 
-def _emit(columns: list[str], rows: list, fmt: str, formatters: dict | None = None) -> None:
+def _emit(
+    columns: list[str], rows: list[Any], fmt: str, formatters: dict[str, Any] | None = None
+) -> None:
     click.echo(render(columns, rows, fmt, formatters), nl=False)
 
 
@@ -65,7 +76,7 @@ def sql(query: str, lake: str, fmt: str, max_rows: int, timeout_s: float) -> Non
         )
 
 
-def _filter_options(fn):  # noqa: ANN001, ANN202 - click decorator stack
+def _filter_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(
         [
             click.option("--campaign", help="Only runs of this campaign."),
@@ -80,7 +91,13 @@ def _filter_options(fn):  # noqa: ANN001, ANN202 - click decorator stack
     return fn
 
 
-def _run_filter(campaign, backends, profile, since, runs=()):  # noqa: ANN001, ANN202
+def _run_filter(
+    campaign: str | None,
+    backends: tuple[str, ...],
+    profile: str | None,
+    since: str | None,
+    runs: tuple[str, ...] = (),
+) -> RunFilter:
     from aggregator.filters import RunFilter, parse_since
 
     when = parse_since(since) if since else None
@@ -115,7 +132,19 @@ _MARKS = {"better": "▲ better", "worse": "▼ worse"}
     show_default=True,
     help="Significance level of Welch's t-test.",
 )
-def compare(lake, fmt, campaign, backends, profile, since, runs, by, baseline, metrics, alpha):  # noqa: ANN001
+def compare(
+    lake: str,
+    fmt: str,
+    campaign: str | None,
+    backends: tuple[str, ...],
+    profile: str | None,
+    since: str | None,
+    runs: tuple[str, ...],
+    by: str,
+    baseline: str | None,
+    metrics: tuple[str, ...],
+    alpha: float,
+) -> None:
     """Compare backends (or runs) per profile, job and direction.
 
     \b
@@ -226,7 +255,16 @@ def compare(lake, fmt, campaign, backends, profile, since, runs, by, baseline, m
     show_default=True,
     help="One point per run, or the mean per UTC day.",
 )
-def trend(lake, fmt, campaign, backends, profile, since, metric, bucket):  # noqa: ANN001
+def trend(
+    lake: str,
+    fmt: str,
+    campaign: str | None,
+    backends: tuple[str, ...],
+    profile: str | None,
+    since: str | None,
+    metric: str,
+    bucket: str,
+) -> None:
     """A metric over time per backend, profile, job and direction."""
     from aggregator.columns import formatters
     from aggregator.trend import trend as metric_trend
@@ -259,7 +297,18 @@ def trend(lake, fmt, campaign, backends, profile, since, metric, bucket):  # noq
 @click.option("--until", help="End of the recent window (default: the newest run).")
 @click.option("--metric", "metrics", multiple=True, help="results column (repeatable).")
 @click.option("--alpha", type=float, default=0.05, show_default=True, help="Significance level.")
-def regressions(lake, fmt, campaign, backends, profile, since, window, until, metrics, alpha):  # noqa: ANN001
+def regressions(
+    lake: str,
+    fmt: str,
+    campaign: str | None,
+    backends: tuple[str, ...],
+    profile: str | None,
+    since: str,
+    window: str,
+    until: str | None,
+    metrics: tuple[str, ...],
+    alpha: float,
+) -> None:
     """Significant slow-downs: the latest window against the trailing history.
 
     Per backend × profile × job × direction × metric, Welch's t-test between runs in
@@ -356,7 +405,7 @@ def regressions(lake, fmt, campaign, backends, profile, since, window, until, me
 @lake_option
 @format_option()
 @click.option("--run", "runs", multiple=True, required=True, help="Run id (give exactly two).")
-def env_diff(lake, fmt, runs):  # noqa: ANN001
+def env_diff(lake: str, fmt: str, runs: tuple[str, ...]) -> None:
     """How the recorded environments of two runs differ (kernel, fs, device, labels…)."""
     from aggregator.columns import format_value
     from aggregator.envdiff import env_diff as diff_runs
@@ -379,123 +428,6 @@ def env_diff(lake, fmt, runs):  # noqa: ANN001
     _emit(["field", runs[0], runs[1]], rows, fmt)
 
 
-@click.group()
-def lake() -> None:
-    """Lake hygiene: compact small files, check consistency."""
-
-
-@lake.command("compact")
-@lake_option
-@click.option(
-    "--table",
-    "tables",
-    multiple=True,
-    type=click.Choice(["runs", "results", "timeseries", "percentiles"]),
-    help="Only these tables (repeatable; default all).",
-)
-@click.option(
-    "--grace",
-    default="1h",
-    show_default=True,
-    help="Keep superseded compacted files this long for readers still using them.",
-)
-def compact(lake, tables, grace):  # noqa: ANN001
-    """Merge committed per-run files into one file per table × date.
-
-    Safe to interrupt and re-run; results/ and commits/ are never modified. Needs
-    credentials that may write (and delete) under compacted/.
-    """
-    from aggregator.compact import compact as run_compaction
-    from aggregator.filters import parse_duration
-    from fiolake.config import s3_settings
-    from fiolake.store import open_store
-
-    try:
-        store = open_store(lake, s3_settings() if lake.startswith("s3://") else None)
-        report = run_compaction(
-            store,
-            tables=tables or ("runs", "results", "timeseries", "percentiles"),
-            grace=parse_duration(grace),
-        )
-    except FiolakeError as exc:
-        raise fail(exc) from exc
-    if report.generation is None:
-        click.echo("nothing to compact: every committed run is already compacted", err=True)
-    else:
-        files = sum(m.new_runs for m in report.merged)
-        click.echo(
-            f"generation {report.generation}: merged {files} per-run file(s) into "
-            f"{len(report.merged)} table × month file(s); {report.commits} commit(s) indexed",
-            err=True,
-        )
-    if report.removed:
-        click.echo(f"removed {len(report.removed)} superseded compacted object(s)", err=True)
-    for problem in report.cleanup_errors:
-        click.echo(f"warning: cleanup: {problem}", err=True)
-
-
-@lake.command("check")
-@lake_option
-@format_option()
-def check(lake, fmt):  # noqa: ANN001
-    """Check that every committed run has its rows and raw fio output (exit 1 if not)."""
-    from aggregator.check import check_lake
-
-    try:
-        with _connect(lake) as handle:
-            problems = check_lake(handle)
-            runs = handle.snapshot.commits.num_rows
-    except FiolakeError as exc:
-        raise fail(exc) from exc
-    if not problems:
-        click.echo(f"ok: {runs} committed run(s), nothing missing", err=True)
-        return
-    rows = [(p.job_id, p.run_id, p.status, p.problem) for p in problems]
-    _emit(["job_id", "run_id", "status", "problem"], rows, fmt)
-    raise click.exceptions.Exit(1)
-
-
-@click.command()
-@lake_option
-@click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True)
-def app(lake, port):  # noqa: ANN001
-    """Open the Streamlit app on http://127.0.0.1:PORT (reads the lake, never writes)."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    import app as app_package
-
-    home = Path(app_package.__file__).resolve().parent / "Home.py"
-    if not home.exists():
-        raise click.ClickException(f"the app is not installed: {home} is missing")
-    env = dict(os.environ, FIOLAKE_LAKE=lake)
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        str(home),
-        "--server.address",
-        "127.0.0.1",
-        "--server.port",
-        str(port),
-        "--server.headless",
-        "true",
-        "--browser.gatherUsageStats",
-        "false",
-    ]
-    click.echo(f"fiolake app on http://127.0.0.1:{port} (lake {lake}); Ctrl-C stops it", err=True)
-    proc = subprocess.Popen(cmd, env=env)
-    # A service manager stops us with SIGTERM: pass it on so Streamlit does not linger.
-    signal.signal(signal.SIGTERM, lambda signum, _frame: proc.send_signal(signum))
-    while True:
-        try:
-            code = proc.wait()
-            break
-        except KeyboardInterrupt:
-            continue  # the terminal sent SIGINT to Streamlit too; wait for it to exit
-    if code not in (0, -signal.SIGTERM, -signal.SIGINT):
-        raise click.exceptions.Exit(code)
+# `lake` and `app` live in lake_ops; fiolake.cli looks them up here (COMMANDS).
+lake = lake_ops.lake
+app = lake_ops.app
