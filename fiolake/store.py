@@ -180,6 +180,11 @@ def s3_client(settings: S3Settings, *, retries: int = 3, timeout_s: float = 10.0
             connect_timeout=timeout_s,
             read_timeout=timeout_s,
             signature_version="s3v4",
+            # The default (when_supported) streams aws-chunked bodies with a trailing
+            # checksum, and MinIO answers those with `Connection: close`: every PUT then
+            # pays a new TLS handshake. Plain PUTs keep the connection alive.
+            request_checksum_calculation="when_required",
+            response_checksum_validation="when_required",
         ),
     )
 
