@@ -61,10 +61,10 @@ class FioRun:
 class _EtaReader(threading.Thread):
     """Drains fio's stdout pipe (so fio never blocks on it) and keeps the newest ETA line."""
 
-    def __init__(self, pipe: IO[bytes]):
+    def __init__(self, pipe: IO[bytes], on_line: Callable[[str], None]):
         super().__init__(daemon=True, name="fio-eta")
         self.pipe = pipe
-        self.latest: str | None = None
+        self.on_line = on_line
         self.other: list[str] = []  # anything on stdout that is not an ETA line
 
     def run(self) -> None:
@@ -74,9 +74,24 @@ class _EtaReader(threading.Thread):
             *complete, pending = re.split(r"[\r\n]", pending)
             for line in complete:
                 if _ETA.match(line):
-                    self.latest = line.strip()
+                    self.on_line(line.strip())
                 elif line.strip():
                     self.other.append(line)
+
+
+def _throttled(on_progress: Callable[[Progress], None], expected_s: float) -> Callable[[str], None]:
+    """Report an ETA line unless it repeats the last one within a second (fio's layout phase)."""
+    started = time.monotonic()
+    last: list[tuple[str, float]] = [("", -1.0)]
+
+    def report(line: str) -> None:
+        now = time.monotonic() - started
+        if line == last[0][0] and now - last[0][1] < 1.0:
+            return
+        last[0] = (line, now)
+        on_progress(Progress(now, expected_s, line))
+
+    return report
 
 
 def clean_env(tmpdir: Path) -> dict[str, str]:
@@ -123,12 +138,11 @@ def run_fio(
         except FileNotFoundError:
             raise FioError("fio not found on PATH: install it with `apt-get install fio`") from None
         eta = None
-        if proc.stdout is not None:
-            eta = _EtaReader(proc.stdout)
+        if proc.stdout is not None and on_progress is not None:
+            # One progress line per ETA line, at fio's own once-a-second cadence.
+            eta = _EtaReader(proc.stdout, _throttled(on_progress, expected_s))
             eta.start()
-        watchdog = _supervise(
-            proc, deadline_s, expected_s, grace_s, on_progress, should_stop, tick_s, eta
-        )
+        watchdog = _supervise(proc, deadline_s, grace_s, should_stop, tick_s)
         if eta is not None:
             eta.join(timeout=5)
     finished = datetime.now(UTC)
@@ -147,12 +161,9 @@ def run_fio(
 def _supervise(
     proc: subprocess.Popen[bytes],
     deadline_s: float,
-    expected_s: float,
     grace_s: float,
-    on_progress: Callable[[Progress], None] | None,
     should_stop: Callable[[], bool] | None,
     tick_s: float,
-    eta: _EtaReader | None,
 ) -> str | None:
     start = time.monotonic()
     fired: str | None = None
@@ -166,8 +177,6 @@ def _supervise(
                 pass
             now = time.monotonic()
             elapsed = now - start
-            if on_progress is not None:
-                on_progress(Progress(elapsed, expected_s, eta.latest if eta else None))
             if interrupted_at is None:
                 if elapsed >= deadline_s:
                     fired = "sigint"

@@ -233,3 +233,17 @@ def test_minio_restart_during_uploads_loses_and_doubles_nothing(minio_lake: Lake
     assert len(per_job) == 12 and all(r["n"] == 1 for r in per_job)
     results = sql(minio_lake, "SELECT count(DISTINCT run_id) AS n FROM results")
     assert results[0]["n"] == 12
+
+
+def test_sigterm_finishes_the_current_job_then_exits(local_lake: LakeEnv) -> None:
+    campaign = local_lake.publish(
+        job_file(local_lake.tmp, SLOW_JOB.format(runtime=3)), "--backend", "b", "--repeat", "2"
+    )
+    runner = local_lake.start_runner("r", "b", "--poll", "0.2")
+    wait_for(
+        lambda: any(r["state"] == "running" for r in statuses(local_lake, campaign)), 30, "a claim"
+    )
+    runner.send_signal(signal.SIGTERM)
+    assert runner.wait(timeout=60) == 0, local_lake.runner_log("r")
+    states = Counter(r["state"] for r in statuses(local_lake, campaign))
+    assert states == {"ok": 1, "pending": 1}  # the running job committed, the next not started

@@ -50,8 +50,18 @@ def tiny_job(tmp_path: Path) -> Path:
 
 def test_run_stores_what_fio_reported(tmp_path: Path, tiny_job: Path) -> None:
     lake, target = tmp_path / "lake", tmp_path / "target"
-    result = invoke("run", str(tiny_job), "--dir", str(target), "--lake", str(lake),
-                    "--backend", "tmp", "--format", "json")
+    result = invoke(
+        "run",
+        str(tiny_job),
+        "--dir",
+        str(target),
+        "--lake",
+        str(lake),
+        "--backend",
+        "tmp",
+        "--format",
+        "json",
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert len(summary) == 1 and summary[0]["status"] == "ok"
@@ -71,14 +81,20 @@ def test_run_stores_what_fio_reported(tmp_path: Path, tiny_job: Path) -> None:
     assert runs[0]["backend"] == "tmp" and runs[0]["fio_version"].startswith("fio-")
     assert runs[0]["fs_type"]
     # per-second series: one row per thread x direction x second, no gaps
-    ts = sql(lake, "SELECT direction, count(*) AS n, count(DISTINCT second) AS s, "
-                   "max(second) AS last FROM timeseries GROUP BY 1 ORDER BY 1")
+    ts = sql(
+        lake,
+        "SELECT direction, count(*) AS n, count(DISTINCT second) AS s, "
+        "max(second) AS last FROM timeseries GROUP BY 1 ORDER BY 1",
+    )
     assert [r["direction"] for r in ts] == ["read", "write"]
     for row in ts:
         assert row["n"] == row["s"] == row["last"] >= 1
     # percentiles: the stored p99 equals fio's
-    p99 = sql(lake, "SELECT value_ns FROM percentiles WHERE direction='read' AND "
-                    "lat_type='clat' AND percentile=99.0 AND source='fio_json'")
+    p99 = sql(
+        lake,
+        "SELECT value_ns FROM percentiles WHERE direction='read' AND "
+        "lat_type='clat' AND percentile=99.0 AND source='fio_json'",
+    )
     assert p99[0]["value_ns"] == job["read"]["clat_ns"]["percentile"]["99.000000"]
     # fio's data files are removed from the target dir
     assert list(target.iterdir()) == []
@@ -87,8 +103,7 @@ def test_run_stores_what_fio_reported(tmp_path: Path, tiny_job: Path) -> None:
 def test_table_summary_shows_human_units_and_dashes(tmp_path: Path) -> None:
     job = tmp_path / "reads.fio"
     job.write_text("[r]\nrw=read\nbs=64k\nsize=4M\nioengine=psync\nruntime=1\ntime_based=1\n")
-    result = invoke("run", str(job), "--dir", str(tmp_path / "t"), "--lake",
-                    str(tmp_path / "lake"))
+    result = invoke("run", str(job), "--dir", str(tmp_path / "t"), "--lake", str(tmp_path / "lake"))
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "Read bandwidth" in out and "/s" in out
@@ -101,8 +116,10 @@ def test_exec_prerun_is_refused_and_never_runs(tmp_path: Path) -> None:
     job = tmp_path / "evil.fio"
     job.write_text(f"[evil]\nrw=read\nsize=1M\nexec_prerun=touch {pwned}\n")
     lake = tmp_path / "lake"
-    for args in (("validate", str(job)),
-                 ("run", str(job), "--dir", str(tmp_path / "t"), "--lake", str(lake))):
+    for args in (
+        ("validate", str(job)),
+        ("run", str(job), "--dir", str(tmp_path / "t"), "--lake", str(lake)),
+    ):
         result = invoke(*args)
         assert result.exit_code == 1
         assert "exec_prerun" in result.output and result.output.startswith("Error: ")
@@ -131,16 +148,18 @@ def test_unknown_profile_names_the_known_ones(tmp_path: Path) -> None:
 def test_fio_failure_is_recorded_as_failed(tmp_path: Path) -> None:
     small = tmp_path / "small"
     small.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)],
-                             capture_output=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)], capture_output=True
+    )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tiny tmpfs for ENOSPC: {mounted.stderr.decode().strip()}")
     try:
         job = tmp_path / "fill.fio"
         job.write_text("[fill]\nrw=write\nbs=64k\nsize=8M\nioengine=psync\n")
         lake = tmp_path / "lake"
-        result = invoke("run", str(job), "--dir", str(small), "--lake", str(lake),
-                        "--format", "json")
+        result = invoke(
+            "run", str(job), "--dir", str(small), "--lake", str(lake), "--format", "json"
+        )
         assert result.exit_code == 1
         assert "1 of 1 run(s) failed" in result.output
         runs = sql(lake, "SELECT status, error FROM runs")
@@ -154,10 +173,48 @@ def test_default_suite_runs_every_profile(tmp_path: Path) -> None:
     from runner.profiles import DEFAULT_SUITE
 
     lake = tmp_path / "lake"
-    result = invoke("run", "--dir", str(tmp_path / "t"), "--lake", str(lake), "--runtime", "1",
-                    "--size", "4M")
+    result = invoke(
+        "run", "--dir", str(tmp_path / "t"), "--lake", str(lake), "--runtime", "1", "--size", "4M"
+    )
     assert result.exit_code == 0, result.output
     for profile in DEFAULT_SUITE:
         assert f"{profile}  (run " in result.stdout
     counted = sql(lake, "SELECT count(DISTINCT run_id) AS n FROM results")[0]["n"]
     assert counted == len(DEFAULT_SUITE)
+
+
+def test_progress_lines_show_elapsed_expected_and_fio_rates(tmp_path: Path) -> None:
+    job = tmp_path / "three.fio"
+    job.write_text(TINY.replace("runtime=2", "runtime=3"))
+    result = invoke(
+        "run",
+        str(job),
+        "--dir",
+        str(tmp_path / "t"),
+        "--lake",
+        str(tmp_path / "lake"),
+        "--progress",
+        "--format",
+        "json",
+    )
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[three]")]
+    assert len(lines) >= 2  # about one per second
+    assert all(" / ~3s" in line for line in lines)
+    assert any("IOPS" in line and "/s" in line for line in lines), lines
+    json.loads(result.stdout)  # stdout stays pure data
+
+
+def test_no_progress_when_stderr_is_not_a_terminal(tmp_path: Path, tiny_job: Path) -> None:
+    result = invoke(
+        "run",
+        str(tiny_job),
+        "--dir",
+        str(tmp_path / "t"),
+        "--lake",
+        str(tmp_path / "lake"),
+        "--format",
+        "json",
+    )
+    assert result.exit_code == 0, result.output
+    assert "[tiny]" not in result.stderr
