@@ -8,20 +8,20 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aggregator.lake import Lake
+from fiolake import units
 from fiolake.errors import LakeError, UsageProblem
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+# A duration here always carries its unit, so '2025' in --since stays a date.
+_DURATION = re.compile(r"^\s*\d+(?:\.\d+)?\s*[smhdw]\s*$")
 
 
 def parse_duration(text: str) -> timedelta:
-    """'90s', '15m', '6h', '7d', '2w' -> timedelta."""
-    m = _DURATION.match(text)
-    if not m:
+    """'90s', '15m', '6h', '7d', '2w' -> timedelta (units as in fiolake.units)."""
+    if not _DURATION.match(text):
         raise UsageProblem(
             f"invalid duration {text!r}: use a number and a unit s, m, h, d or w (e.g. 7d)"
         )
-    return timedelta(seconds=float(m.group(1)) * _UNIT_SECONDS[m.group(2)])
+    return timedelta(seconds=units.parse_duration(text.strip()))
 
 
 def parse_since(text: str, now: datetime | None = None) -> datetime:
