@@ -144,12 +144,12 @@ class Runner:
             return None
         except ManifestError as exc:
             request = ex.RunRequest(
-                "",
-                "unknown",
-                "unknown",
-                self.config.target_dir,
-                job_id,
-                campaign_id,
+                job_file_text="",
+                profile="unknown",
+                backend="unknown",
+                target_dir=self.config.target_dir,
+                job_id=job_id,
+                campaign_id=campaign_id,
                 runner=self.config.runner_id,
                 labels=self.config.labels,
             )
@@ -207,18 +207,12 @@ class Runner:
                 )
                 self.stats.lost += 1
                 return None
-            entry = self.spool.add(
-                outcome.run_id,
-                outcome_objects(outcome),
-                {
-                    "job_id": job_id,
-                    "campaign_id": campaign_id,
-                    "runner": self.config.runner_id,
-                    "status": outcome.status,
-                },
-            )
+            entry = self._spool(request, outcome)
             self._upload(entry)
-            if heartbeat.lost.is_set() or not still_ours(self.store, heartbeat.lease):
+            # Stop renewing first: checking while the heartbeat may still swap the nonce
+            # could mistake our own renewal for a takeover.
+            lease = heartbeat.stop()
+            if heartbeat.lost.is_set() or not still_ours(self.store, lease):
                 log.warning(
                     "lease of %s was lost before commit: attempt %s orphaned",
                     job_id,
@@ -236,19 +230,18 @@ class Runner:
         if lease is None:
             return None
         log.warning("rejecting %s: %s", request.job_id, reason)
-        outcome = ex.rejected_outcome(request, reason)
-        entry = self.spool.add(
-            outcome.run_id,
-            outcome_objects(outcome),
-            {
-                "job_id": request.job_id,
-                "campaign_id": request.campaign_id,
-                "runner": self.config.runner_id,
-                "status": outcome.status,
-            },
-        )
+        entry = self._spool(request, ex.rejected_outcome(request, reason))
         self._upload(entry)
         return self._commit(entry)
+
+    def _spool(self, request: ex.RunRequest, outcome: ex.RunOutcome) -> SpoolEntry:
+        meta = {
+            "job_id": request.job_id,
+            "campaign_id": request.campaign_id,
+            "runner": self.config.runner_id,
+            "status": outcome.status,
+        }
+        return self.spool.add(outcome.run_id, outcome_objects(outcome), meta)
 
     def _upload(self, entry: SpoolEntry) -> None:
         for key, data in entry.objects():
