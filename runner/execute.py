@@ -119,17 +119,20 @@ def _empty_tables(runs_row: dict[str, object]) -> dict[str, pa.Table]:
 
 def rejected_outcome(request: RunRequest, reason: str) -> RunOutcome:
     """A run that never reached fio because its manifest or job file was refused."""
-    run_id = new_run_id()
+    return _outcome_without_fio(request, new_run_id(), "rejected", reason)
+
+
+def _outcome_without_fio(request: RunRequest, run_id: str, status: str, reason: str) -> RunOutcome:
     now = datetime.now(UTC)
     row = _base_run_row(request, run_id)
     row.update(
-        status="rejected",
+        status=status,
         error=reason,
         started_at=now,
         finished_at=now,
         host=sysinfo.host_info().host,
     )
-    return RunOutcome(run_id, "rejected", reason, now, _empty_tables(row), {})
+    return RunOutcome(run_id, status, reason, now, _empty_tables(row), {})
 
 
 def execute(
@@ -149,7 +152,11 @@ def execute(
     # fio's data files go in a per-run subdirectory we remove afterwards.
     data_dir = Path(request.target_dir) / f".fiolake-{run_id}"
     try:
-        data_dir.mkdir(parents=True)
+        try:
+            data_dir.mkdir(parents=True)
+        except OSError as exc:
+            reason = f"cannot create fio's directory in {request.target_dir}: {exc}"
+            return _outcome_without_fio(request, run_id, "failed", reason)
         canonical = policy.canonical_job_file(
             prepared.job, target_dir=data_dir, log_prefix=LOG_PREFIX
         )
