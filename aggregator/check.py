@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aggregator.lake import Lake
 from fiolake import layout
+from fiolake.aggregator.lake import Lake
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from aggregator.manifest import Manifest, Partition, latest_manifest, now_iso
-from aggregator.snapshot import Snapshot, read_parquet_object, scan
 from fiolake import layout
+from fiolake.aggregator.manifest import Manifest, Partition, latest_manifest, now_iso
+from fiolake.aggregator.snapshot import Snapshot, read_parquet_object, scan
 from fiolake.errors import LakeError, NotFound, PreconditionFailed, StoreError
 from fiolake.store import LocalStore, ObjectStore, S3Store
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aggregator import columns, stats
-from aggregator.filters import RunFilter, check_group_column, validate
-from aggregator.lake import Lake
+from fiolake.aggregator import columns, stats
+from fiolake.aggregator.filters import RunFilter, check_group_column, validate
+from fiolake.aggregator.lake import Lake
 from fiolake.errors import LakeError, UsageProblem
 
 DEFAULT_METRICS = ("bw_bytes", "iops", "lat_mean_ns", "clat_p99_ns")

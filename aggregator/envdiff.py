@@ -6,8 +6,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from aggregator.filters import RunFilter, validate
-from aggregator.lake import Lake
+from fiolake.aggregator.filters import RunFilter, validate
+from fiolake.aggregator.lake import Lake
 
 # `runs` columns that describe where and how a run happened (not what it measured).
 ENV_COLUMNS = (
@@ -16,6 +16,7 @@ ENV_COLUMNS = (
     "kernel",
     "os",
     "fio_version",
+    "fio_path",
     "cpu_model",
     "cpu_count",
     "mem_bytes",

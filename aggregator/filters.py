@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from aggregator.lake import Lake
 from fiolake import units
+from fiolake.aggregator.lake import Lake
 from fiolake.errors import LakeError, UsageProblem
 
 # A duration here always carries its unit, so '2025' in --since stays a date.

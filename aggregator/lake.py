@@ -14,8 +14,8 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from aggregator.manifest import Manifest
-from aggregator.snapshot import Snapshot, scan
+from fiolake.aggregator.manifest import Manifest
+from fiolake.aggregator.snapshot import Snapshot, scan
 from fiolake.errors import LakeError, StoreError
 from fiolake.layout import TABLES
 from fiolake.schema import SCHEMAS

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from aggregator.lake import Lake
+from fiolake.aggregator.lake import Lake
 from fiolake.errors import UsageProblem
 
 SERIES_METRICS = ("bw_bytes", "iops", "lat_mean_ns", "clat_mean_ns", "slat_mean_ns")

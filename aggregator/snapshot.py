@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from aggregator.manifest import Manifest, latest_manifest
 from fiolake import layout
+from fiolake.aggregator.manifest import Manifest, latest_manifest
 from fiolake.commits import Commit
 from fiolake.errors import NotFound
 from fiolake.store import ObjectStore

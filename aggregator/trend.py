@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from aggregator import columns
-from aggregator.compare import DEFAULT_METRICS, WORSE, check_metrics, summaries, verdict
-from aggregator.filters import RunFilter, validate
-from aggregator.lake import Lake
+from fiolake.aggregator import columns
+from fiolake.aggregator.compare import DEFAULT_METRICS, WORSE, check_metrics, summaries, verdict
+from fiolake.aggregator.filters import RunFilter, validate
+from fiolake.aggregator.lake import Lake
 from fiolake.errors import LakeError, UsageProblem
 
 BUCKETS = ("run", "day")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from aggregator.series import latest_campaign, overview
-from app.common import get_lake, human_frame
+from fiolake.aggregator.series import latest_campaign, overview
+from fiolake.app.common import get_lake, human_frame
 
 st.set_page_config(page_title="fiolake", layout="wide")
 st.title("fiolake")

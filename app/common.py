@@ -9,8 +9,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from aggregator.columns import format_value
-from aggregator.lake import Lake, open_lake
+from fiolake.aggregator.columns import format_value
+from fiolake.aggregator.lake import Lake, open_lake
 from fiolake.errors import FiolakeError
 
 REFRESH_S = 60  # new runs show up within a minute (or on "Reload lake")

@@ -26,7 +26,8 @@ RUNS = pa.schema(
         ("profile", pa.string()),  # job file stem, e.g. random-reads
         ("job_file_sha256", pa.string()),  # of the job file as submitted
         ("canonical_job_file", pa.string()),  # what fio actually ran
-        ("fio_version", pa.string()),
+        ("fio_version", pa.string()),  # `fio --version` of the binary that ran
+        ("fio_path", pa.string()),  # that binary's absolute path
         ("fio_argv", pa.list_(pa.string())),
         ("kernel", pa.string()),
         ("os", pa.string()),

@@ -22,8 +22,9 @@ import pyarrow as pa
 from fiolake import schema
 from fiolake.errors import FioError
 from fiolake.manifest import job_file_sha256
-from runner import fio_output, policy, sysinfo
-from runner.fio_exec import FioRun, Progress, deadline_for, run_fio
+from fiolake.runner import fio_logs, fio_output, policy, sysinfo
+from fiolake.runner.fio_binary import find_fio
+from fiolake.runner.fio_exec import FioRun, Progress, deadline_for, run_fio
 
 LOG_PREFIX = "fio"
 
@@ -82,7 +83,7 @@ def prepare(request: RunRequest, fio: str = "fio") -> PreparedJob:
         job, runtime_s=request.runtime_s, size_bytes=request.size_bytes, caps=request.caps
     )
     text = policy.canonical_job_file(job, target_dir=request.target_dir, log_prefix=LOG_PREFIX)
-    _parse_only(text, fio)
+    _parse_only(text, find_fio(fio).path)
     return PreparedJob(request, job, policy.expected_seconds(job))
 
 
@@ -147,7 +148,8 @@ def execute(
     """Run fio once and turn its output into lake tables; failures become status='failed'."""
     request = prepared.request
     run_id = new_run_id()
-    env_cols = sysinfo.environment_columns(request.target_dir, fio)
+    binary = find_fio(fio)
+    env_cols = sysinfo.environment_columns(request.target_dir, binary)
     outdir = Path(tempfile.mkdtemp(prefix=f"fiolake-{run_id}-", dir=workdir))
     # fio's data files go in a per-run subdirectory we remove afterwards.
     data_dir = Path(request.target_dir) / f".fiolake-{run_id}"
@@ -168,7 +170,7 @@ def execute(
             deadline_s=deadline_for(prepared.expected_s),
             expected_s=prepared.expected_s,
             grace_s=grace_s,
-            fio=fio,
+            fio=binary.path,
             on_progress=on_progress,
             should_stop=should_stop,
         )
@@ -192,7 +194,7 @@ def _collect(
         "fio.json": text.encode(),
         "job.fio": canonical.encode(),
         "stderr.txt": fio_run.stderr.encode(),
-        "logs.tar.gz": _archive(fio_output.log_files(outdir, LOG_PREFIX)),
+        "logs.tar.gz": _archive(fio_logs.log_files(outdir, LOG_PREFIX)),
     }
     row = _base_run_row(request, run_id)
     row.update(env_cols)
@@ -227,7 +229,7 @@ def _collect(
         )
         tables["timeseries"] = schema.to_table(
             "timeseries",
-            fio_output.timeseries_rows(outdir, run_id=run_id, report=report, prefix=LOG_PREFIX),
+            fio_logs.timeseries_rows(outdir, run_id=run_id, report=report, prefix=LOG_PREFIX),
         )
     if fio_run.watchdog:
         errors.append(f"watchdog stopped fio ({fio_run.watchdog})")

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
+from fiolake.runner.fio_binary import FIO_INSTALL_HINT
 from fiolake.errors import FioError
 
 OUTPUT_NAME = "fio.json"
@@ -135,8 +136,8 @@ def run_fio(
                 stderr=stderr_fh,
                 start_new_session=True,  # our Ctrl-C must not reach fio twice
             )
-        except FileNotFoundError:
-            raise FioError("fio not found on PATH: install it with `apt-get install fio`") from None
+        except OSError as exc:
+            raise FioError(f"cannot start {fio}: {exc.strerror} — {FIO_INSTALL_HINT}") from None
         eta = None
         if proc.stdout is not None and on_progress is not None:
             # One progress line per ETA line, at fio's own once-a-second cadence.

@@ -1,6 +1,6 @@
 """fio's per-second logs (`<prefix>_<type>.<N>.log`) → rows of the lake table `timeseries`.
 
-research/fio-brief.md §2: N is fio's 1-based thread number in job-file order (clones of
+docs/fio-output.md §2: N is fio's 1-based thread number in job-file order (clones of
 a job follow it); a window without I/O has no row, so gaps are zero-filled; bw/iops logs
 usually lack the final partial window while lat logs get a final flush row.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.fio_output import (
+from fiolake.runner.fio_output import (
     DIRECTIONS,
     FioReport,
     io_directions,

@@ -1,6 +1,6 @@
 """fio's JSON / json+ report → rows of the lake tables `results` and `percentiles`.
 
-The spec is research/fio-brief.md §1 and §3: fio may print error lines before the
+fio's output format (see docs/fio-output.md): fio may print error lines before the
 JSON, several cumulative documents (status-interval), and older versions (3.1) lack
 `N`, `bw_bytes`, `job_runtime` and keep percentiles under `clat_ns` only. Values stay in
 raw units; a statistic fio did not measure is null, never 0.
@@ -370,7 +370,7 @@ def _typed_blocks(
         if isinstance(stats, dict) and stats.get(key) and lat_stats(section, kind) is not None:
             blocks[kind] = stats[key]
     # Before per-type percentiles, fio put *total* latency percentiles under clat_ns when
-    # lat_percentiles=1 (research/fio-brief.md §1). Tell them apart by where they sit.
+    # lat_percentiles=1 (docs/fio-output.md §1). Tell them apart by where they sit.
     if (
         set(blocks) == {"clat"}
         and truthy(json_option(report, job, "lat_percentiles"))
@@ -409,22 +409,3 @@ def bin_percentiles(bins: Mapping[str, int], percentiles: Any) -> list[int]:
                 break
         out.append(value)
     return out
-
-
-# ---- per-second logs (implemented in runner.fio_logs) ------------------------------
-
-
-def timeseries_rows(
-    log_dir: Path, *, run_id: str, report: FioReport, prefix: str = "fio"
-) -> list[dict]:
-    """`timeseries` rows from fio's per-second logs; see runner.fio_logs."""
-    from runner import fio_logs  # fio_logs builds on this module; import late to avoid a cycle
-
-    return fio_logs.timeseries_rows(log_dir, run_id=run_id, report=report, prefix=prefix)
-
-
-def log_files(log_dir: Path, prefix: str = "fio") -> list[Path]:
-    """Every fio log file under log_dir for this prefix (for the raw archive)."""
-    from runner import fio_logs
-
-    return fio_logs.log_files(log_dir, prefix)

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from fiolake.errors import PolicyError
-from runner.fio_options import canonical_name
+from fiolake.runner.fio_options import canonical_name
 
 DOLLAR = "'$' expansion is not allowed (environment and arithmetic expansion run commands)"
 MAX_NAME_CHARS = 200

@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 from fiolake import layout
 from fiolake.commits import Commit, new_commit
 from fiolake.errors import PreconditionFailed
+from fiolake.runner.execute import RunOutcome
+from fiolake.runner.spool import put_with_retry
 from fiolake.store import ObjectStore
-from runner.execute import RunOutcome
-from runner.spool import put_with_retry
 
 
 def parquet_bytes(table: pa.Table) -> bytes:

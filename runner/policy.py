@@ -14,9 +14,10 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
+from fiolake.runner.fio_binary import FIO_INSTALL_HINT
 from fiolake.errors import FioError, PolicyError
-from runner.fio_options import ALIASES, ALLOWED, parse_seconds, size_or_none
-from runner.jobfile import (
+from fiolake.runner.fio_options import ALIASES, ALLOWED, parse_seconds, size_or_none
+from fiolake.runner.jobfile import (
     JobFile,
     JobSection,
     Occurrence,
@@ -24,7 +25,7 @@ from runner.jobfile import (
     parse_job_file,
     scan_job_file,
 )
-from runner.policy_checks import CAP_FLAGS, Caps, above, job_caps, occurrence_problem
+from fiolake.runner.policy_checks import CAP_FLAGS, Caps, above, job_caps, occurrence_problem
 
 __all__ = [
     "CAP_FLAGS",
@@ -190,8 +191,9 @@ def expected_seconds(job: JobFile) -> float:
     return total + group
 
 
-def fio_parse_only(canonical_text: str, workdir: Path, fio: str = "fio") -> None:
-    """Second gate: fio itself parses the canonical file (written to workdir/job.fio).
+def fio_parse_only(canonical_text: str, workdir: Path, fio: str) -> None:
+    """Second gate: fio (an absolute path from `fio_binary.find_fio`) parses the canonical
+    file (written to workdir/job.fio).
 
     Runs with a clean environment (PATH=/usr/bin:/bin only) and cwd=workdir; PolicyError
     carries fio's message when it refuses the file.
@@ -207,10 +209,8 @@ def fio_parse_only(canonical_text: str, workdir: Path, fio: str = "fio") -> None
             text=True,
             timeout=60,
         )
-    except FileNotFoundError as exc:
-        raise FioError(
-            f"fio not found ({fio}); install it with: sudo apt-get install -y fio"
-        ) from exc
+    except OSError as exc:
+        raise FioError(f"cannot start {fio}: {exc.strerror} — {FIO_INSTALL_HINT}") from exc
     except subprocess.TimeoutExpired as exc:
         raise FioError("fio --parse-only did not finish within 60 s") from exc
     if proc.returncode == 0:

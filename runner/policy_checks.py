@@ -10,8 +10,7 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fiolake.units import human_bytes
-from runner.fio_options import (
+from fiolake.runner.fio_options import (
     ALIASES,
     ALLOWED,
     CLI_ONLY,
@@ -26,7 +25,8 @@ from runner.fio_options import (
     parse_size_range,
     size_or_none,
 )
-from runner.jobfile import JobFile, Occurrence
+from fiolake.runner.jobfile import JobFile, Occurrence
+from fiolake.units import human_bytes
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,16 @@
-"""The shipped fio profiles in job_files/: listing them and resolving a name or a path."""
+"""The shipped fio profiles (job_files/, package data): list them, resolve a name or path."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 
-from fiolake.errors import FiolakeError
+from fiolake.errors import UsageProblem
 
-# The repository's job_files/; an installed (non-editable) copy points here with
-# FIOLAKE_PROFILES_DIR, as the container images do.
-PROFILES_DIR = Path(
-    os.environ.get("FIOLAKE_PROFILES_DIR") or Path(__file__).resolve().parent.parent / "job_files"
-)
+# job_files/ is package data of `fiolake.job_files`: the same files in a checkout and in
+# an installed wheel.
+PROFILES_DIR = Path(str(files("fiolake.job_files")))
 
 # ls1intum/storage-benchmarking's default suite, ~15 s each.
 DEFAULT_SUITE = (
@@ -68,7 +66,7 @@ def resolve_job_file(name_or_path: str | Path) -> Path:
     if str(name_or_path) in (name, f"{name}.fio") and candidate.is_file():
         return candidate
     known = ", ".join(p.name for p in list_profiles())
-    raise FiolakeError(
-        f"no job file or profile named {str(name_or_path)!r}; give a path to a .fio file "
+    raise UsageProblem(
+        f"no job file or profile named {str(name_or_path)!r} — give a path to a .fio file "
         f"or one of the shipped profiles: {known}"
     )

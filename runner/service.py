@@ -17,11 +17,11 @@ from pathlib import Path
 from fiolake import layout
 from fiolake.errors import FiolakeError, ManifestError, NotFound, PolicyError, StoreError
 from fiolake.lease import Lease, LeaseLost, claim_lease, release_lease, renew_lease, still_ours
+from fiolake.runner import execute as ex
+from fiolake.runner.lake_writer import commit_marker, outcome_objects
+from fiolake.runner.policy import Caps
+from fiolake.runner.spool import Spool, SpoolEntry, put_with_retry
 from fiolake.store import ObjectStore
-from runner import execute as ex
-from runner.lake_writer import commit_marker, outcome_objects
-from runner.policy import Caps
-from runner.spool import Spool, SpoolEntry, put_with_retry
 
 log = logging.getLogger("fiolake.runner")
 

@@ -12,34 +12,7 @@ import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fiolake.errors import FioError
-
-FIO_INSTALL_HINT = "install it with `apt-get install fio` (or `make setup`)"
-
-
-def fio_version(fio: str = "fio") -> str:
-    """`fio --version` (e.g. 'fio-3.33'); FioError with an install hint when fio is missing."""
-    path = shutil.which(fio)
-    if path is None:
-        raise FioError(f"fio not found on PATH: {FIO_INSTALL_HINT}")
-    # A runner asks once per job: cache per binary, keyed by its mtime so upgrades show.
-    return _fio_version(path, os.stat(path).st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=8)
-def _fio_version(fio: str, _mtime_ns: int) -> str:
-    try:
-        out = subprocess.run(
-            [fio, "--version"], capture_output=True, text=True, timeout=10, check=False
-        )
-    except FileNotFoundError:
-        raise FioError(f"fio not found on PATH: {FIO_INSTALL_HINT}") from None
-    version = out.stdout.strip()
-    if out.returncode != 0 or not version.startswith("fio-"):
-        raise FioError(
-            f"`{fio} --version` failed ({out.stderr.strip() or version}): {FIO_INSTALL_HINT}"
-        )
-    return version
+from fiolake.runner.fio_binary import FioBinary
 
 
 @dataclass(frozen=True)
@@ -153,12 +126,13 @@ def host_info() -> HostInfo:
     )
 
 
-def environment_columns(target_dir: Path, fio: str = "fio") -> dict[str, object]:
-    """The `runs` columns describing the environment of a run against `target_dir`."""
+def environment_columns(target_dir: Path, fio: FioBinary) -> dict[str, object]:
+    """The `runs` columns describing the environment of a run of `fio` against `target_dir`."""
     mount = mount_info(target_dir)
     cols: dict[str, object] = asdict(host_info())
     cols.update(
-        fio_version=fio_version(fio),
+        fio_version=fio.version,
+        fio_path=fio.path,
         target_dir=str(Path(target_dir).resolve()),
         fs_type=mount.fs_type,
         mount_options=mount.mount_options,

@@ -1,8 +1,9 @@
 """Session fixtures shared by every test package.
 
 `stack` starts one real MinIO (TLS) + OpenBao for the whole session on free loopback
-ports, in a temporary state directory, and purges it at the end. Tests that use it
-are marked `@pytest.mark.stack`.
+ports, in a temporary state directory, and purges it at the end. Every test whose
+fixtures reach it is marked `stack` at collection (not at fixture setup), so
+`pytest -m "not stack"` (`make test-fast`) never starts MinIO or OpenBao and never needs Go.
 """
 
 from __future__ import annotations
@@ -13,6 +14,13 @@ import pytest
 
 from fiolake.stack import StackEnv, stack_down, stack_up
 from fiolake.stack.process import free_ports
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that needs the real stack, judged from its fixture closure."""
+    for item in items:
+        if "stack" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.stack)
 
 
 def free_port() -> int:

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from fiolake.cli import COMMANDS, cli
-from runner.policy import allowed_options
+from fiolake.runner.policy import allowed_options
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -6,11 +6,11 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from aggregator.columns import display_scale, format_value
-from aggregator.compare import compare, metric_columns
-from aggregator.filters import RunFilter
-from aggregator.series import distinct
-from app.common import get_lake, run_or_stop
+from fiolake.aggregator.columns import display_scale, format_value
+from fiolake.aggregator.compare import compare, metric_columns
+from fiolake.aggregator.filters import RunFilter
+from fiolake.aggregator.series import distinct
+from fiolake.app.common import get_lake, run_or_stop
 
 st.set_page_config(page_title="fiolake · Compare", layout="wide")
 st.title("Compare backends")

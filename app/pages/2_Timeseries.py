@@ -6,9 +6,9 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from aggregator.columns import display_scale
-from aggregator.series import SERIES_METRICS, per_second, recent_runs
-from app.common import get_lake, run_or_stop
+from fiolake.aggregator.columns import display_scale
+from fiolake.aggregator.series import SERIES_METRICS, per_second, recent_runs
+from fiolake.app.common import get_lake, run_or_stop
 
 st.set_page_config(page_title="fiolake · Timeseries", layout="wide")
 st.title("Per-second timeseries")

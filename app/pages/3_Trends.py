@@ -6,12 +6,12 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from aggregator.columns import display_scale
-from aggregator.compare import metric_columns
-from aggregator.filters import RunFilter
-from aggregator.series import distinct
-from aggregator.trend import trend
-from app.common import get_lake, run_or_stop
+from fiolake.aggregator.columns import display_scale
+from fiolake.aggregator.compare import metric_columns
+from fiolake.aggregator.filters import RunFilter
+from fiolake.aggregator.series import distinct
+from fiolake.aggregator.trend import trend
+from fiolake.app.common import get_lake, run_or_stop
 
 st.set_page_config(page_title="fiolake · Trends", layout="wide")
 st.title("Trends")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from aggregator.query import run_query
-from app.common import get_lake, human_frame, run_or_stop
+from fiolake.aggregator.query import run_query
+from fiolake.app.common import get_lake, human_frame, run_or_stop
 
 st.set_page_config(page_title="fiolake · SQL", layout="wide")
 st.title("SQL")

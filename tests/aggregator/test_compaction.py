@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aggregator.compact import compact
-from aggregator.lake import connect
 from fiolake import layout
+from fiolake.aggregator.compact import compact
+from fiolake.aggregator.lake import connect
 from fiolake.cli import cli
 from tests.aggregator import lakegen
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aggregator.compare import compare
-from aggregator.filters import RunFilter
-from aggregator.lake import connect
+from fiolake.aggregator.compare import compare
+from fiolake.aggregator.filters import RunFilter
+from fiolake.aggregator.lake import connect
 from fiolake.cli import cli
 from fiolake.errors import LakeError, UsageProblem
 from tests.aggregator import lakegen

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from aggregator.lake import connect
+from fiolake.aggregator.lake import connect
 from fiolake.errors import LakeError
 from fiolake.schema import SCHEMAS
 from tests.aggregator import lakegen

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aggregator.check import check_lake
-from aggregator.compare import compare
-from aggregator.filters import RunFilter
-from aggregator.lake import connect
+from fiolake.aggregator.check import check_lake
+from fiolake.aggregator.compare import compare
+from fiolake.aggregator.filters import RunFilter
+from fiolake.aggregator.lake import connect
 from fiolake.cli import cli
 
 HAND = """

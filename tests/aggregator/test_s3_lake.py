@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from aggregator.compact import compact
-from aggregator.compare import compare
-from aggregator.lake import connect
+from fiolake.aggregator.compact import compact
+from fiolake.aggregator.compare import compare
+from fiolake.aggregator.lake import connect
 from fiolake.errors import StoreError
 from fiolake.store import open_store
 from tests.aggregator import lakegen

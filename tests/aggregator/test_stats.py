@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from aggregator.stats import ci_half_width, t_cdf, t_ppf, welch_test
+from fiolake.aggregator.stats import ci_half_width, t_cdf, t_ppf, welch_test
 
 
 @pytest.mark.parametrize(

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aggregator.check import check_lake
-from aggregator.envdiff import env_diff
-from aggregator.filters import RunFilter
-from aggregator.lake import connect
-from aggregator.trend import regressions, trend
 from fiolake import layout
+from fiolake.aggregator.check import check_lake
+from fiolake.aggregator.envdiff import env_diff
+from fiolake.aggregator.filters import RunFilter
+from fiolake.aggregator.lake import connect
+from fiolake.aggregator.trend import regressions, trend
 from fiolake.cli import cli
 from tests.aggregator import lakegen
 

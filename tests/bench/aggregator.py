@@ -34,15 +34,15 @@ import pyarrow as pa
 if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path[0] = str(Path(__file__).resolve().parents[2])
 
-from aggregator.compact import compact, parquet_bytes
-from aggregator.compare import compare
-from aggregator.filters import RunFilter
-from aggregator.lake import connect
-from aggregator.manifest import Manifest, Partition
-from aggregator.series import per_second
-from aggregator.snapshot import commits_table
-from aggregator.trend import trend
 from fiolake import layout
+from fiolake.aggregator.compact import compact, parquet_bytes
+from fiolake.aggregator.compare import compare
+from fiolake.aggregator.filters import RunFilter
+from fiolake.aggregator.lake import connect
+from fiolake.aggregator.manifest import Manifest, Partition
+from fiolake.aggregator.series import per_second
+from fiolake.aggregator.snapshot import commits_table
+from fiolake.aggregator.trend import trend
 from fiolake.commits import Commit
 from fiolake.schema import SCHEMAS
 from fiolake.store import LocalStore

@@ -147,11 +147,10 @@ def minio_lake(stack, tmp_path: Path) -> Iterator[LakeEnv]:
         env.stop_all()
 
 
-@pytest.fixture(params=["local", "minio"])
+@pytest.fixture(params=["local", pytest.param("minio", marks=pytest.mark.stack)])
 def lake_env(request: pytest.FixtureRequest) -> LakeEnv:
     """Both lakes: the protocol must behave the same on each."""
     if request.param == "minio":
-        request.applymarker(pytest.mark.stack)
         return request.getfixturevalue("minio_lake")
     return request.getfixturevalue("local_lake")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import execute as ex
+from fiolake.runner import execute as ex
 
 JOB = "[r]\nioengine=null\nrw=read\nbs=4k\nsize=1M\n"
 

@@ -1,5 +1,5 @@
 """runner.fio_logs against one real fio 3.33 run with per-second logs (≈3 s) and
-hand-written logs for other fio versions' column layouts (research/fio-brief.md §2)."""
+hand-written logs for other fio versions' column layouts (docs/fio-output.md §2)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from fiolake.runner.fio_logs import log_files, thread_owners, timeseries_rows
+from fiolake.runner.fio_output import FioReport, parse_fio_json
 from fiolake.schema import to_table
-from runner.fio_logs import log_files, thread_owners, timeseries_rows
-from runner.fio_output import FioReport, parse_fio_json
 
 # Threads (log N): rr → 1, 2; think → 3; grp → 4, 5 (one jobs[] entry); gtod → 6.
 JOB = """

@@ -1,5 +1,5 @@
 """runner.fio_output against real fio 3.33 output (tiny runs, all started at once) and a
-hand-written fio-3.1-style report (research/fio-brief.md §1)."""
+hand-written fio-3.1-style report (docs/fio-output.md §1)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from fiolake.errors import FioError
-from fiolake.schema import RESULT_PERCENTILES, to_table
-from runner.fio_output import (
+from fiolake.runner.fio_output import (
     STANDARD_PERCENTILES,
     FioReport,
     bin_percentiles,
@@ -22,6 +21,7 @@ from runner.fio_output import (
     percentile_rows,
     result_rows,
 )
+from fiolake.schema import RESULT_PERCENTILES, to_table
 
 DATA = Path(__file__).parent / "data"
 

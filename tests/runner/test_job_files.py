@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from fiolake.errors import FiolakeError
-from runner.policy import (
+from fiolake.runner.fio_binary import find_fio
+from fiolake.runner.policy import (
     allowed_options,
     allowed_options_markdown,
     apply_overrides,
@@ -18,7 +19,7 @@ from runner.policy import (
     expected_seconds,
     fio_parse_only,
 )
-from runner.profiles import DEFAULT_SUITE, PROFILES_DIR, list_profiles, resolve_job_file
+from fiolake.runner.profiles import DEFAULT_SUITE, PROFILES_DIR, list_profiles, resolve_job_file
 
 REPO = Path(__file__).resolve().parents[2]
 REQUIRED = {
@@ -50,7 +51,7 @@ def test_profile_is_valid_and_parses_in_fio(name: str, tmp_path: Path) -> None:
         assert "filename" not in opts, "the runner decides where the data lives"
         assert opts.get("time_based") == "1" and "runtime" in opts, section.name
     prepared = apply_overrides(job, runtime_s=None, size_bytes=None)
-    fio_parse_only(canonical_job_file(prepared, target_dir=tmp_path), tmp_path)
+    fio_parse_only(canonical_job_file(prepared, target_dir=tmp_path), tmp_path, find_fio().path)
 
 
 def test_default_suite_takes_about_90_seconds() -> None:
@@ -115,7 +116,7 @@ def test_resolve_job_file(tmp_path: Path) -> None:
 def test_policy_doc_lists_the_allowlist() -> None:
     doc = (REPO / "docs" / "job-file-policy.md").read_text()
     assert allowed_options_markdown() in doc, (
-        "regenerate the table: .venv/bin/python -c 'from runner.policy import "
+        "regenerate the table: .venv/bin/python -c 'from fiolake.runner.policy import "
         'allowed_options_markdown as m; print(m(), end="")\''
     )
     for name in allowed_options():

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from fiolake.errors import FioError, PolicyError
-from runner.fio_options import ALIASES, ALLOWED, parse_seconds, size_or_none
-from runner.jobfile import JobFile, JobSection
-from runner.policy import (
+from fiolake.runner.fio_binary import find_fio
+from fiolake.runner.fio_options import ALIASES, ALLOWED, parse_seconds, size_or_none
+from fiolake.runner.jobfile import JobFile, JobSection
+from fiolake.runner.policy import (
     Caps,
     allowed_options,
     apply_overrides,
@@ -447,7 +448,7 @@ def test_canonical_job_file_passes_fio_parse_only(tmp_path: Path) -> None:
         "[seq read]\n"
         "ioengine=psync\nbs=4k\nrw=read\nsize=1m\nstonewall=1\nruntime=2\n"
     )
-    fio_parse_only(canonical, tmp_path)
+    fio_parse_only(canonical, tmp_path, find_fio().path)
     assert (tmp_path / "job.fio").read_text() == canonical
 
 
@@ -465,13 +466,13 @@ def test_fio_parse_only_reports_what_fio_rejects(tmp_path: Path) -> None:
     # hipri is allowed, but psync has no such option: only fio knows that.
     job = check_job_file("[a]\nioengine=psync\nrw=read\nsize=1m\nhipri=1\n")
     with pytest.raises(PolicyError) as info:
-        fio_parse_only(canonical_job_file(job, target_dir=tmp_path), tmp_path)
+        fio_parse_only(canonical_job_file(job, target_dir=tmp_path), tmp_path, find_fio().path)
     assert info.value.violations == [
         "fio --parse-only: Bad option <hipri=1>",
         "fio --parse-only: Did you mean prio?",
         "fio --parse-only: fio: job a dropped",
     ]
-    with pytest.raises(FioError, match="fio not found"):
+    with pytest.raises(FioError, match="cannot start .*no-fio: No such file"):
         fio_parse_only("[a]\n", tmp_path, fio=str(tmp_path / "no-fio"))
 
 

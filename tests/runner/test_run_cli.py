@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from fiolake.cli import cli
+from fiolake.runner.profiles import list_profiles
 
 TINY = """\
 ; tiny random read/write mix for tests
@@ -141,8 +142,12 @@ def test_validate_reports_every_violation(tmp_path: Path) -> None:
 
 def test_unknown_profile_names_the_known_ones(tmp_path: Path) -> None:
     result = invoke("run", "no-such-profile", "--dir", str(tmp_path))
-    assert result.exit_code == 1
-    assert "no-such-profile" in result.output and "random-reads" in result.output
+    assert result.exit_code == 2
+    known = ", ".join(p.name for p in list_profiles())
+    assert result.output.endswith(
+        "Error: no job file or profile named 'no-such-profile' — give a path to a .fio file "
+        f"or one of the shipped profiles: {known}\n"
+    )
 
 
 def test_fio_failure_is_recorded_as_failed(tmp_path: Path) -> None:
@@ -170,7 +175,7 @@ def test_fio_failure_is_recorded_as_failed(tmp_path: Path) -> None:
 
 
 def test_default_suite_runs_every_profile(tmp_path: Path) -> None:
-    from runner.profiles import DEFAULT_SUITE
+    from fiolake.runner.profiles import DEFAULT_SUITE
 
     lake = tmp_path / "lake"
     result = invoke(

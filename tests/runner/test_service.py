@@ -9,9 +9,9 @@ from pathlib import Path
 
 from fiolake import layout
 from fiolake.campaigns import plan_campaign, publish_manifests
+from fiolake.runner.service import Runner, RunnerConfig
 from fiolake.signing import Keyring, LocalSigner
 from fiolake.store import LocalStore
-from runner.service import Runner, RunnerConfig
 
 JOB = "[n]\nioengine=null\nrw=read\nbs=4k\nsize=1M\n"
 

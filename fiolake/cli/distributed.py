@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from fiolake.cli import fail, format_option, lake_option
-from fiolake.commands.common import (
+from fiolake.cli.common import (
     DurationParam,
     SizeParam,
     caps_options,
@@ -20,8 +20,8 @@ from fiolake.commands.common import (
     parse_labels,
     resolve_job_files,
 )
+from fiolake.cli.output import render
 from fiolake.errors import FiolakeError, PolicyError
-from fiolake.output import render
 
 CTX = {"help_option_names": ["-h", "--help"]}
 
@@ -78,8 +78,8 @@ def publish(
     from fiolake.campaigns import plan_campaign, publish_manifests, store_bucket
     from fiolake.config import lake_store
     from fiolake.manifest import new_campaign_id
+    from fiolake.runner import execute as ex
     from fiolake.signing import signer_from_env
-    from runner import execute as ex
 
     try:
         caps = current_caps()
@@ -203,8 +203,8 @@ def runner(
     """
     from fiolake.campaigns import store_bucket
     from fiolake.config import lake_store
+    from fiolake.runner.service import Runner, RunnerConfig
     from fiolake.signing import keyring_from_env
-    from runner.service import Runner, RunnerConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:

@@ -6,20 +6,19 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fiolake.cli import fail, format_option, lake_option
-from fiolake.commands import lake_ops
+from fiolake.cli import fail, format_option, lake_ops, lake_option
+from fiolake.cli.output import render
 from fiolake.errors import FiolakeError
-from fiolake.output import render
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from aggregator.filters import RunFilter
-    from aggregator.lake import Lake
+    from fiolake.aggregator.filters import RunFilter
+    from fiolake.aggregator.lake import Lake
 
 
 def _connect(lake: str) -> Lake:
-    from aggregator.lake import open_lake
+    from fiolake.aggregator.lake import open_lake
 
     return open_lake(lake)
 
@@ -59,8 +58,8 @@ def sql(query: str, lake: str, fmt: str, max_rows: int, timeout_s: float) -> Non
     \b
       fiolake sql "SELECT backend, avg(iops) FROM results GROUP BY backend"
     """
-    from aggregator.columns import formatters
-    from aggregator.query import run_query
+    from fiolake.aggregator.columns import formatters
+    from fiolake.aggregator.query import run_query
 
     try:
         with _connect(lake) as handle:
@@ -98,7 +97,7 @@ def _run_filter(
     since: str | None,
     runs: tuple[str, ...] = (),
 ) -> RunFilter:
-    from aggregator.filters import RunFilter, parse_since
+    from fiolake.aggregator.filters import RunFilter, parse_since
 
     when = parse_since(since) if since else None
     return RunFilter(campaign, tuple(backends), profile, tuple(runs), when)
@@ -154,9 +153,9 @@ def compare(
       fiolake compare --campaign nightly --backend nvme --backend ceph
       fiolake compare --run RUN_A --run RUN_B
     """
-    from aggregator.columns import format_value
-    from aggregator.compare import DEFAULT_METRICS
-    from aggregator.compare import compare as compare_runs
+    from fiolake.aggregator.columns import format_value
+    from fiolake.aggregator.compare import DEFAULT_METRICS
+    from fiolake.aggregator.compare import compare as compare_runs
 
     try:
         filt = _run_filter(campaign, backends, profile, since, runs)
@@ -266,8 +265,8 @@ def trend(
     bucket: str,
 ) -> None:
     """A metric over time per backend, profile, job and direction."""
-    from aggregator.columns import formatters
-    from aggregator.trend import trend as metric_trend
+    from fiolake.aggregator.columns import formatters
+    from fiolake.aggregator.trend import trend as metric_trend
 
     try:
         filt = _run_filter(campaign, backends, profile, since)
@@ -314,10 +313,10 @@ def regressions(
     Per backend × profile × job × direction × metric, Welch's t-test between runs in
     the last --window and the rest of --since; biggest slow-downs first.
     """
-    from aggregator.columns import format_value
-    from aggregator.compare import DEFAULT_METRICS
-    from aggregator.filters import RunFilter, parse_duration, parse_since
-    from aggregator.trend import regressions as find_regressions
+    from fiolake.aggregator.columns import format_value
+    from fiolake.aggregator.compare import DEFAULT_METRICS
+    from fiolake.aggregator.filters import RunFilter, parse_duration, parse_since
+    from fiolake.aggregator.trend import regressions as find_regressions
 
     try:
         filt = RunFilter(campaign, tuple(backends), profile)
@@ -407,8 +406,8 @@ def regressions(
 @click.option("--run", "runs", multiple=True, required=True, help="Run id (give exactly two).")
 def env_diff(lake: str, fmt: str, runs: tuple[str, ...]) -> None:
     """How the recorded environments of two runs differ (kernel, fs, device, labels…)."""
-    from aggregator.columns import format_value
-    from aggregator.envdiff import env_diff as diff_runs
+    from fiolake.aggregator.columns import format_value
+    from fiolake.aggregator.envdiff import env_diff as diff_runs
 
     if len(runs) != 2:
         raise click.UsageError(f"give exactly two --run options (got {len(runs)})")

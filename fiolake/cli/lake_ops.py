@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from fiolake.cli import fail, format_option, lake_option
+from fiolake.cli.output import render
 from fiolake.errors import FiolakeError
-from fiolake.output import render
 
 
 @click.group()
@@ -35,8 +35,8 @@ def compact(lake: str, tables: tuple[str, ...], grace: str) -> None:
     Safe to interrupt and re-run; results/ and commits/ are never modified. Needs
     credentials that may write (and delete) under compacted/.
     """
-    from aggregator.compact import compact as run_compaction
-    from aggregator.filters import parse_duration
+    from fiolake.aggregator.compact import compact as run_compaction
+    from fiolake.aggregator.filters import parse_duration
     from fiolake.config import s3_settings
     from fiolake.store import open_store
 
@@ -69,8 +69,8 @@ def compact(lake: str, tables: tuple[str, ...], grace: str) -> None:
 @format_option()
 def check(lake: str, fmt: str) -> None:
     """Check that every committed run has its rows and raw fio output (exit 1 if not)."""
-    from aggregator.check import check_lake
-    from aggregator.lake import open_lake
+    from fiolake.aggregator.check import check_lake
+    from fiolake.aggregator.lake import open_lake
 
     try:
         with open_lake(lake) as handle:
@@ -89,15 +89,21 @@ def check(lake: str, fmt: str) -> None:
 @click.command()
 @lake_option
 @click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True)
-def app(lake: str, port: int) -> None:
-    """Open the Streamlit app on http://127.0.0.1:PORT (reads the lake, never writes)."""
+@click.option(
+    "--address",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to listen on (0.0.0.0 inside a container).",
+)
+def app(lake: str, port: int, address: str) -> None:
+    """Open the Streamlit app on http://ADDRESS:PORT (reads the lake, never writes)."""
     import os
     import signal
     import subprocess
     import sys
     from pathlib import Path
 
-    import app as app_package
+    import fiolake.app as app_package
 
     home = Path(app_package.__file__).resolve().parent / "Home.py"
     if not home.exists():
@@ -110,7 +116,7 @@ def app(lake: str, port: int) -> None:
         "run",
         str(home),
         "--server.address",
-        "127.0.0.1",
+        address,
         "--server.port",
         str(port),
         "--server.headless",
@@ -118,7 +124,7 @@ def app(lake: str, port: int) -> None:
         "--browser.gatherUsageStats",
         "false",
     ]
-    click.echo(f"fiolake app on http://127.0.0.1:{port} (lake {lake}); Ctrl-C stops it", err=True)
+    click.echo(f"fiolake app on http://{address}:{port} (lake {lake}); Ctrl-C stops it", err=True)
     proc = subprocess.Popen(cmd, env=env)
     # A service manager stops us with SIGTERM: pass it on so Streamlit does not linger.
     signal.signal(signal.SIGTERM, lambda signum, _frame: proc.send_signal(signum))

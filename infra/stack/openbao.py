@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 import time
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +45,14 @@ def bao_binary() -> Path:
 
 
 def policy_dir() -> Path:
-    """Where the HCL and IAM JSON policies live (FIOLAKE_POLICY_DIR or infra/policies)."""
+    """Where the HCL and IAM JSON policies live: FIOLAKE_POLICY_DIR, else the copy shipped
+    inside the package (infra/stack/policies/, package data of `fiolake.stack`)."""
     explicit = os.environ.get("FIOLAKE_POLICY_DIR")
-    path = Path(explicit) if explicit else Path(__file__).resolve().parents[2] / "infra/policies"
+    path = Path(explicit) if explicit else Path(str(files("fiolake.stack"))) / "policies"
     if not path.is_dir():
         raise FiolakeError(
-            f"policy directory {path} not found: set FIOLAKE_POLICY_DIR to the "
-            "checkout's infra/policies"
+            f"policy directory {path} not found — unset FIOLAKE_POLICY_DIR to use the "
+            "policies shipped with fiolake, or point it at a directory holding them"
         )
     return path
 

@@ -13,28 +13,28 @@ from typing import Any
 
 import click
 
+from fiolake.cli.output import FORMATS
 from fiolake.errors import FiolakeError
-from fiolake.output import FORMATS
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 # command name -> (module, attribute, one-line help shown by `fiolake --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "run": ("fiolake.commands.local", "run", "Run fio job files locally and store results."),
-    "validate": ("fiolake.commands.local", "validate", "Check job files against the policy."),
-    "profiles": ("fiolake.commands.local", "profiles", "List the shipped fio profiles."),
-    "sql": ("fiolake.commands.analysis", "sql", "Query the lake with SQL (DuckDB)."),
-    "compare": ("fiolake.commands.analysis", "compare", "Compare backends or runs."),
-    "trend": ("fiolake.commands.analysis", "trend", "A metric over time."),
-    "regressions": ("fiolake.commands.analysis", "regressions", "Significant slow-downs."),
-    "env-diff": ("fiolake.commands.analysis", "env_diff", "How two runs' environments differ."),
-    "lake": ("fiolake.commands.analysis", "lake", "Lake hygiene: compact, check."),
-    "app": ("fiolake.commands.analysis", "app", "Open the Streamlit app."),
-    "publish": ("fiolake.commands.distributed", "publish", "Publish signed job manifests."),
-    "runner": ("fiolake.commands.distributed", "runner", "Pull jobs from the lake and run them."),
-    "status": ("fiolake.commands.distributed", "status", "Progress of a campaign."),
-    "keygen": ("fiolake.commands.distributed", "keygen", "Create a local Ed25519 signing key."),
-    "stack": ("fiolake.commands.stack", "stack", "Local MinIO (TLS) + OpenBao stack."),
+    "run": ("fiolake.cli.local", "run", "Run fio job files locally and store results."),
+    "validate": ("fiolake.cli.local", "validate", "Check job files against the policy."),
+    "profiles": ("fiolake.cli.local", "profiles", "List the shipped fio profiles."),
+    "sql": ("fiolake.cli.analysis", "sql", "Query the lake with SQL (DuckDB)."),
+    "compare": ("fiolake.cli.analysis", "compare", "Compare backends or runs."),
+    "trend": ("fiolake.cli.analysis", "trend", "A metric over time."),
+    "regressions": ("fiolake.cli.analysis", "regressions", "Significant slow-downs."),
+    "env-diff": ("fiolake.cli.analysis", "env_diff", "How two runs' environments differ."),
+    "lake": ("fiolake.cli.analysis", "lake", "Lake hygiene: compact, check."),
+    "app": ("fiolake.cli.analysis", "app", "Open the Streamlit app."),
+    "publish": ("fiolake.cli.distributed", "publish", "Publish signed job manifests."),
+    "runner": ("fiolake.cli.distributed", "runner", "Pull jobs from the lake and run them."),
+    "status": ("fiolake.cli.distributed", "status", "Progress of a campaign."),
+    "keygen": ("fiolake.cli.distributed", "keygen", "Create a local Ed25519 signing key."),
+    "stack": ("fiolake.cli.stack", "stack", "Local MinIO (TLS) + OpenBao stack."),
 }
 
 

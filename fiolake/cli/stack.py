@@ -150,7 +150,7 @@ def env(state_dir: Path | None, role: str, fmt: str) -> None:
 @format_option()
 def status(state_dir: Path | None, fmt: str) -> None:
     """Pid, address and health of each component; exit 1 unless all are healthy."""
-    from fiolake.output import render
+    from fiolake.cli.output import render
     from fiolake.stack import stack_status
 
     columns = ["component", "pid", "address", "health"]

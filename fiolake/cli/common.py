@@ -11,7 +11,7 @@ from fiolake.errors import FiolakeError
 
 def parse_size(value: str) -> int:
     """Bytes from '16M', '1g', '4096' (fio's own size syntax, binary multiples)."""
-    from runner.fio_options import size_or_none
+    from fiolake.runner.fio_options import size_or_none
 
     size = size_or_none(value)
     if size is None or size <= 0:
@@ -46,7 +46,7 @@ _CAPS_META = "fiolake.caps"
 
 def caps_options(fn: Any) -> Any:
     """The job-file policy caps (`--max-size`, ...); read them with `current_caps()`."""
-    from runner.policy_checks import CAP_FLAGS, Caps
+    from fiolake.runner.policy_checks import CAP_FLAGS, Caps
 
     defaults = Caps()
 
@@ -72,7 +72,7 @@ def caps_options(fn: Any) -> Any:
 
 def current_caps() -> Any:
     """The Caps given on the current command line (defaults where not given)."""
-    from runner.policy_checks import Caps
+    from fiolake.runner.policy_checks import Caps
 
     return Caps(**click.get_current_context().meta.get(_CAPS_META, {}))
 
@@ -89,7 +89,7 @@ def parse_labels(values: tuple[str, ...]) -> dict[str, str]:
 
 def resolve_job_files(job_files: tuple[str, ...]) -> list[tuple[str, str]]:
     """(profile name, job file text) for each argument, or the default suite."""
-    from runner.profiles import DEFAULT_SUITE, resolve_job_file
+    from fiolake.runner.profiles import DEFAULT_SUITE, resolve_job_file
 
     names = job_files or DEFAULT_SUITE
     out = []

@@ -11,15 +11,15 @@ import click
 
 from fiolake import units
 from fiolake.cli import fail, format_option, lake_option
-from fiolake.commands.common import (
+from fiolake.cli.common import (
     SizeParam,
     caps_options,
     current_caps,
     parse_labels,
     resolve_job_files,
 )
+from fiolake.cli.output import render
 from fiolake.errors import FiolakeError, PolicyError
-from fiolake.output import render
 
 _KIND_FORMAT = {
     "bytes": units.human_bytes,
@@ -32,7 +32,7 @@ _KIND_FORMAT = {
 
 
 def _progress_printer(label: str) -> Any:
-    from runner.fio_exec import Progress
+    from fiolake.runner.fio_exec import Progress
 
     def show(p: Progress) -> None:
         rates = ""
@@ -47,7 +47,7 @@ def _progress_printer(label: str) -> Any:
 
 
 def _summary_output(profile: str, run_id: str, status: str, rows: list[dict[str, Any]]) -> str:
-    from runner.summary import SUMMARY_METRICS
+    from fiolake.runner.summary import SUMMARY_METRICS
 
     header = f"{profile}  (run {run_id}, {status})\n"
     if not rows:
@@ -131,9 +131,9 @@ def run(
     """
     from fiolake.config import lake_store
     from fiolake.manifest import new_campaign_id
-    from runner import execute as ex
-    from runner.lake_writer import commit_outcome, upload_outcome
-    from runner.summary import job_summaries
+    from fiolake.runner import execute as ex
+    from fiolake.runner.lake_writer import commit_outcome, upload_outcome
+    from fiolake.runner.summary import job_summaries
 
     try:
         target_dir.mkdir(parents=True, exist_ok=True)
@@ -227,8 +227,8 @@ def validate(
       fiolake validate my-own.fio
       fiolake validate --list          # the allowlist
     """
-    from runner import execute as ex
-    from runner.policy import allowed_options
+    from fiolake.runner import execute as ex
+    from fiolake.runner.policy import allowed_options
 
     if list_allowed:
         for name, note in sorted(allowed_options().items()):
@@ -267,8 +267,8 @@ def validate(
 @format_option()
 def profiles(fmt: str) -> None:
     """List the shipped fio profiles (job_files/) and the workload each models."""
-    from runner.policy import check_job_file, expected_seconds
-    from runner.profiles import DEFAULT_SUITE, list_profiles
+    from fiolake.runner.policy import check_job_file, expected_seconds
+    from fiolake.runner.profiles import DEFAULT_SUITE, list_profiles
 
     rows = []
     for p in list_profiles():

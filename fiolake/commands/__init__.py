@@ -1,1 +1,0 @@
-"""click subcommands, one module per area; see fiolake.cli.COMMANDS."""
