@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from fiolake.aggregator.manifest import Manifest
 from fiolake.aggregator.snapshot import Snapshot, scan
+from fiolake.config import Settings
 from fiolake.errors import LakeError, StoreError
 from fiolake.layout import TABLES
 from fiolake.schema import SCHEMAS
@@ -216,8 +217,5 @@ def connect(lake_url: str, s3: S3Settings | None = None, *, sandbox: bool = True
 
 def open_lake(lake_url: str | None = None) -> Lake:
     """`connect` to the lake named by `lake_url`, else FIOLAKE_LAKE (S3 settings from env)."""
-    from fiolake.config import lake_url as configured_lake
-    from fiolake.config import s3_settings
-
-    url = configured_lake(lake_url)
-    return connect(url, s3_settings() if url.startswith("s3://") else None)
+    settings = Settings.from_env(lake=lake_url)
+    return connect(settings.lake, settings.lake_s3)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +10,7 @@ import streamlit as st
 
 from fiolake.aggregator.columns import format_value
 from fiolake.aggregator.lake import Lake, open_lake
+from fiolake.config import Settings
 from fiolake.errors import FiolakeError
 
 REFRESH_S = 60  # new runs show up within a minute (or on "Reload lake")
@@ -23,7 +23,7 @@ def _open(url: str) -> Lake:
 
 def lake_url() -> str:
     """The lake the app shows: FIOLAKE_LAKE (set by `fiolake app`), else ./lake."""
-    return os.environ.get("FIOLAKE_LAKE") or "./lake"
+    return Settings.from_env().lake
 
 
 def get_lake() -> Lake:

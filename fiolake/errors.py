@@ -32,7 +32,17 @@ class LakeError(FiolakeError):
 
 
 class StoreError(FiolakeError):
-    """An object-store operation failed (network, TLS, permissions)."""
+    """An object-store operation failed; the subclasses say how (decided from the S3 error
+    code or the transport failure, never from message text). A plain StoreError is a
+    request the store refused for another reason (bad configuration, TLS, bad argument)."""
+
+
+class AccessDenied(StoreError):
+    """The credentials may not do this (403, bad or expired keys): retrying cannot help."""
+
+
+class StoreUnavailable(StoreError):
+    """The store could not be reached or answered 5xx / slow down: worth retrying."""
 
 
 class PreconditionFailed(StoreError):

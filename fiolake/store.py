@@ -19,7 +19,18 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Protocol
 
-from fiolake.errors import NotFound, PreconditionFailed, StoreError
+import boto3
+from botocore.config import Config
+from botocore.exceptions import (
+    ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+    SSLError,
+)
+
+from fiolake.errors import AccessDenied, NotFound, PreconditionFailed, StoreError, StoreUnavailable
 
 
 @dataclass(frozen=True)
@@ -164,9 +175,6 @@ class S3Settings:
 
 def s3_client(settings: S3Settings, *, retries: int = 3, timeout_s: float = 10.0):  # noqa: ANN201
     """A boto3 S3 client for `settings` (path-style, TLS verified against the CA bundle)."""
-    import boto3
-    from botocore.config import Config
-
     return boto3.client(
         "s3",
         endpoint_url=settings.endpoint,
@@ -189,6 +197,24 @@ def s3_client(settings: S3Settings, *, retries: int = 3, timeout_s: float = 10.0
     )
 
 
+# S3 error codes (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html)
+# that no retry can fix, and those that a retry may.
+_DENIED_CODES = frozenset(
+    {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
+     "InvalidToken", "AllAccessDisabled", "AccountProblem"}
+)  # fmt: skip
+_UNAVAILABLE_CODES = frozenset(
+    {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout",
+     "XMinioServerNotInitialized"}
+)  # fmt: skip
+_TRANSPORT_ERRORS = (
+    EndpointConnectionError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    ReadTimeoutError,
+)
+
+
 def _http_date(headers: dict[str, str]) -> datetime:
     value = headers.get("date")
     return parsedate_to_datetime(value) if value else datetime.now(UTC)
@@ -205,8 +231,6 @@ class S3Store:
         self.url = f"s3://{bucket}/{self.prefix}".rstrip("/")
 
     def _error(self, exc: Exception, key: str) -> Exception:
-        from botocore.exceptions import ClientError, SSLError
-
         if isinstance(exc, SSLError):
             return StoreError(
                 f"TLS verification failed for {self.settings.endpoint}: {exc}. "
@@ -219,9 +243,18 @@ class S3Store:
                 return PreconditionFailed(f"{key}: {code or status}")
             if code in ("NoSuchKey", "404", "NotFound") or status == 404:
                 return NotFound(f"{key} does not exist")
-            if code == "AccessDenied" or status == 403:
-                return StoreError(f"access denied for {key} on {self.url}: {code}")
+            if code in _DENIED_CODES or status == 403:
+                return AccessDenied(
+                    f"access denied for {key} on {self.url} ({code or status}) — check the "
+                    "credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) and their policy"
+                )
+            if code in _UNAVAILABLE_CODES or (status is not None and status >= 500):
+                return StoreUnavailable(
+                    f"{key}: {self.settings.endpoint} answered {code or status}"
+                )
             return StoreError(f"{key}: {code or status}: {exc}")
+        if isinstance(exc, _TRANSPORT_ERRORS):
+            return StoreUnavailable(f"{key}: cannot reach {self.settings.endpoint}: {exc}")
         return StoreError(f"{key}: {exc}")
 
     def put(

@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
-from fiolake.runner.fio_binary import FIO_INSTALL_HINT
 from fiolake.errors import FioError
+from fiolake.runner.fio_binary import FIO_INSTALL_HINT
 
 OUTPUT_NAME = "fio.json"
 

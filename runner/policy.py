@@ -14,8 +14,8 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 
-from fiolake.runner.fio_binary import FIO_INSTALL_HINT
 from fiolake.errors import FioError, PolicyError
+from fiolake.runner.fio_binary import FIO_INSTALL_HINT
 from fiolake.runner.fio_options import ALIASES, ALLOWED, parse_seconds, size_or_none
 from fiolake.runner.jobfile import (
     JobFile,

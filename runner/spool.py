@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from fiolake.errors import PreconditionFailed, StoreError
+from fiolake.errors import StoreUnavailable
 from fiolake.store import ObjectStore
 
 log = logging.getLogger("fiolake.runner")
@@ -73,7 +73,8 @@ def put_with_retry(
     """PUT until it succeeds or `deadline_s` passes (MinIO restarting, network blips).
 
     A create-only PUT that finds the key already there is left for the caller
-    (PreconditionFailed propagates); other store errors are retried with backoff.
+    (PreconditionFailed propagates); only StoreUnavailable (outages, 5xx) is retried with
+    backoff: access denied or a refused request fails at once.
     """
     end = time.monotonic() + deadline_s
     delay = 0.2
@@ -81,10 +82,8 @@ def put_with_retry(
         try:
             store.put(key, data, if_none_match=create_only)
             return
-        except PreconditionFailed:
-            raise
-        except StoreError as exc:
-            if "access denied" in str(exc) or time.monotonic() + delay > end:
+        except StoreUnavailable as exc:
+            if time.monotonic() + delay > end:
                 raise
             log.warning("upload of %s failed (%s); retrying", key, exc)
             time.sleep(delay)

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 import os
 import platform
 import re
-import shutil
 import socket
-import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 

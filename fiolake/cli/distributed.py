@@ -76,10 +76,9 @@ def publish(
       fiolake publish database-oltp random-reads --backend disk --backend tmpfs --repeat 3
     """
     from fiolake.campaigns import plan_campaign, publish_manifests, store_bucket
-    from fiolake.config import lake_store
+    from fiolake.config import Settings
     from fiolake.manifest import new_campaign_id
     from fiolake.runner import execute as ex
-    from fiolake.signing import signer_from_env
 
     try:
         caps = current_caps()
@@ -103,8 +102,9 @@ def publish(
                 problems += [f"{profile}: {v}" for v in exc.violations]
         if problems:
             raise PolicyError(problems)
-        signer = signer_from_env()
-        store = lake_store(lake)
+        settings = Settings.from_env(lake=lake)
+        signer = settings.signer()
+        store = settings.store()
         campaign_id = campaign or new_campaign_id()
         manifests = plan_campaign(
             files,
@@ -202,14 +202,14 @@ def runner(
       fiolake runner --backend nvme --dir /mnt/nvme/bench --label rack=r12
     """
     from fiolake.campaigns import store_bucket
-    from fiolake.config import lake_store
+    from fiolake.config import Settings
     from fiolake.runner.service import Runner, RunnerConfig
-    from fiolake.signing import keyring_from_env
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:
         target_dir.mkdir(parents=True, exist_ok=True)
-        store = lake_store(lake)
+        settings = Settings.from_env(lake=lake)
+        store = settings.store()
         config = RunnerConfig(
             backend=backend,
             target_dir=target_dir,
@@ -224,7 +224,7 @@ def runner(
             once=once,
             caps=current_caps(),
         )
-        worker = Runner(store, keyring_from_env(), config, store_bucket(store))
+        worker = Runner(store, settings.keyring(), config, store_bucket(store))
         signal.signal(signal.SIGTERM, lambda *_: worker.stop_requested.set())
         click.echo(
             f"runner {runner_id}: backend {backend}, dir {target_dir}, lake {store.url}", err=True
@@ -249,10 +249,10 @@ def status(campaign: str, lake: str, fmt: str) -> None:
     from collections import Counter
 
     from fiolake.campaigns import campaign_status
-    from fiolake.config import lake_store
+    from fiolake.config import Settings
 
     try:
-        jobs = campaign_status(lake_store(lake), campaign)
+        jobs = campaign_status(Settings.from_env(lake=lake).store(), campaign)
     except FiolakeError as exc:
         raise fail(exc) from None
     columns = ["job_id", "state", "runner", "run_id", "lease_age_s", "epoch"]

@@ -37,11 +37,10 @@ def compact(lake: str, tables: tuple[str, ...], grace: str) -> None:
     """
     from fiolake.aggregator.compact import compact as run_compaction
     from fiolake.aggregator.filters import parse_duration
-    from fiolake.config import s3_settings
-    from fiolake.store import open_store
+    from fiolake.config import Settings
 
     try:
-        store = open_store(lake, s3_settings() if lake.startswith("s3://") else None)
+        store = Settings.from_env(lake=lake).store()
         report = run_compaction(
             store,
             tables=tables or ("runs", "results", "timeseries", "percentiles"),

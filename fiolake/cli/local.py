@@ -129,7 +129,7 @@ def run(
     Exit status: 0 when every run is ok, 1 when a job file is refused (nothing
     runs) or any fio run failed (it is still recorded with status 'failed').
     """
-    from fiolake.config import lake_store
+    from fiolake.config import Settings
     from fiolake.manifest import new_campaign_id
     from fiolake.runner import execute as ex
     from fiolake.runner.lake_writer import commit_outcome, upload_outcome
@@ -140,7 +140,7 @@ def run(
         caps = current_caps()
         labels = parse_labels(label)
         campaign_id = campaign or new_campaign_id()
-        store = lake_store(lake)
+        store = Settings.from_env(lake=lake).store()
         prepared = []
         for profile, text in resolve_job_files(job_files):
             for rep in range(repeat):

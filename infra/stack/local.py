@@ -19,6 +19,7 @@ import shutil
 import signal
 from pathlib import Path
 
+from fiolake.config import Settings
 from fiolake.errors import FiolakeError, UsageProblem
 from fiolake.stack import iam, minio, openbao
 from fiolake.stack.bootstrap_tls import cert_expires_within, ensure_bootstrap_tls
@@ -46,8 +47,7 @@ NOT_RUNNING = "stack is not running: run `fiolake stack up`"
 
 def default_state_dir() -> Path:
     """FIOLAKE_STATE_DIR, else ~/.local/state/fiolake."""
-    explicit = os.environ.get("FIOLAKE_STATE_DIR")
-    return Path(explicit) if explicit else Path.home() / ".local" / "state" / "fiolake"
+    return Settings.from_env().state_dir or Path.home() / ".local" / "state" / "fiolake"
 
 
 class _Paths:

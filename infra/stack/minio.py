@@ -10,6 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from fiolake.config import Settings
 from fiolake.errors import FiolakeError
 
 log = logging.getLogger(__name__)
@@ -21,8 +22,7 @@ MINIO_PIN = "v0.0.0-20260212201848-7aac2a2c5b7c"
 
 def cache_dir() -> Path:
     """fiolake's build cache (FIOLAKE_CACHE_DIR, else ~/.cache/fiolake)."""
-    explicit = os.environ.get("FIOLAKE_CACHE_DIR")
-    return Path(explicit) if explicit else Path.home() / ".cache" / "fiolake"
+    return Settings.from_env().cache_dir or Path.home() / ".cache" / "fiolake"
 
 
 def ensure_minio() -> Path:

@@ -7,7 +7,6 @@ stack and the compose services (`fiolake stack init-remote`).
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import sys
 import time
@@ -15,6 +14,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from fiolake.config import Settings
 from fiolake.errors import FiolakeError
 from fiolake.stack.process import read_json, write_private_json
 
@@ -47,8 +47,8 @@ def bao_binary() -> Path:
 def policy_dir() -> Path:
     """Where the HCL and IAM JSON policies live: FIOLAKE_POLICY_DIR, else the copy shipped
     inside the package (infra/stack/policies/, package data of `fiolake.stack`)."""
-    explicit = os.environ.get("FIOLAKE_POLICY_DIR")
-    path = Path(explicit) if explicit else Path(str(files("fiolake.stack"))) / "policies"
+    explicit = Settings.from_env().policy_dir
+    path = explicit or Path(str(files("fiolake.stack"))) / "policies"
     if not path.is_dir():
         raise FiolakeError(
             f"policy directory {path} not found — unset FIOLAKE_POLICY_DIR to use the "

@@ -10,7 +10,7 @@ import pytest
 from fiolake.aggregator.compact import compact
 from fiolake.aggregator.compare import compare
 from fiolake.aggregator.lake import connect
-from fiolake.errors import StoreError
+from fiolake.errors import AccessDenied
 from fiolake.store import open_store
 from tests.aggregator import lakegen
 
@@ -39,7 +39,7 @@ def test_s3_lake_views_compare_and_compaction(stack) -> None:  # noqa: ANN001
         with pytest.raises(Exception, match="disabled"):
             lake.con.sql("SELECT * FROM read_csv('/etc/hostname')").fetchall()
 
-    with pytest.raises(StoreError, match="access denied"):
+    with pytest.raises(AccessDenied, match="access denied"):
         compact(open_store(url, analyst), grace=timedelta(0))
     report = compact(store, grace=timedelta(0))
     assert report.generation is not None and len(report.merged) == 4

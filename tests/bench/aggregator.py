@@ -272,10 +272,10 @@ def measure(label: str, url: str, s3=None, repeat: int = 5) -> dict[str, float]:
 
 def upload(root: Path, bucket: str, prefix: str) -> int:
     """Copy a local lake (minus empty placeholders) into the bucket under `prefix`."""
-    from fiolake.config import s3_settings
+    from fiolake.config import Settings
     from fiolake.store import s3_client
 
-    client = s3_client(s3_settings())  # type: ignore[arg-type]
+    client = s3_client(Settings.from_env().s3)  # type: ignore[arg-type]
     files = [
         p
         for p in root.rglob("*")
@@ -326,9 +326,9 @@ def main() -> None:
         )
         s3_url = None
         if os.environ.get("FIOLAKE_S3_ENDPOINT"):
-            from fiolake.config import lake_url
+            from fiolake.config import Settings
 
-            bucket = lake_url().removeprefix("s3://").split("/")[0]
+            bucket = Settings.from_env().lake.removeprefix("s3://").split("/")[0]
             prefix = f"bench-{secrets.token_hex(4)}"
             s3_url = f"s3://{bucket}/{prefix}"
             start = time.perf_counter()
@@ -355,10 +355,10 @@ def main() -> None:
         if s3_url is None:
             print('\n(to measure MinIO too: eval "$(fiolake stack env)" and run again)')
             return
-        from fiolake.config import s3_settings
+        from fiolake.config import Settings
         from fiolake.store import open_store
 
-        settings = s3_settings()
+        settings = Settings.from_env().s3
         s3_before = measure("MinIO, loose per-run files", f"{s3_url}/loose", settings, 3)
         start = time.perf_counter()
         compact(open_store(f"{s3_url}/loose", settings), grace=timedelta(0))

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from fiolake import layout
+from fiolake.config import Settings
 from fiolake.errors import ManifestError
 from fiolake.manifest import (
     PAYLOAD_TYPE,
@@ -24,7 +25,7 @@ from fiolake.manifest import (
     sign_manifest,
     verify_envelope,
 )
-from fiolake.signing import Keyring, LocalSigner, Signature, keyring_from_env, signer_from_env
+from fiolake.signing import Keyring, LocalSigner, Signature
 
 NOW = datetime(2026, 11, 22, 1, 45, 1, tzinfo=UTC)
 BUCKET = "fiolake"
@@ -301,11 +302,11 @@ def test_vault_round_trip_from_environment(stack, tmp_path: Path) -> None:  # no
         "FIOLAKE_KEYRING": str(tmp_path / "keyring.json"),
     }
     m = make_manifest()
-    data = sign_manifest(m, signer_from_env(publisher_env))
+    data = sign_manifest(m, Settings.from_env(publisher_env).signer())
     keyid = json.loads(data)["signatures"][0]["keyid"]
     assert re.fullmatch(rf"vault:{stack.transit_key}:v\d+", keyid)
 
-    ring = keyring_from_env(runner_env)
+    ring = Settings.from_env(runner_env).keyring()
     assert ring.keyids() == []  # nothing cached yet: fetched on first sight of the key id
     assert verify(data, ring) == m
     assert keyid in json.loads((tmp_path / "keyring.json").read_text())["keys"]

@@ -16,15 +16,14 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from fiolake import signing
+from fiolake.config import Settings
 from fiolake.errors import FiolakeError, ManifestError
 from fiolake.signing import (
     Keyring,
     KeyringUnavailable,
     LocalSigner,
     VaultSigner,
-    keyring_from_env,
     load_public_key,
-    signer_from_env,
     vault_key_refresher,
 )
 
@@ -237,19 +236,19 @@ def test_stale_cache_is_refreshed_before_verifying(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("env", "message"),
     [
-        ({}, "FIOLAKE_SIGNER is not set; set it to 'vault' (Vault transit) or 'local'"),
-        ({"FIOLAKE_SIGNER": "gpg"}, "FIOLAKE_SIGNER is 'gpg'; set it to 'vault'"),
-        ({"FIOLAKE_SIGNER": "local"}, "FIOLAKE_SIGNING_KEY is not set; FIOLAKE_SIGNER=local"),
-        ({"FIOLAKE_SIGNER": "vault"}, "VAULT_ADDR is not set; FIOLAKE_SIGNER=vault"),
+        ({}, "FIOLAKE_SIGNER is not set — set it to 'vault' (Vault transit) or 'local'"),
+        ({"FIOLAKE_SIGNER": "gpg"}, "FIOLAKE_SIGNER is 'gpg' — set it to 'vault'"),
+        ({"FIOLAKE_SIGNER": "local"}, "FIOLAKE_SIGNING_KEY is not set — FIOLAKE_SIGNER=local"),
+        ({"FIOLAKE_SIGNER": "vault"}, "VAULT_ADDR is not set — FIOLAKE_SIGNER=vault"),
         (
             {"FIOLAKE_SIGNER": "vault", "VAULT_ADDR": "https://127.0.0.1:8200"},
-            "VAULT_TOKEN is not set; FIOLAKE_SIGNER=vault signs with Vault transit",
+            "VAULT_TOKEN is not set — FIOLAKE_SIGNER=vault signs with Vault transit",
         ),
     ],
 )
 def test_signer_from_env_names_what_is_missing(env: dict[str, str], message: str) -> None:
     with pytest.raises(FiolakeError) as exc:
-        signer_from_env(env)
+        Settings.from_env(env).signer()
     assert str(exc.value).startswith(message)
 
 
@@ -260,8 +259,8 @@ def test_local_signer_and_trusted_key_from_env(signer: LocalSigner, tmp_path: Pa
         "FIOLAKE_TRUSTED_KEY": str(tmp_path / "signing.key.pub"),
         "FIOLAKE_KEYRING": str(tmp_path / "ring.json"),
     }
-    loaded = signer_from_env(env)
-    ring = keyring_from_env(env)
+    loaded = Settings.from_env(env).signer()
+    ring = Settings.from_env(env).keyring()
     assert ring.keyids() == [signer.keyid]
     assert ring.verify(signer.keyid, MESSAGE, sig_bytes(loaded.sign(MESSAGE)))
     ring.save(tmp_path / "ring.json")
@@ -269,10 +268,10 @@ def test_local_signer_and_trusted_key_from_env(signer: LocalSigner, tmp_path: Pa
 
 
 def test_keyring_from_env_needs_some_source(tmp_path: Path) -> None:
-    with pytest.raises(FiolakeError, match="^no trusted signing keys: set FIOLAKE_TRUSTED_KEY"):
-        keyring_from_env({"FIOLAKE_KEYRING": str(tmp_path / "none.json")})
-    with pytest.raises(FiolakeError, match="^VAULT_TOKEN is not set; VAULT_ADDR is set"):
-        keyring_from_env({"VAULT_ADDR": "https://127.0.0.1:8200"})
+    with pytest.raises(FiolakeError, match="^no trusted signing keys — set FIOLAKE_TRUSTED_KEY"):
+        Settings.from_env({"FIOLAKE_KEYRING": str(tmp_path / "none.json")}).keyring()
+    with pytest.raises(FiolakeError, match="^VAULT_TOKEN is not set — VAULT_ADDR is set"):
+        Settings.from_env({"VAULT_ADDR": "https://127.0.0.1:8200"}).keyring()
 
 
 def test_unreachable_vault_is_a_clear_error() -> None:

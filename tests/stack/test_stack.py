@@ -18,7 +18,7 @@ from botocore.exceptions import ClientError
 from click.testing import CliRunner
 
 from fiolake.cli import cli
-from fiolake.errors import FiolakeError, NotFound, PreconditionFailed, StoreError
+from fiolake.errors import AccessDenied, FiolakeError, NotFound, PreconditionFailed, StoreError
 from fiolake.stack import (
     StackEnv,
     load_stack,
@@ -50,7 +50,7 @@ def _code(exc: ClientError) -> str:
 
 def test_runner_cannot_write_jobs_but_can_write_claims_and_results(stack: StackEnv) -> None:
     runner = _store(stack, "runner")
-    with pytest.raises(StoreError, match="access denied"):
+    with pytest.raises(AccessDenied, match="access denied"):
         runner.put(_key("jobs/c1/"), b"{}")
     for prefix in ("claims/", "results/runs/date=2026-01-01/", "raw/r1/", "commits/"):
         key = _key(prefix)
@@ -72,20 +72,20 @@ def test_publisher_writes_jobs_only(stack: StackEnv) -> None:
     publisher = _store(stack, "publisher")
     publisher.put(_key("jobs/c1/"), b"{}")
     for prefix in ("results/runs/date=2026-01-01/", "commits/", "claims/", "raw/x/"):
-        with pytest.raises(StoreError, match="access denied"):
+        with pytest.raises(AccessDenied, match="access denied"):
             publisher.put(_key(prefix), b"{}")
 
 
 def test_prefixed_lake_rules_do_not_open_the_root_layout(stack: StackEnv) -> None:
     # `${BUCKET}/*/results/*` (lakes under a prefix) also matches `jobs/c/results/…`:
     # the explicit Denies must still keep each role out of the other's prefixes.
-    with pytest.raises(StoreError, match="access denied"):
+    with pytest.raises(AccessDenied, match="access denied"):
         _store(stack, "runner").put(_key("jobs/c1/results/"), b"{}")
-    with pytest.raises(StoreError, match="access denied"):
+    with pytest.raises(AccessDenied, match="access denied"):
         _store(stack, "publisher").put(_key("results/x/jobs/"), b"{}")
     team = S3Store(stack.bucket, "team-a", stack.s3_settings("runner"))
     team.put(_key("claims/"), b"{}", if_none_match=True)
-    with pytest.raises(StoreError, match="access denied"):
+    with pytest.raises(AccessDenied, match="access denied"):
         team.put(_key("jobs/c1/"), b"{}")
 
 
@@ -96,7 +96,7 @@ def test_analyst_is_read_only(stack: StackEnv) -> None:
     assert analyst.get(key)[0] == b"x"
     assert key in list(analyst.list("results/runs/"))
     for prefix in ("jobs/c1/", "results/runs/date=2026-01-01/", "claims/", "commits/"):
-        with pytest.raises(StoreError, match="access denied"):
+        with pytest.raises(AccessDenied, match="access denied"):
             analyst.put(_key(prefix), b"{}")
 
 
