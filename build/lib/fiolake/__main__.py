@@ -1,0 +1,5 @@
+"""`python -m fiolake` is the `fiolake` command."""
+
+from fiolake.cli import main
+
+main()

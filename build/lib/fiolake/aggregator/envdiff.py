@@ -1,0 +1,70 @@
+"""How the recorded environments of two runs differ."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from fiolake.aggregator.filters import RunFilter, validate
+from fiolake.aggregator.lake import Lake
+
+# `runs` columns that describe where and how a run happened (not what it measured).
+ENV_COLUMNS = (
+    "host",
+    "runner",
+    "kernel",
+    "os",
+    "fio_version",
+    "fio_path",
+    "cpu_model",
+    "cpu_count",
+    "mem_bytes",
+    "target_dir",
+    "fs_type",
+    "mount_options",
+    "device",
+    "device_model",
+    "job_file_sha256",
+    "runtime_s",
+    "size_bytes",
+)
+
+
+@dataclass(frozen=True)
+class EnvDifference:
+    """One environment field whose value differs between run A and run B."""
+
+    field: str
+    a: Any
+    b: Any
+
+
+def _environment(lake: Lake, run_id: str) -> dict[str, Any]:
+    cols = ", ".join(f'"{c}"' for c in ENV_COLUMNS)
+    cur = lake.cursor()
+    try:
+        row = cur.execute(
+            f"SELECT {cols}, labels, canonical_job_file FROM runs WHERE run_id = ?", [run_id]
+        ).fetchone()
+    finally:
+        cur.close()
+    env = dict(zip(ENV_COLUMNS, row[: len(ENV_COLUMNS)], strict=True))
+    labels, canonical = row[len(ENV_COLUMNS)], row[len(ENV_COLUMNS) + 1]
+    for key, value in (labels or {}).items():
+        env[f"labels.{key}"] = value
+    env["canonical_job_file_sha256"] = (
+        hashlib.sha256(canonical.encode()).hexdigest() if canonical is not None else None
+    )
+    return env
+
+
+def env_diff(lake: Lake, run_a: str, run_b: str) -> list[EnvDifference]:
+    """Environment fields (labels per key) that differ between two committed runs."""
+    validate(lake, RunFilter(runs=(run_a, run_b), status=None))
+    a, b = _environment(lake, run_a), _environment(lake, run_b)
+    fields = list(ENV_COLUMNS) + sorted(
+        k for k in a.keys() | b.keys() if k not in ENV_COLUMNS and k.startswith("labels.")
+    )
+    fields.append("canonical_job_file_sha256")
+    return [EnvDifference(f, a.get(f), b.get(f)) for f in fields if a.get(f) != b.get(f)]

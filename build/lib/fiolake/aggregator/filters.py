@@ -1,0 +1,127 @@
+"""Which runs an analysis looks at: filters on `runs`, validated against the lake."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fiolake import units
+from fiolake.aggregator.lake import Lake
+from fiolake.errors import LakeError, UsageProblem
+
+# A duration here always carries its unit, so '2025' in --since stays a date.
+_DURATION = re.compile(r"^\s*\d+(?:\.\d+)?\s*[smhdw]\s*$")
+
+
+def parse_duration(text: str) -> timedelta:
+    """'90s', '15m', '6h', '7d', '2w' -> timedelta (units as in fiolake.units)."""
+    if not _DURATION.match(text):
+        raise UsageProblem(
+            f"invalid duration {text!r}: use a number and a unit s, m, h, d or w (e.g. 7d)"
+        )
+    return timedelta(seconds=units.parse_duration(text.strip()))
+
+
+def parse_since(text: str, now: datetime | None = None) -> datetime:
+    """A point in time: a duration back from `now` ('7d') or an ISO date/time (UTC if naive)."""
+    if _DURATION.match(text):
+        return (now or datetime.now(UTC)) - parse_duration(text)
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageProblem(
+            f"invalid time {text!r}: use a duration (7d, 12h) or an ISO date (2025-03-01)"
+        ) from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class RunFilter:
+    """Restrict an analysis to some committed runs (all given conditions must hold)."""
+
+    campaign: str | None = None
+    backends: tuple[str, ...] = ()
+    profile: str | None = None
+    runs: tuple[str, ...] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+    status: str | None = "ok"  # only successful runs carry comparable numbers
+
+    def where(self, alias: str = "runs") -> tuple[str, list[Any]]:
+        """A SQL condition on `runs` (aliased `alias`) and its bound parameters."""
+        conds, params = ["true"], []
+        if self.status is not None:
+            conds.append(f"{alias}.status = ?")
+            params.append(self.status)
+        if self.campaign is not None:
+            conds.append(f"{alias}.campaign_id = ?")
+            params.append(self.campaign)
+        if self.backends:
+            conds.append(f"{alias}.backend IN ({', '.join('?' * len(self.backends))})")
+            params += list(self.backends)
+        if self.profile is not None:
+            conds.append(f"{alias}.profile = ?")
+            params.append(self.profile)
+        if self.runs:
+            conds.append(f"{alias}.run_id IN ({', '.join('?' * len(self.runs))})")
+            params += list(self.runs)
+        if self.since is not None:
+            conds.append(f"{alias}.started_at >= ?")
+            params.append(self.since)
+        if self.until is not None:
+            conds.append(f"{alias}.started_at < ?")
+            params.append(self.until)
+        return " AND ".join(conds), params
+
+    def describe(self) -> str:
+        """The filter in words, for error messages."""
+        parts = []
+        if self.campaign is not None:
+            parts.append(f"campaign '{self.campaign}'")
+        parts += [f"backend '{b}'" for b in self.backends]
+        if self.profile is not None:
+            parts.append(f"profile '{self.profile}'")
+        parts += [f"run '{r}'" for r in self.runs]
+        if self.since is not None:
+            parts.append(f"since {self.since.isoformat()}")
+        if self.until is not None:
+            parts.append(f"until {self.until.isoformat()}")
+        return ", ".join(parts) or "no filter"
+
+
+def _exists(lake: Lake, column: str, value: str) -> bool:
+    cur = lake.cursor()
+    try:
+        sql = f"SELECT EXISTS (SELECT 1 FROM runs WHERE {column} = ?)"
+        return bool(cur.execute(sql, [value]).fetchone()[0])
+    finally:
+        cur.close()
+
+
+def validate(lake: Lake, filt: RunFilter) -> None:
+    """LakeError naming the first filter value that matches no committed run."""
+    checks = [("campaign_id", "campaign", filt.campaign), ("profile", "profile", filt.profile)]
+    checks += [("backend", "backend", b) for b in filt.backends]
+    checks += [("run_id", "run", r) for r in filt.runs]
+    for column, word, value in checks:
+        if value is not None and not _exists(lake, column, value):
+            raise LakeError(f"no committed runs match {word} '{value}'")
+
+
+def runs_columns(lake: Lake) -> list[str]:
+    """Columns of the `runs` view."""
+    cur = lake.cursor()
+    try:
+        return [r[0] for r in cur.execute("DESCRIBE runs").fetchall()]
+    finally:
+        cur.close()
+
+
+def check_group_column(lake: Lake, by: str) -> str:
+    """`by` if it names a `runs` column usable for grouping, else a UsageProblem listing them."""
+    valid = [c for c in runs_columns(lake) if c not in ("labels", "fio_argv")]
+    if by not in valid:
+        raise UsageProblem(f"cannot group by {by!r}: choose a runs column: {', '.join(valid)}")
+    return by

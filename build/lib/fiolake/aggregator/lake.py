@@ -1,0 +1,221 @@
+"""An in-process DuckDB connection whose views show only committed runs of a lake.
+
+`connect()` takes a snapshot of the lake (see `aggregator.snapshot`) and creates
+the views `runs`, `results`, `timeseries`, `percentiles` over exactly the Parquet
+files that hold committed run ids, plus the table `commits`. Files appearing later
+are seen by the next `connect()`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from fiolake.aggregator.manifest import Manifest
+from fiolake.aggregator.snapshot import Snapshot, scan
+from fiolake.config import Settings
+from fiolake.errors import LakeError, StoreError
+from fiolake.layout import TABLES
+from fiolake.schema import SCHEMAS
+from fiolake.store import ObjectStore, S3Settings, open_store
+
+INTERNAL_SCHEMA = "_fiolake"
+
+
+def empty_lake_error(url: str) -> LakeError:
+    """The error for a lake with nothing committed in it."""
+    return LakeError(f"no results in lake {url}: run `fiolake run` (or start runners) first")
+
+
+def quote(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def httpfs_extension() -> Path:
+    """The httpfs extension file shipped in the duckdb-extension-httpfs wheel."""
+    try:
+        import duckdb_extension_httpfs
+    except ImportError as exc:
+        raise LakeError(
+            "reading an S3 lake needs the duckdb-extension-httpfs package: "
+            f"pip install duckdb-extension-httpfs=={duckdb.__version__}"
+        ) from exc
+    base = Path(next(iter(duckdb_extension_httpfs.__path__)))
+    found = sorted(base.glob(f"extensions/v{duckdb.__version__}/httpfs.duckdb_extension"))
+    found = found or sorted(base.rglob("httpfs.duckdb_extension"))
+    if not found:
+        raise LakeError(
+            f"httpfs.duckdb_extension not found under {base}: reinstall "
+            f"duckdb-extension-httpfs=={duckdb.__version__}"
+        )
+    return found[0]
+
+
+def configure_s3(con: duckdb.DuckDBPyConnection, s3: S3Settings) -> None:
+    """Load httpfs from the wheel (never from the network) and register the S3 secret."""
+    con.execute(f"LOAD {quote(str(httpfs_extension()))}")
+    endpoint = s3.endpoint.removeprefix("https://").rstrip("/")
+    parts = [
+        "TYPE s3",
+        f"ENDPOINT {quote(endpoint)}",
+        "URL_STYLE 'path'",
+        "USE_SSL true",
+        f"REGION {quote(s3.region)}",
+    ]
+    if s3.access_key:
+        parts += [f"KEY_ID {quote(s3.access_key)}", f"SECRET {quote(s3.secret_key or '')}"]
+    con.execute(f"CREATE OR REPLACE SECRET fiolake_s3 ({', '.join(parts)})")
+    if s3.ca_bundle:
+        # GLOBAL: Lake.cursor() opens new connections, which do not inherit session settings.
+        con.execute(f"SET GLOBAL ca_cert_file={quote(s3.ca_bundle)}")
+
+
+def object_url(store: ObjectStore, key: str) -> str:
+    """The path DuckDB reads for an object key of `store`."""
+    return f"{store.url.rstrip('/')}/{key}"
+
+
+def parquet_source(paths: list[str], *, hive: bool = True) -> str:
+    """A read_parquet() call over `paths`; `hive` takes `date` from the date= directory."""
+    files = ", ".join(quote(p) for p in paths)
+    options = "union_by_name = true, hive_partitioning = "
+    options += "true, hive_types = {'date': DATE}" if hive else "false"
+    return f"read_parquet([{files}], {options})"
+
+
+@dataclass
+class Lake:
+    """A DuckDB connection with the lake views, and the snapshot they were built from."""
+
+    url: str
+    store: ObjectStore
+    con: duckdb.DuckDBPyConnection
+    snapshot: Snapshot
+    files: dict[str, list[str]] = field(default_factory=dict)  # table -> object keys read
+
+    @property
+    def manifest(self) -> Manifest | None:
+        """The compaction manifest the views use (None when never compacted)."""
+        return self.snapshot.manifest
+
+    @property
+    def warnings(self) -> list[str]:
+        """Things skipped while reading the lake (malformed markers)."""
+        return self.snapshot.warnings
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        """A new connection to the same views, for one thread or one interruptible query."""
+        return self.con.cursor()
+
+    def close(self) -> None:
+        """Close the DuckDB connection."""
+        self.con.close()
+
+    def __enter__(self) -> Lake:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _column_types(con: duckdb.DuckDBPyConnection, relation: str) -> dict[str, str]:
+    return {row[0]: row[1] for row in con.execute(f"DESCRIBE {relation}").fetchall()}
+
+
+def _materialise(con: duckdb.DuckDBPyConnection, name: str, data: pa.Table) -> None:
+    con.register("_fiolake_arrow", data)
+    try:
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM _fiolake_arrow")
+    finally:
+        con.unregister("_fiolake_arrow")
+
+
+def _create_views(con: duckdb.DuckDBPyConnection, store: ObjectStore, snap: Snapshot) -> None:
+    con.execute(f"CREATE SCHEMA {INTERNAL_SCHEMA}")
+    _materialise(con, "commits", snap.commits)
+    for table in TABLES:
+        schema = SCHEMAS[table].append(pa.field("date", pa.date32()))
+        _materialise(con, f"{INTERNAL_SCHEMA}.empty_{table}", schema.empty_table())
+        contract = _column_types(con, f"{INTERNAL_SCHEMA}.empty_{table}")
+        # Merged files hold a physical `date`; per-run files get it from their path.
+        sources = [
+            f"SELECT * FROM {parquet_source([object_url(store, k) for k in keys], hive=hive)}"
+            for keys, hive in (
+                (snap.compacted_files(table), False),
+                (snap.loose_files(table), True),
+            )
+            if keys
+        ]
+        if not sources:
+            con.execute(f"CREATE VIEW {table} AS SELECT * FROM {INTERNAL_SCHEMA}.empty_{table}")
+            continue
+        union = " UNION ALL BY NAME ".join(sources)
+        con.execute(f"CREATE VIEW {INTERNAL_SCHEMA}.files_{table} AS {union}")
+        present = _column_types(con, f"{INTERNAL_SCHEMA}.files_{table}")
+        # Files written before a column existed still show it (as NULL): the contract holds.
+        cols = [
+            f'"{name}"' if name in present else f'CAST(NULL AS {dtype}) AS "{name}"'
+            for name, dtype in contract.items()
+            if name != "date"
+        ]
+        cols += [f'"{name}"' for name in present if name not in contract]
+        cols.append('"date"')
+        con.execute(
+            f"CREATE VIEW {table} AS SELECT {', '.join(cols)} "
+            f"FROM {INTERNAL_SCHEMA}.files_{table} "
+            "WHERE run_id IN (SELECT run_id FROM commits)"
+        )
+
+
+def _sandbox(con: duckdb.DuckDBPyConnection, store: ObjectStore, s3: S3Settings | None) -> None:
+    # Queries may read the lake and nothing else on this machine; settings stay locked.
+    allowed = [store.url.rstrip("/") + "/"]
+    con.execute(f"SET allowed_directories = [{', '.join(quote(a) for a in allowed)}]")
+    if s3 is not None and s3.ca_bundle:
+        con.execute(f"SET allowed_paths = [{quote(s3.ca_bundle)}]")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+
+
+def new_connection(s3: S3Settings | None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection set up for lake files (UTC, metadata caches, S3 when given)."""
+    con = duckdb.connect(":memory:")
+    con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET parquet_metadata_cache = true")
+    if s3 is not None:
+        configure_s3(con, s3)
+    return con
+
+
+def connect(lake_url: str, s3: S3Settings | None = None, *, sandbox: bool = True) -> Lake:
+    """Open `lake_url` (directory or s3://bucket[/prefix]) as DuckDB views of committed runs.
+
+    With `sandbox`, queries can read only the lake and cannot change settings.
+    """
+    try:
+        store = open_store(lake_url, s3)
+        snap = scan(store)
+    except StoreError as exc:
+        raise LakeError(f"cannot read lake {lake_url}: {exc}") from exc
+    if snap.commits.num_rows == 0:
+        raise empty_lake_error(lake_url)
+    con = new_connection(s3 if lake_url.startswith("s3://") else None)
+    try:
+        _create_views(con, store, snap)
+        if sandbox:
+            _sandbox(con, store, s3 if lake_url.startswith("s3://") else None)
+    except duckdb.Error as exc:
+        con.close()
+        raise LakeError(f"cannot read lake {lake_url}: {exc}") from exc
+    files = {t: snap.files(t) for t in TABLES}
+    return Lake(lake_url, store, con, snap, files)
+
+
+def open_lake(lake_url: str | None = None) -> Lake:
+    """`connect` to the lake named by `lake_url`, else FIOLAKE_LAKE (S3 settings from env)."""
+    settings = Settings.from_env(lake=lake_url)
+    return connect(settings.lake, settings.lake_s3)

@@ -1,0 +1,187 @@
+"""What the lake holds right now: commit markers, and the Parquet files to read per table.
+
+One LIST of `commits/`, one of `results/`, one GET of the newest compaction
+manifest (plus its commit index), and a GET per commit marker the index does not
+cover yet. Views and compaction both start from a `Snapshot`.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fiolake import layout
+from fiolake.aggregator.manifest import Manifest, latest_manifest
+from fiolake.commits import Commit
+from fiolake.errors import NotFound
+from fiolake.store import ObjectStore
+
+COMMITS_SCHEMA = pa.schema(
+    [
+        ("job_id", pa.string()),
+        ("run_id", pa.string()),
+        ("campaign_id", pa.string()),
+        ("runner", pa.string()),
+        ("status", pa.string()),
+        ("committed_at", pa.timestamp("ms", tz="UTC")),
+    ]
+)
+
+_FETCH_THREADS = 16
+# Beyond this many partitions to probe, one listing of the whole table is cheaper.
+_MAX_TARGETED_DAYS = 45
+
+
+@dataclass
+class Snapshot:
+    """The committed state of a lake at one moment."""
+
+    manifest: Manifest | None
+    commits: pa.Table  # COMMITS_SCHEMA, one row per job
+    # (table, YYYY-MM-DD) -> {run_id: key}: committed per-run files no merged file covers
+    loose: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
+    orphan_files: int = 0  # result files of uncommitted attempts among those listed (ignored)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def run_ids(self) -> set[str]:
+        """Committed run ids."""
+        return set(self.commits.column("run_id").to_pylist())
+
+    def compacted_files(self, table: str) -> list[str]:
+        """Merged files of `table` (they carry a `date` column of their own)."""
+        if self.manifest is None:
+            return []
+        return [p.file for (t, _), p in sorted(self.manifest.partitions.items()) if t == table]
+
+    def loose_files(self, table: str) -> list[str]:
+        """Per-run files of `table` no merged file covers (`date` comes from their path)."""
+        return [
+            runs[r]
+            for (t, _), runs in sorted(self.loose.items())
+            if t == table
+            for r in sorted(runs)
+        ]
+
+    def files(self, table: str) -> list[str]:
+        """Every object key the `table` view reads."""
+        return self.compacted_files(table) + self.loose_files(table)
+
+
+def _commit_row(commit: Commit) -> dict[str, object]:
+    row = dict(commit.__dict__)
+    row["committed_at"] = datetime.fromisoformat(commit.committed_at)
+    return row
+
+
+def commits_table(commits: Iterable[Commit]) -> pa.Table:
+    """Commit markers as an Arrow table of COMMITS_SCHEMA."""
+    rows = [_commit_row(c) for c in commits]
+    return pa.Table.from_pylist(rows, schema=COMMITS_SCHEMA)
+
+
+def read_parquet_object(store: ObjectStore, key: str) -> pa.Table:
+    """One Parquet object from the store."""
+    data, _ = store.get(key)
+    return pq.read_table(io.BytesIO(data))
+
+
+def _read_markers(store: ObjectStore, keys: list[str], warnings: list[str]) -> list[Commit]:
+    def fetch(key: str) -> Commit | None:
+        try:
+            data, _ = store.get(key)
+            return Commit.from_bytes(data)
+        except NotFound:
+            return None  # listed, then gone: not ours to explain
+        except ValueError as exc:
+            warnings.append(f"ignored {key}: {exc}")
+            return None
+
+    with ThreadPoolExecutor(max_workers=_FETCH_THREADS) as pool:
+        return [c for c in pool.map(fetch, keys) if c is not None]
+
+
+def load_commits(store: ObjectStore, manifest: Manifest | None, warnings: list[str]) -> pa.Table:
+    """Every commit marker: the compacted index plus the loose markers it does not cover."""
+    indexed = pa.Table.from_pylist([], schema=COMMITS_SCHEMA)
+    if manifest is not None and manifest.commits_file:
+        indexed = read_parquet_object(store, manifest.commits_file).cast(COMMITS_SCHEMA)
+    known = set(indexed.column("job_id").to_pylist())
+    loose_keys = []
+    for key in store.list(layout.COMMITS_PREFIX):
+        job_id = layout.job_id_from_commit_key(key)
+        if job_id is not None and job_id not in known:
+            loose_keys.append(key)
+    loose = commits_table(_read_markers(store, loose_keys, warnings))
+    return pa.concat_tables([indexed, loose])
+
+
+def _candidate_days(snap: Snapshot, need: set[str]) -> set[str]:
+    days = set()
+    for run_id, at in zip(
+        snap.commits.column("run_id").to_pylist(),
+        snap.commits.column("committed_at").to_pylist(),
+        strict=True,
+    ):
+        if run_id in need:
+            days |= {f"{at + timedelta(days=d):%Y-%m-%d}" for d in (-1, 0, 1)}
+    return days
+
+
+def _list_partitions(store: ObjectStore, table: str, days: set[str]) -> list[str]:
+    prefixes = [f"{layout.RESULTS_PREFIX}{table}/date={day}/" for day in sorted(days)]
+    with ThreadPoolExecutor(max_workers=_FETCH_THREADS) as pool:
+        return [key for keys in pool.map(lambda p: list(store.list(p)), prefixes) for key in keys]
+
+
+def _table_keys(store: ObjectStore, snap: Snapshot, table: str) -> list[str]:
+    """Result keys of `table` worth classifying: all of them, or only where new runs landed.
+
+    After a compaction only runs committed since need their own files. A run's files
+    are uploaded before its marker, dated by its start: almost always the marker's UTC
+    day or the one before. Those partitions are listed first; if a run is not found
+    there (a run spooled for days), the whole table is listed after all.
+    """
+    full = f"{layout.RESULTS_PREFIX}{table}/"
+    manifest = snap.manifest
+    if manifest is None:
+        return list(store.list(full))
+    covered = set().union(*[p.run_ids for (t, _), p in manifest.partitions.items() if t == table])
+    need = snap.run_ids - covered
+    if not need:
+        return []
+    days = _candidate_days(snap, need)
+    if len(days) > _MAX_TARGETED_DAYS:
+        return list(store.list(full))
+    keys = _list_partitions(store, table, days)
+    found = {parsed[2] for parsed in map(layout.parse_result_key, keys) if parsed}
+    return keys if need <= found else list(store.list(full))
+
+
+def scan(store: ObjectStore) -> Snapshot:
+    """Read the lake's commit markers, compaction manifest and result-file listing."""
+    warnings: list[str] = []
+    manifest = latest_manifest(store)
+    commits = load_commits(store, manifest, warnings)
+    snap = Snapshot(manifest, commits, warnings=warnings)
+    committed = snap.run_ids
+    for table in layout.TABLES:
+        for key in _table_keys(store, snap, table):
+            parsed = layout.parse_result_key(key)
+            if parsed is None or parsed[0] != table:
+                continue
+            _, day, run_id = parsed
+            if run_id not in committed:
+                snap.orphan_files += 1
+                continue
+            part = manifest.partitions.get((table, day[:7])) if manifest else None
+            if part is not None and run_id in part.run_ids:
+                continue
+            snap.loose.setdefault((table, day), {})[run_id] = key
+    return snap

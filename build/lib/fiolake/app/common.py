@@ -1,0 +1,57 @@
+"""Shared pieces of the Streamlit pages: the cached lake, error display, human tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from fiolake.aggregator.columns import format_value
+from fiolake.aggregator.lake import Lake, open_lake
+from fiolake.config import Settings
+from fiolake.errors import FiolakeError
+
+REFRESH_S = 60  # new runs show up within a minute (or on "Reload lake")
+
+
+@st.cache_resource(ttl=REFRESH_S, show_spinner="Reading the lake…")
+def _open(url: str) -> Lake:
+    return open_lake(url)
+
+
+def lake_url() -> str:
+    """The lake the app shows: FIOLAKE_LAKE (set by `fiolake app`), else ./lake."""
+    return Settings.from_env().lake
+
+
+def get_lake() -> Lake:
+    """The lake, opened once per minute for all sessions; stops the page on errors."""
+    url = lake_url()
+    with st.sidebar:
+        st.caption(f"Lake: `{url}`")
+        if st.button("Reload lake"):
+            _open.clear()
+    try:
+        return _open(url)
+    except FiolakeError as exc:
+        st.error(str(exc))
+        st.stop()
+        raise  # unreachable: st.stop() ends the script run
+
+
+def run_or_stop(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call an aggregator function; show its error and stop the page if it fails."""
+    try:
+        return fn(*args, **kwargs)
+    except FiolakeError as exc:
+        st.error(str(exc))
+        st.stop()
+        raise
+
+
+def human_frame(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> pd.DataFrame:
+    """A table with raw values shown in human units (by column name)."""
+    data = [[format_value(c, v) for c, v in zip(columns, row, strict=True)] for row in rows]
+    return pd.DataFrame(data, columns=list(columns))

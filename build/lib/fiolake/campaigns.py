@@ -1,0 +1,101 @@
+"""Publishing campaigns of signed job manifests, and reading their progress back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+
+from fiolake import layout
+from fiolake.commits import Commit
+from fiolake.errors import FiolakeError, NotFound, PreconditionFailed
+from fiolake.lease import is_expired, lease_age_s, read_lease
+from fiolake.manifest import Manifest, new_manifest, sign_manifest
+from fiolake.signing import Signer
+from fiolake.store import ObjectStore
+
+
+def store_bucket(store: ObjectStore) -> str:
+    """The bucket a manifest binds to: the S3 bucket, or '' for a local lake."""
+    return getattr(store, "bucket", "")
+
+
+def plan_campaign(
+    job_files: Sequence[tuple[str, str]],
+    backends: Sequence[str],
+    *,
+    campaign_id: str,
+    repeat: int,
+    runtime_s: int | None,
+    size_bytes: int | None,
+    bucket: str,
+    expires_in: timedelta,
+) -> list[Manifest]:
+    """One manifest per (job file, backend, repetition), in a stable order."""
+    return [
+        new_manifest(
+            campaign_id=campaign_id,
+            backend=backend,
+            profile=profile,
+            job_file_text=text,
+            runtime_s=runtime_s,
+            size_bytes=size_bytes,
+            repetition=rep,
+            bucket=bucket,
+            expires_in=expires_in,
+        )
+        for profile, text in job_files
+        for backend in backends
+        for rep in range(repeat)
+    ]
+
+
+def publish_manifests(store: ObjectStore, manifests: Sequence[Manifest], signer: Signer) -> None:
+    """Sign everything first, then PUT each envelope create-only at its bound key."""
+    envelopes = [(m.key, sign_manifest(m, signer)) for m in manifests]
+    for key, data in envelopes:
+        try:
+            store.put(key, data, if_none_match=True)
+        except PreconditionFailed:
+            raise FiolakeError(
+                f"{key} already exists: campaign ids are never reused; publish without --campaign"
+            ) from None
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """Where one job of a campaign stands."""
+
+    job_id: str
+    state: str  # pending | running | stale-lease | ok | failed | rejected
+    runner: str | None
+    run_id: str | None
+    lease_age_s: float | None
+    epoch: int | None
+
+
+def campaign_status(store: ObjectStore, campaign_id: str) -> list[JobStatus]:
+    """The state of every job of a campaign (commit marker first, then its lease)."""
+    keys = sorted(store.list(layout.campaign_prefix(campaign_id)))
+    if not keys:
+        raise FiolakeError(
+            f"no jobs found for campaign {campaign_id!r} in {store.url}: check the id "
+            "printed by `fiolake publish` and the lake (FIOLAKE_LAKE)"
+        )
+    out = []
+    for key in keys:
+        _, job_id = layout.parse_job_key(key)
+        try:
+            commit = Commit.from_bytes(store.get(layout.commit_key(job_id))[0])
+            out.append(JobStatus(job_id, commit.status, commit.runner, commit.run_id, None, None))
+            continue
+        except NotFound:
+            pass
+        current = read_lease(store, job_id)
+        if current is None:
+            out.append(JobStatus(job_id, "pending", None, None, None, None))
+            continue
+        lease, info = current
+        state = "stale-lease" if is_expired(lease, info) else "running"
+        out.append(JobStatus(job_id, state, lease.runner, None, lease_age_s(info), lease.epoch))
+    return out

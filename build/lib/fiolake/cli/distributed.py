@@ -1,0 +1,283 @@
+"""`fiolake publish`, `runner`, `status`: the distributed pipeline over an object-store lake."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+from datetime import timedelta
+from pathlib import Path
+
+import click
+
+from fiolake.cli import fail, format_option, lake_option
+from fiolake.cli.common import (
+    DurationParam,
+    SizeParam,
+    caps_options,
+    current_caps,
+    parse_labels,
+    resolve_job_files,
+)
+from fiolake.cli.output import render
+from fiolake.errors import FiolakeError, PolicyError
+
+CTX = {"help_option_names": ["-h", "--help"]}
+
+
+@click.command(context_settings=CTX)
+@click.argument("job_files", nargs=-1)
+@click.option(
+    "--backend",
+    "backends",
+    multiple=True,
+    required=True,
+    help="Backend that must run the jobs (repeat for several); runners pick theirs.",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(1, 1000),
+    default=1,
+    show_default=True,
+    help="Repetitions of every (job file, backend) pair.",
+)
+@click.option("--runtime", type=click.IntRange(1), help="Seconds per fio job (scales down).")
+@click.option("--size", type=SizeParam(), help="File size per fio job, e.g. 16M.")
+@click.option(
+    "--expires",
+    type=DurationParam(),
+    default="24h",
+    show_default=True,
+    help="Runners refuse the manifests after this long (e.g. 30m, 24h, 7d).",
+)
+@click.option("--campaign", help="Campaign id (default: a new, sortable one).")
+@lake_option
+@caps_options
+def publish(
+    job_files: tuple[str, ...],
+    backends: tuple[str, ...],
+    repeat: int,
+    runtime: int | None,
+    size: int | None,
+    expires: float,
+    campaign: str | None,
+    lake: str,
+) -> None:
+    """Publish one signed manifest per (job file, backend, repetition); print the campaign id.
+
+    Every job file is checked with the runner's policy first: one refusal and
+    nothing is published. Signing uses FIOLAKE_SIGNER=vault (VAULT_ADDR,
+    VAULT_TOKEN, FIOLAKE_TRANSIT_KEY) or FIOLAKE_SIGNER=local (FIOLAKE_SIGNING_KEY).
+
+    \b
+    Example:
+      eval "$(fiolake stack env --role publisher)"
+      fiolake publish database-oltp random-reads --backend disk --backend tmpfs --repeat 3
+    """
+    from fiolake.campaigns import plan_campaign, publish_manifests, store_bucket
+    from fiolake.config import Settings
+    from fiolake.manifest import new_campaign_id
+    from fiolake.runner import execute as ex
+
+    try:
+        caps = current_caps()
+        files = resolve_job_files(job_files)
+        problems: list[str] = []
+        for profile, text in files:
+            request = ex.RunRequest(
+                text,
+                profile,
+                "publish",
+                Path("/nonexistent-target"),
+                "validate",
+                "validate",
+                runtime_s=runtime,
+                size_bytes=size,
+                caps=caps,
+            )
+            try:
+                ex.prepare(request)
+            except PolicyError as exc:
+                problems += [f"{profile}: {v}" for v in exc.violations]
+        if problems:
+            raise PolicyError(problems)
+        settings = Settings.from_env(lake=lake)
+        signer = settings.signer()
+        store = settings.store()
+        campaign_id = campaign or new_campaign_id()
+        manifests = plan_campaign(
+            files,
+            backends,
+            campaign_id=campaign_id,
+            repeat=repeat,
+            runtime_s=runtime,
+            size_bytes=size,
+            bucket=store_bucket(store),
+            expires_in=timedelta(seconds=expires),
+        )
+        publish_manifests(store, manifests, signer)
+    except FiolakeError as exc:
+        raise fail(exc) from None
+    click.echo(f"published {len(manifests)} job(s) to {store.url}", err=True)
+    click.echo(campaign_id)
+
+
+@click.command(context_settings=CTX)
+@click.option("--backend", required=True, help="The backend this runner measures.")
+@click.option(
+    "--dir",
+    "target_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory on that backend's storage (fio files go in a subdir, removed after).",
+)
+@lake_option
+@click.option(
+    "--runner-id",
+    default=lambda: f"{socket.gethostname()}:{os.getpid()}",
+    show_default="HOST:PID",
+    help="Name recorded in runs.runner.",
+)
+@click.option("--label", multiple=True, metavar="KEY=VALUE", help="Recorded in runs.labels.")
+@click.option(
+    "--lease-ttl",
+    type=click.FloatRange(2),
+    default=60,
+    show_default=True,
+    help="Seconds a lease lives without renewal (renewed every TTL/3).",
+)
+@click.option(
+    "--poll",
+    type=click.FloatRange(0.05),
+    default=1.0,
+    show_default=True,
+    help="Seconds between scans of jobs/ when idle.",
+)
+@click.option("--once", is_flag=True, help="One pass over the open jobs, then exit.")
+@click.option("--max-jobs", type=click.IntRange(1), help="Exit after this many committed jobs.")
+@click.option(
+    "--idle-exit",
+    type=DurationParam(),
+    help="Exit after this long with nothing to do (scale to zero), e.g. 5m.",
+)
+@click.option(
+    "--spool-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where finished runs wait for upload [default: ~/.cache/fiolake/spool/BACKEND].",
+)
+@click.option(
+    "--upload-deadline",
+    type=DurationParam(),
+    default="10m",
+    show_default=True,
+    help="How long to retry uploads while the store is unreachable.",
+)
+@caps_options
+def runner(
+    backend: str,
+    target_dir: Path,
+    lake: str,
+    runner_id: str,
+    label: tuple[str, ...],
+    lease_ttl: float,
+    poll: float,
+    once: bool,
+    max_jobs: int | None,
+    idle_exit: float | None,
+    spool_dir: Path | None,
+    upload_deadline: float,
+) -> None:
+    """Pull signed jobs for --backend from the lake, run them, upload and commit results.
+
+    Protocol: verify the manifest, claim a lease (create-only / compare-and-swap),
+    renew it while fio runs, upload results and raw output, then create the job's
+    commit marker. A lost lease kills fio and nothing is committed. Refused
+    manifests and job files are recorded as runs with status 'rejected'.
+    SIGTERM: finish the current job, then exit (a job not started is released).
+
+    \b
+    Example:
+      eval "$(fiolake stack env --role runner)"
+      fiolake runner --backend nvme --dir /mnt/nvme/bench --label rack=r12
+    """
+    from fiolake.campaigns import store_bucket
+    from fiolake.config import Settings
+    from fiolake.runner.service import Runner, RunnerConfig
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    try:
+        target_dir.mkdir(parents=True, exist_ok=True)
+        settings = Settings.from_env(lake=lake)
+        store = settings.store()
+        config = RunnerConfig(
+            backend=backend,
+            target_dir=target_dir,
+            runner_id=runner_id,
+            spool_dir=spool_dir or Path.home() / ".cache" / "fiolake" / "spool" / backend,
+            labels=parse_labels(label),
+            ttl_s=lease_ttl,
+            poll_s=poll,
+            upload_deadline_s=upload_deadline,
+            max_jobs=max_jobs,
+            idle_exit_s=idle_exit,
+            once=once,
+            caps=current_caps(),
+        )
+        worker = Runner(store, settings.keyring(), config, store_bucket(store))
+        signal.signal(signal.SIGTERM, lambda *_: worker.stop_requested.set())
+        click.echo(
+            f"runner {runner_id}: backend {backend}, dir {target_dir}, lake {store.url}", err=True
+        )
+        stats = worker.serve()
+    except FiolakeError as exc:
+        raise fail(exc) from None
+    click.echo(
+        f"runner {runner_id} done: {stats.ok} ok, {stats.failed} failed, "
+        f"{stats.rejected} rejected, {stats.lost} lost",
+        err=True,
+    )
+
+
+@click.command(context_settings=CTX)
+@click.option("--campaign", required=True, help="Campaign id printed by `fiolake publish`.")
+@lake_option
+@format_option()
+def status(campaign: str, lake: str, fmt: str) -> None:
+    """Where every job of a campaign stands: pending, running (by whom, lease age),
+    stale-lease, ok, failed or rejected."""
+    from collections import Counter
+
+    from fiolake.campaigns import campaign_status
+    from fiolake.config import Settings
+
+    try:
+        jobs = campaign_status(Settings.from_env(lake=lake).store(), campaign)
+    except FiolakeError as exc:
+        raise fail(exc) from None
+    columns = ["job_id", "state", "runner", "run_id", "lease_age_s", "epoch"]
+    rows = [[getattr(j, c) for c in columns] for j in jobs]
+    click.echo(
+        render(columns, rows, fmt, {"lease_age_s": lambda v: "---" if v is None else f"{v:.0f}s"}),
+        nl=False,
+    )
+    counts = Counter(j.state for j in jobs)
+    click.echo(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), err=True)
+
+
+@click.command(context_settings=CTX)
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+def keygen(path: Path) -> None:
+    """Create an Ed25519 signing key at PATH (0600) and its public key at PATH.pub.
+
+    For single-machine use without Vault: publishers sign with FIOLAKE_SIGNER=local
+    FIOLAKE_SIGNING_KEY=PATH; runners trust FIOLAKE_TRUSTED_KEY=PATH.pub.
+    Never overwrites an existing key.
+    """
+    from fiolake.signing import LocalSigner, public_key_path
+
+    try:
+        signer = LocalSigner.generate(path)
+    except FiolakeError as exc:
+        raise fail(exc) from None
+    click.echo(f"{signer.keyid}\t{public_key_path(path)}")

@@ -1,0 +1,137 @@
+"""Commands that look after the lake or serve it: `lake compact`, `lake check`, `app`."""
+
+from __future__ import annotations
+
+import click
+
+from fiolake.cli import fail, format_option, lake_option
+from fiolake.cli.output import render
+from fiolake.errors import FiolakeError
+
+
+@click.group()
+def lake() -> None:
+    """Lake hygiene: compact small files, check consistency."""
+
+
+@lake.command("compact")
+@lake_option
+@click.option(
+    "--table",
+    "tables",
+    multiple=True,
+    type=click.Choice(["runs", "results", "timeseries", "percentiles"]),
+    help="Only these tables (repeatable; default all).",
+)
+@click.option(
+    "--grace",
+    default="1h",
+    show_default=True,
+    help="Keep superseded compacted files this long for readers still using them.",
+)
+def compact(lake: str, tables: tuple[str, ...], grace: str) -> None:
+    """Merge committed per-run files into one file per table × date.
+
+    Safe to interrupt and re-run; results/ and commits/ are never modified. Needs
+    credentials that may write (and delete) under compacted/.
+    """
+    from fiolake.aggregator.compact import compact as run_compaction
+    from fiolake.aggregator.filters import parse_duration
+    from fiolake.config import Settings
+
+    try:
+        store = Settings.from_env(lake=lake).store()
+        report = run_compaction(
+            store,
+            tables=tables or ("runs", "results", "timeseries", "percentiles"),
+            grace=parse_duration(grace),
+        )
+    except FiolakeError as exc:
+        raise fail(exc) from exc
+    if report.generation is None:
+        click.echo("nothing to compact: every committed run is already compacted", err=True)
+    else:
+        files = sum(m.new_runs for m in report.merged)
+        click.echo(
+            f"generation {report.generation}: merged {files} per-run file(s) into "
+            f"{len(report.merged)} table × month file(s); {report.commits} commit(s) indexed",
+            err=True,
+        )
+    if report.removed:
+        click.echo(f"removed {len(report.removed)} superseded compacted object(s)", err=True)
+    for problem in report.cleanup_errors:
+        click.echo(f"warning: cleanup: {problem}", err=True)
+
+
+@lake.command("check")
+@lake_option
+@format_option()
+def check(lake: str, fmt: str) -> None:
+    """Check that every committed run has its rows and raw fio output (exit 1 if not)."""
+    from fiolake.aggregator.check import check_lake
+    from fiolake.aggregator.lake import open_lake
+
+    try:
+        with open_lake(lake) as handle:
+            problems = check_lake(handle)
+            runs = handle.snapshot.commits.num_rows
+    except FiolakeError as exc:
+        raise fail(exc) from exc
+    if not problems:
+        click.echo(f"ok: {runs} committed run(s), nothing missing", err=True)
+        return
+    rows = [(p.job_id, p.run_id, p.status, p.problem) for p in problems]
+    click.echo(render(["job_id", "run_id", "status", "problem"], rows, fmt), nl=False)
+    raise click.exceptions.Exit(1)
+
+
+@click.command()
+@lake_option
+@click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True)
+@click.option(
+    "--address",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to listen on (0.0.0.0 inside a container).",
+)
+def app(lake: str, port: int, address: str) -> None:
+    """Open the Streamlit app on http://ADDRESS:PORT (reads the lake, never writes)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import fiolake.app as app_package
+
+    home = Path(app_package.__file__).resolve().parent / "Home.py"
+    if not home.exists():
+        raise click.ClickException(f"the app is not installed: {home} is missing")
+    env = dict(os.environ, FIOLAKE_LAKE=lake)
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(home),
+        "--server.address",
+        address,
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+    ]
+    click.echo(f"fiolake app on http://{address}:{port} (lake {lake}); Ctrl-C stops it", err=True)
+    proc = subprocess.Popen(cmd, env=env)
+    # A service manager stops us with SIGTERM: pass it on so Streamlit does not linger.
+    signal.signal(signal.SIGTERM, lambda signum, _frame: proc.send_signal(signum))
+    while True:
+        try:
+            code = proc.wait()
+            break
+        except KeyboardInterrupt:
+            continue  # the terminal sent SIGINT to Streamlit too; wait for it to exit
+    if code not in (0, -signal.SIGTERM, -signal.SIGINT):
+        raise click.exceptions.Exit(code)

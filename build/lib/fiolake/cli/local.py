@@ -1,0 +1,285 @@
+"""`fiolake run`, `validate`, `profiles`: local benchmarking with no servers."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import click
+
+from fiolake import units
+from fiolake.cli import fail, format_option, lake_option
+from fiolake.cli.common import (
+    SizeParam,
+    caps_options,
+    current_caps,
+    parse_labels,
+    resolve_job_files,
+)
+from fiolake.cli.output import render
+from fiolake.errors import FiolakeError, PolicyError
+
+_KIND_FORMAT = {
+    "bytes": units.human_bytes,
+    "rate": units.human_rate,
+    "count": units.human_count,
+    "ns": units.human_ns,
+    "ms": units.human_ms,
+    "percent": units.human_percent,
+}
+
+
+def _progress_printer(label: str) -> Any:
+    from fiolake.runner.fio_exec import Progress
+
+    def show(p: Progress) -> None:
+        rates = ""
+        if p.eta_line:
+            parts = p.eta_line.split("][")
+            rates = "  ".join(s.strip("[]") for s in parts if "/s" in s or "IOPS" in s)
+        click.echo(
+            f"[{label}] {p.elapsed_s:4.0f}s / ~{p.expected_s:.0f}s  {rates}".rstrip(), err=True
+        )
+
+    return show
+
+
+def _summary_output(profile: str, run_id: str, status: str, rows: list[dict[str, Any]]) -> str:
+    from fiolake.runner.summary import SUMMARY_METRICS
+
+    header = f"{profile}  (run {run_id}, {status})\n"
+    if not rows:
+        return header + "  no fio results\n"
+    out = header
+    for start in range(0, len(rows), 4):  # at most 4 jobs side by side
+        chunk = rows[start : start + 4]
+        names = [f"{r['job_name']}#{r['job_index']}" for r in chunk]
+        table_rows = [
+            [label] + [_KIND_FORMAT[kind](r[key]) for r in chunk]
+            for key, label, _c, _d, kind in SUMMARY_METRICS
+        ]
+        out += render(["metric", *names], table_rows, "table")
+    return out
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("job_files", nargs=-1)
+@click.option(
+    "--dir",
+    "target_dir",
+    required=True,
+    type=click.Path(file_okay=False, writable=True, path_type=Path),
+    help="Directory on the storage under test (fio's files go in a subdir, removed after).",
+)
+@click.option(
+    "--backend",
+    default="local",
+    show_default=True,
+    help="Name of the storage backend, used to compare runs (e.g. nvme, ceph-rbd).",
+)
+@lake_option
+@click.option(
+    "--runtime", type=click.IntRange(1), help="Seconds per fio job (scales profiles down)."
+)
+@click.option("--size", type=SizeParam(), help="File size per fio job, e.g. 16M (scales down).")
+@click.option(
+    "--repeat",
+    type=click.IntRange(1, 100),
+    default=1,
+    show_default=True,
+    help="Run every job file this many times (for statistics in `compare`).",
+)
+@click.option("--campaign", help="Campaign id to record (default: a new one per invocation).")
+@click.option("--label", multiple=True, metavar="KEY=VALUE", help="Recorded in runs.labels.")
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Live progress on stderr [default: only when stderr is a terminal].",
+)
+@caps_options
+@format_option()
+def run(
+    job_files: tuple[str, ...],
+    target_dir: Path,
+    backend: str,
+    lake: str,
+    runtime: int | None,
+    size: int | None,
+    repeat: int,
+    campaign: str | None,
+    label: tuple[str, ...],
+    progress: bool | None,
+    fmt: str,
+) -> None:
+    """Run fio job files against --dir and store results in the lake.
+
+    JOB_FILES are paths or names of shipped profiles (`fiolake profiles`); with
+    none, the default suite runs (six profiles, about 90 s). Every job file is
+    checked against the job-file policy before anything runs.
+
+    \b
+    Examples:
+      fiolake run --dir /mnt/nvme --backend nvme-local
+      fiolake run database-oltp --dir /mnt/ceph --backend ceph-rbd --runtime 30
+      fiolake run my-own.fio --dir /data --format json
+      fiolake run --dir "$(mktemp -d)" --runtime 2 --size 16M     # smoke test
+
+    Exit status: 0 when every run is ok, 1 when a job file is refused (nothing
+    runs) or any fio run failed (it is still recorded with status 'failed').
+    """
+    from fiolake.config import Settings
+    from fiolake.manifest import new_campaign_id
+    from fiolake.runner import execute as ex
+    from fiolake.runner.lake_writer import commit_outcome, upload_outcome
+    from fiolake.runner.summary import job_summaries
+
+    try:
+        target_dir.mkdir(parents=True, exist_ok=True)
+        caps = current_caps()
+        labels = parse_labels(label)
+        campaign_id = campaign or new_campaign_id()
+        store = Settings.from_env(lake=lake).store()
+        prepared = []
+        for profile, text in resolve_job_files(job_files):
+            for rep in range(repeat):
+                request = ex.RunRequest(
+                    job_file_text=text,
+                    profile=profile,
+                    backend=backend,
+                    target_dir=target_dir,
+                    job_id=f"j-{uuid.uuid4().hex[:16]}",
+                    campaign_id=campaign_id,
+                    repetition=rep,
+                    runtime_s=runtime,
+                    size_bytes=size,
+                    labels=labels,
+                    caps=caps,
+                )
+                try:
+                    prepared.append(ex.prepare(request))
+                except PolicyError as exc:
+                    raise PolicyError([f"{profile}: {v}" for v in exc.violations]) from None
+        show = progress if progress is not None else sys.stderr.isatty()
+        total = sum(p.expected_s for p in prepared)
+        click.echo(
+            f"campaign {campaign_id}: {len(prepared)} run(s), about {total:.0f} s of fio, "
+            f"lake {store.url}",
+            err=True,
+        )
+        all_rows: list[dict[str, Any]] = []
+        failed = 0
+        for p in prepared:
+            name = p.request.profile
+            outcome = ex.execute(p, on_progress=_progress_printer(name) if show else None)
+            upload_outcome(store, outcome)
+            commit_outcome(
+                store,
+                outcome,
+                job_id=p.request.job_id,
+                campaign_id=campaign_id,
+                runner=p.request.runner,
+            )
+            rows = job_summaries(outcome.tables["results"].to_pylist())
+            if outcome.status != "ok":
+                failed += 1
+                click.echo(f"[{name}] run {outcome.run_id} failed: {outcome.error}", err=True)
+            if fmt == "table":
+                click.echo(_summary_output(name, outcome.run_id, outcome.status, rows))
+            all_rows += [
+                {
+                    "campaign_id": campaign_id,
+                    "run_id": outcome.run_id,
+                    "profile": name,
+                    "backend": backend,
+                    "repetition": p.request.repetition,
+                    "status": outcome.status,
+                }
+                | r
+                for r in rows
+            ]
+    except FiolakeError as exc:
+        raise fail(exc) from None
+    if fmt != "table" and all_rows:
+        columns = list(all_rows[0])
+        click.echo(render(columns, [[r[c] for c in columns] for r in all_rows], fmt), nl=False)
+    if failed:
+        raise click.ClickException(
+            f"{failed} of {len(prepared)} run(s) failed; see runs.error in the lake ({store.url})"
+        )
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("job_files", nargs=-1)
+@click.option("--list", "list_allowed", is_flag=True, help="Print the allowed options and exit.")
+@caps_options
+def validate(
+    job_files: tuple[str, ...],
+    list_allowed: bool,
+) -> None:
+    """Check job files against the job-file policy and `fio --parse-only`; no I/O.
+
+    Each refusal names the section, the option and why. See docs/job-file-policy.md.
+
+    \b
+    Examples:
+      fiolake validate my-own.fio
+      fiolake validate --list          # the allowlist
+    """
+    from fiolake.runner import execute as ex
+    from fiolake.runner.policy import allowed_options
+
+    if list_allowed:
+        for name, note in sorted(allowed_options().items()):
+            click.echo(f"{name}\t{note}")
+        return
+    if not job_files:
+        raise click.UsageError("name at least one job file (or a profile), or use --list")
+    caps = current_caps()
+    problems = []
+    try:
+        for profile, text in resolve_job_files(job_files):
+            request = ex.RunRequest(
+                job_file_text=text,
+                profile=profile,
+                backend="validate",
+                target_dir=Path("/nonexistent-target"),
+                job_id="validate",
+                campaign_id="validate",
+                caps=caps,
+            )
+            try:
+                prepared = ex.prepare(request)
+            except PolicyError as exc:
+                problems += [f"{profile}: {v}" for v in exc.violations]
+                continue
+            click.echo(
+                f"ok  {profile}: {len(prepared.job.jobs)} job(s), about {prepared.expected_s:.0f} s"
+            )
+    except FiolakeError as exc:
+        raise fail(exc) from None
+    if problems:
+        raise fail(PolicyError(problems))
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@format_option()
+def profiles(fmt: str) -> None:
+    """List the shipped fio profiles (job_files/) and the workload each models."""
+    from fiolake.runner.policy import check_job_file, expected_seconds
+    from fiolake.runner.profiles import DEFAULT_SUITE, list_profiles
+
+    rows = []
+    for p in list_profiles():
+        job = check_job_file(p.path.read_text())
+        rows.append(
+            [p.name, p.name in DEFAULT_SUITE, len(job.jobs), expected_seconds(job), p.description]
+        )
+    columns = ["profile", "default_suite", "jobs", "seconds", "models"]
+    formatters = {"seconds": lambda v: f"{v:.0f}", "models": lambda v: _shorten(v, 72)}
+    click.echo(render(columns, rows, fmt, formatters), nl=False)
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"

@@ -1,0 +1,226 @@
+"""`fiolake stack up|down|env|status|init-remote`: the local MinIO + OpenBao stack."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shlex
+from pathlib import Path
+
+import click
+
+from fiolake.cli import fail, format_option
+from fiolake.errors import FiolakeError
+
+ROLES = ("admin", "runner", "publisher", "analyst")
+
+
+def _state_dir_option(fn):  # noqa: ANN001, ANN202
+    return click.option(
+        "--state-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar="FIOLAKE_STATE_DIR",
+        show_envvar=True,
+        default=None,
+        help="Where the stack keeps data, secrets and logs [default: ~/.local/state/fiolake].",
+    )(fn)
+
+
+def _resolve_state(state_dir: Path | None) -> Path:
+    from fiolake.stack import default_state_dir
+
+    return state_dir or default_state_dir()
+
+
+@click.group()
+def stack() -> None:
+    """Local MinIO (TLS) + OpenBao stack for the distributed mode on one machine.
+
+    \b
+      fiolake stack up                 # start (or re-use) both, configure everything
+      eval "$(fiolake stack env)"      # point fiolake/boto3/bao at it (admin role)
+      fiolake stack env --role runner  # least-privilege credentials of one role
+      fiolake stack down [--purge]     # stop; --purge also deletes the state
+    """
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+
+@stack.command()
+@_state_dir_option
+@click.option("--minio-port", type=int, default=None, help="MinIO S3 port [default: 9900].")
+@click.option("--console-port", type=int, default=None, help="MinIO console port [MinIO+1].")
+@click.option("--bao-port", type=int, default=None, help="OpenBao API port [default: 8300].")
+@click.option(
+    "--bao-cluster-port", type=int, default=None, help="OpenBao Raft cluster port [OpenBao+1]."
+)
+@click.option("--bucket", default=None, help="Lake bucket [default: fiolake].")
+def up(
+    state_dir: Path | None,
+    minio_port: int | None,
+    console_port: int | None,
+    bao_port: int | None,
+    bao_cluster_port: int | None,
+    bucket: str | None,
+) -> None:
+    """Start OpenBao and MinIO (TLS), set up PKI, transit, KV, AppRole and IAM.
+
+    Safe to run again: running processes and existing state are re-used. Ports not
+    given are those of the previous `stack up` in this state dir, else the defaults.
+    """
+    from fiolake.stack import stack_up
+    from fiolake.stack.process import read_json
+
+    state = _resolve_state(state_dir)
+    previous = read_json(state / "stack.json") or {}
+    minio_port = minio_port or previous.get("minio_port", 9900)
+    bao_port = bao_port or previous.get("bao_port", 8300)
+    if console_port is None and previous.get("minio_port") == minio_port:
+        console_port = previous.get("console_port")
+    if bao_cluster_port is None and previous.get("bao_port") == bao_port:
+        bao_cluster_port = previous.get("bao_cluster_port")
+    try:
+        env = stack_up(
+            state,
+            minio_port=minio_port,
+            console_port=console_port,
+            bao_port=bao_port,
+            bao_cluster_port=bao_cluster_port,
+            bucket=bucket or previous.get("bucket", "fiolake"),
+        )
+    except FiolakeError as exc:
+        raise fail(exc) from exc
+    click.echo(
+        f"stack up: MinIO {env.endpoint} (bucket {env.bucket}), OpenBao {env.vault_addr}\n"
+        f"state in {env.state_dir}; CA bundle {env.ca_bundle}\n"
+        'next: eval "$(fiolake stack env)"   (roles: admin, runner, publisher, analyst)',
+        err=True,
+    )
+
+
+@stack.command()
+@_state_dir_option
+@click.option("--purge", is_flag=True, help="Also delete the state dir (data, keys, secrets).")
+def down(state_dir: Path | None, purge: bool) -> None:
+    """Stop MinIO and OpenBao (state is kept unless --purge)."""
+    from fiolake.stack import stack_down
+
+    state = _resolve_state(state_dir)
+    try:
+        stack_down(state, purge=purge)
+    except FiolakeError as exc:
+        raise fail(exc) from exc
+    click.echo(f"stack down{' and purged' if purge else ''}: {state}", err=True)
+
+
+@stack.command()
+@_state_dir_option
+@click.option(
+    "--role",
+    type=click.Choice(ROLES),
+    default="admin",
+    show_default=True,
+    help="Whose credentials: admin (MinIO root + OpenBao root token), runner, publisher, analyst.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["sh", "json", "env"]),
+    default="sh",
+    show_default=True,
+    help='sh: export lines for `eval "$(fiolake stack env)"`; json: an object; '
+    "env: NAME=value lines (docker --env-file, kubectl --from-env-file).",
+)
+def env(state_dir: Path | None, role: str, fmt: str) -> None:
+    """Print the environment that points fiolake, boto3 and bao at the running stack."""
+    from fiolake.stack import load_stack
+
+    try:
+        variables = load_stack(_resolve_state(state_dir)).environ(role)
+    except FiolakeError as exc:
+        raise fail(exc) from exc
+    if fmt == "json":
+        click.echo(json.dumps(variables, indent=2, sort_keys=True))
+        return
+    for name, value in variables.items():
+        click.echo(f"{name}={value}" if fmt == "env" else f"export {name}={shlex.quote(value)}")
+
+
+@stack.command()
+@_state_dir_option
+@format_option()
+def status(state_dir: Path | None, fmt: str) -> None:
+    """Pid, address and health of each component; exit 1 unless all are healthy."""
+    from fiolake.cli.output import render
+    from fiolake.stack import stack_status
+
+    columns = ["component", "pid", "address", "health"]
+    rows = stack_status(_resolve_state(state_dir))
+    click.echo(render(columns, [[row[c] for c in columns] for row in rows], fmt), nl=False)
+    if any(row["health"] != "ok" for row in rows):
+        raise click.exceptions.Exit(1)
+
+
+@stack.command("init-remote")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Shared directory for configs, certs, secrets and per-role env files.",
+)
+@click.option("--bao-addr", default="https://openbao:8200", show_default=True)
+@click.option("--bao-listen", default="0.0.0.0:8200", show_default=True)
+@click.option("--bao-cluster-listen", default="0.0.0.0:8201", show_default=True)
+@click.option(
+    "--bao-data-dir",
+    type=click.Path(path_type=Path),
+    default=Path("/bao/data"),
+    show_default=True,
+    help="OpenBao's Raft directory as seen inside the openbao container.",
+)
+@click.option(
+    "--bao-name", multiple=True, help="Names on OpenBao's cert [openbao, localhost, 127.0.0.1]."
+)
+@click.option("--minio-endpoint", default="https://minio:9000", show_default=True)
+@click.option(
+    "--minio-name", multiple=True, help="Names on MinIO's cert [minio, localhost, 127.0.0.1]."
+)
+@click.option("--bucket", default="fiolake", show_default=True)
+@click.option("--timeout", type=float, default=180.0, show_default=True, help="Seconds per wait.")
+def init_remote(
+    out: Path,
+    bao_addr: str,
+    bao_listen: str,
+    bao_cluster_listen: str,
+    bao_data_dir: Path,
+    bao_name: tuple[str, ...],
+    minio_endpoint: str,
+    minio_name: tuple[str, ...],
+    bucket: str,
+    timeout: float,
+) -> None:
+    """Set up OpenBao and MinIO running as services (compose's `init`); idempotent.
+
+    Writes OpenBao's config and bootstrap TLS, waits for OpenBao, initialises and
+    unseals it, configures PKI/transit/KV/AppRole, issues MinIO's certificate, waits
+    for MinIO, creates the bucket and role users, and writes OUT/env/<role>.env.
+    """
+    from fiolake.stack.remote import RemoteTopology, init_remote
+
+    defaults = RemoteTopology()
+    topo = RemoteTopology(
+        bao_addr=bao_addr,
+        bao_listen=bao_listen,
+        bao_cluster_listen=bao_cluster_listen,
+        bao_data_dir=bao_data_dir,
+        bao_names=list(bao_name) or defaults.bao_names,
+        minio_endpoint=minio_endpoint,
+        minio_names=list(minio_name) or defaults.minio_names,
+        bucket=bucket,
+        timeout_s=timeout,
+    )
+    try:
+        env = init_remote(out, topo)
+    except FiolakeError as exc:
+        raise fail(exc) from exc
+    click.echo(f"stack initialised: MinIO {env.endpoint}, OpenBao {env.vault_addr}", err=True)
+    click.echo(f"role environments in {out / 'env'}", err=True)

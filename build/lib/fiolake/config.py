@@ -1,0 +1,167 @@
+"""fiolake's configuration: one typed object built once from flags and the environment.
+
+Every `FIOLAKE_*`, `AWS_*` and `VAULT_*` variable fiolake reads is read here and nowhere
+else (the README's configuration table lists the same names; a test keeps them equal).
+A command builds one `Settings` with `Settings.from_env(lake=<--lake flag>)` and passes it
+(or what it opens: a store, a signer, a keyring) down to the library.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from fiolake.errors import FiolakeError
+from fiolake.signing import (
+    DEFAULT_KEYRING,
+    DEFAULT_TRANSIT_KEY,
+    Keyring,
+    LocalSigner,
+    Signer,
+    VaultSigner,
+    load_public_key,
+    vault_key_refresher,
+)
+from fiolake.store import ObjectStore, S3Settings, open_store
+
+DEFAULT_LAKE = "./lake"
+
+# name -> what it sets; the README's configuration table is checked against this.
+ENV_VARS: dict[str, str] = {
+    "FIOLAKE_LAKE": "lake location: a directory or s3://BUCKET[/PREFIX] (default ./lake)",
+    "FIOLAKE_S3_ENDPOINT": "https:// endpoint of the object store (S3 lakes)",
+    "FIOLAKE_CA_BUNDLE": "CA file that signed the object store's certificate",
+    "AWS_ACCESS_KEY_ID": "object-store access key",
+    "AWS_SECRET_ACCESS_KEY": "object-store secret key",
+    "AWS_CA_BUNDLE": "CA file, used when FIOLAKE_CA_BUNDLE is unset",
+    "AWS_REGION": "signing region (default us-east-1; AWS_DEFAULT_REGION too)",
+    "AWS_DEFAULT_REGION": "signing region when AWS_REGION is unset",
+    "FIOLAKE_SIGNER": "how `publish` signs: vault (transit) or local (a key file)",
+    "FIOLAKE_SIGNING_KEY": "private key file for FIOLAKE_SIGNER=local",
+    "FIOLAKE_TRUSTED_KEY": "public key file a runner trusts (pinned, never cached)",
+    "FIOLAKE_KEYRING": "runner's key cache file (default ~/.cache/fiolake/keyring.json)",
+    "FIOLAKE_TRANSIT_KEY": "transit key name (default manifests)",
+    "VAULT_ADDR": "Vault/OpenBao address (signing; runners fetch public keys)",
+    "VAULT_TOKEN": "Vault/OpenBao token",
+    "VAULT_CACERT": "CA file that signed Vault's certificate",
+    "FIOLAKE_STATE_DIR": "local stack state (default ~/.local/state/fiolake)",
+    "FIOLAKE_CACHE_DIR": "where the MinIO binary is built (default ~/.cache/fiolake)",
+    "FIOLAKE_POLICY_DIR": "replacement HCL/IAM policies for `stack up` (default: shipped)",
+}
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value).expanduser() if value else None
+
+
+def _need(value: str | None, name: str, why: str) -> str:
+    if not value:
+        raise FiolakeError(f"{name} is not set — {why}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything fiolake takes from its environment, typed, read once."""
+
+    lake: str = DEFAULT_LAKE
+    s3: S3Settings | None = None
+    signer_kind: str = ""
+    signing_key: Path | None = None
+    trusted_key: Path | None = None
+    keyring_path: Path = DEFAULT_KEYRING
+    transit_key: str = DEFAULT_TRANSIT_KEY
+    vault_addr: str | None = None
+    vault_token: str | None = None
+    vault_cacert: str | None = None
+    state_dir: Path | None = None
+    cache_dir: Path | None = None
+    policy_dir: Path | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, *, lake: str | None = None) -> Settings:
+        """Settings from `env` (default os.environ); `lake` (a --lake flag) wins over it."""
+        env = os.environ if env is None else env
+        endpoint = env.get("FIOLAKE_S3_ENDPOINT")
+        s3 = None
+        if endpoint:
+            s3 = S3Settings(
+                endpoint=endpoint,
+                ca_bundle=env.get("FIOLAKE_CA_BUNDLE") or env.get("AWS_CA_BUNDLE") or None,
+                access_key=env.get("AWS_ACCESS_KEY_ID"),
+                secret_key=env.get("AWS_SECRET_ACCESS_KEY"),
+                region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+            )
+        return cls(
+            lake=lake or env.get("FIOLAKE_LAKE") or DEFAULT_LAKE,
+            s3=s3,
+            signer_kind=env.get("FIOLAKE_SIGNER", ""),
+            signing_key=_path(env.get("FIOLAKE_SIGNING_KEY")),
+            trusted_key=_path(env.get("FIOLAKE_TRUSTED_KEY")),
+            keyring_path=_path(env.get("FIOLAKE_KEYRING")) or DEFAULT_KEYRING,
+            transit_key=env.get("FIOLAKE_TRANSIT_KEY") or DEFAULT_TRANSIT_KEY,
+            vault_addr=env.get("VAULT_ADDR") or None,
+            vault_token=env.get("VAULT_TOKEN") or None,
+            vault_cacert=env.get("VAULT_CACERT") or None,
+            state_dir=_path(env.get("FIOLAKE_STATE_DIR")),
+            cache_dir=_path(env.get("FIOLAKE_CACHE_DIR")),
+            policy_dir=_path(env.get("FIOLAKE_POLICY_DIR")),
+        )
+
+    @property
+    def lake_s3(self) -> S3Settings | None:
+        """The S3 settings when the lake is on S3, else None."""
+        return self.s3 if self.lake.startswith("s3://") else None
+
+    def store(self) -> ObjectStore:
+        """Open the lake (local directory or S3)."""
+        return open_store(self.lake, self.lake_s3)
+
+    def signer(self) -> Signer:
+        """FIOLAKE_SIGNER=vault (VAULT_ADDR, VAULT_TOKEN, …) or local (FIOLAKE_SIGNING_KEY)."""
+        if self.signer_kind == "vault":
+            why = "FIOLAKE_SIGNER=vault signs with Vault transit"
+            return VaultSigner(
+                _need(self.vault_addr, "VAULT_ADDR", why + " and needs its address"),
+                _need(self.vault_token, "VAULT_TOKEN", why + " and needs a token allowed to sign"),
+                self.transit_key,
+                self.vault_cacert,
+            )
+        if self.signer_kind == "local":
+            if self.signing_key is None:
+                raise FiolakeError(
+                    "FIOLAKE_SIGNING_KEY is not set — FIOLAKE_SIGNER=local needs the path of "
+                    "an Ed25519 key file (create one with `fiolake keygen PATH`)"
+                )
+            return LocalSigner.load(self.signing_key)
+        state = f"is {self.signer_kind!r}" if self.signer_kind else "is not set"
+        raise FiolakeError(
+            f"FIOLAKE_SIGNER {state} — set it to 'vault' (Vault transit) or 'local' (a key file)"
+        )
+
+    def keyring(self) -> Keyring:
+        """The runner's keyring: the cache file, a pinned key, Vault refresh if configured."""
+        refresher = None
+        if self.vault_addr:
+            refresher = vault_key_refresher(
+                self.vault_addr,
+                _need(
+                    self.vault_token,
+                    "VAULT_TOKEN",
+                    "VAULT_ADDR is set, so keys are read from Vault",
+                ),
+                self.transit_key,
+                self.vault_cacert,
+            )
+        ring = Keyring.from_file(self.keyring_path, refresher)
+        if self.trusted_key is not None:
+            keyid, raw = load_public_key(self.trusted_key)
+            ring.add(keyid, raw, persist=False)
+        if not ring.keyids() and refresher is None:
+            raise FiolakeError(
+                "no trusted signing keys — set FIOLAKE_TRUSTED_KEY to a public key file "
+                "or VAULT_ADDR/VAULT_TOKEN to fetch keys from Vault transit"
+            )
+        return ring

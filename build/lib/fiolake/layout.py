@@ -1,0 +1,138 @@
+"""The one place that knows how lake object keys are laid out.
+
+Every other module builds keys through these functions and never parses meaning
+out of a key it did not get from here.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+JOBS_PREFIX = "jobs/"
+CLAIMS_PREFIX = "claims/"
+COMMITS_PREFIX = "commits/"
+RESULTS_PREFIX = "results/"
+RAW_PREFIX = "raw/"
+
+TABLES = ("runs", "results", "timeseries", "percentiles")
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def check_id(kind: str, value: str) -> str:
+    """Return `value` if it is safe inside an object key, else raise ValueError."""
+    if not _ID.match(value) or ".." in value:
+        raise ValueError(
+            f"invalid {kind} {value!r}: use letters, digits, '.', '_' or '-' (max 128)"
+        )
+    return value
+
+
+def job_key(campaign_id: str, job_id: str) -> str:
+    """Signed manifest of one job."""
+    return f"{JOBS_PREFIX}{check_id('campaign id', campaign_id)}/{check_id('job id', job_id)}.json"
+
+
+def parse_job_key(key: str) -> tuple[str, str]:
+    """(campaign_id, job_id) of a key returned by listing `jobs/` (the inverse of `job_key`)."""
+    parts = key.split("/")
+    if len(parts) != 3 or parts[0] + "/" != JOBS_PREFIX or not parts[2].endswith(".json"):
+        raise ValueError(f"not a job key: {key!r}")
+    return check_id("campaign id", parts[1]), check_id("job id", parts[2][: -len(".json")])
+
+
+def campaign_prefix(campaign_id: str) -> str:
+    """Prefix listing every job of one campaign."""
+    return f"{JOBS_PREFIX}{check_id('campaign id', campaign_id)}/"
+
+
+def claim_key(job_id: str) -> str:
+    """Lease object of one job."""
+    return f"{CLAIMS_PREFIX}{check_id('job id', job_id)}.json"
+
+
+def commit_key(job_id: str) -> str:
+    """Create-only marker naming the run id that won the job."""
+    return f"{COMMITS_PREFIX}{check_id('job id', job_id)}.json"
+
+
+def result_key(table: str, day: datetime, run_id: str) -> str:
+    """One Parquet file per table per run attempt, Hive-partitioned by UTC date."""
+    if table not in TABLES:
+        raise ValueError(f"unknown table {table!r}; tables are {', '.join(TABLES)}")
+    return f"{RESULTS_PREFIX}{table}/date={day:%Y-%m-%d}/{check_id('run id', run_id)}.parquet"
+
+
+def table_glob(table: str) -> str:
+    """Glob (relative to the lake root) matching every Parquet file of `table`."""
+    if table not in TABLES:
+        raise ValueError(f"unknown table {table!r}; tables are {', '.join(TABLES)}")
+    return f"{RESULTS_PREFIX}{table}/*/*.parquet"
+
+
+def commits_glob() -> str:
+    """Glob (relative to the lake root) matching every commit marker."""
+    return f"{COMMITS_PREFIX}*.json"
+
+
+def raw_key(run_id: str, name: str) -> str:
+    """fio's own output for one run attempt (fio.json, logs.tar.gz, stderr.txt, jobfile.fio)."""
+    if "/" in name or name.startswith("."):
+        raise ValueError(f"invalid raw object name {name!r}")
+    return f"{RAW_PREFIX}{check_id('run id', run_id)}/{name}"
+
+
+# Compaction (aggregator): merged copies of committed runs, read instead of the small
+# per-run files they cover. results/ and commits/ stay untouched; see docs/aggregator.md.
+COMPACTED_PREFIX = "compacted/"
+MANIFESTS_PREFIX = f"{COMPACTED_PREFIX}_manifests/"
+
+_RESULT_KEY = re.compile(r"^results/([a-z]+)/date=(\d{4}-\d{2}-\d{2})/([^/]+)\.parquet$")
+
+
+def parse_result_key(key: str) -> tuple[str, str, str] | None:
+    """(table, 'YYYY-MM-DD', run_id) of a key made by `result_key`, else None."""
+    m = _RESULT_KEY.match(key)
+    if not m or m.group(1) not in TABLES:
+        return None
+    try:
+        return m.group(1), m.group(2), check_id("run id", m.group(3))
+    except ValueError:
+        return None
+
+
+def compaction_manifest_key(generation: int) -> str:
+    """Create-only manifest of compaction generation `generation` (the newest one wins)."""
+    return f"{MANIFESTS_PREFIX}g{generation:08d}.json"
+
+
+def compaction_generation(key: str) -> int | None:
+    """The generation of a manifest key (inverse of `compaction_manifest_key`), else None."""
+    m = re.match(r"^compacted/_manifests/g(\d{8})\.json$", key)
+    return int(m.group(1)) if m else None
+
+
+def compacted_key(table: str, month: str, generation: int, token: str) -> str:
+    """A merged Parquet file of one table × month (YYYY-MM), written by one compaction."""
+    if table not in TABLES:
+        raise ValueError(f"unknown table {table!r}; tables are {', '.join(TABLES)}")
+    if not re.match(r"^\d{4}-\d{2}$", month):
+        raise ValueError(f"invalid month {month!r}: use YYYY-MM")
+    name = f"g{generation:08d}-{check_id('token', token)}.parquet"
+    return f"{COMPACTED_PREFIX}{table}/month={month}/{name}"
+
+
+def commits_index_key(generation: int, token: str) -> str:
+    """The commit markers known to one compaction, as one Parquet file."""
+    return f"{COMPACTED_PREFIX}commits/g{generation:08d}-{check_id('token', token)}.parquet"
+
+
+def job_id_from_commit_key(key: str) -> str | None:
+    """The job id of a key returned by listing `commits/` (inverse of `commit_key`), else None."""
+    if not key.startswith(COMMITS_PREFIX) or not key.endswith(".json") or key.count("/") != 1:
+        return None
+    try:
+        return check_id("job id", key[len(COMMITS_PREFIX) : -len(".json")])
+    except ValueError:
+        return None

@@ -1,0 +1,50 @@
+"""The one place that finds fio: every run, `--parse-only` check and version record uses
+the binary this module resolved, so the version recorded is that of the fio that ran."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from fiolake.errors import FioError
+
+FIO_INSTALL_HINT = "install it with `apt-get install fio` (or `make setup`)"
+
+
+@dataclass(frozen=True)
+class FioBinary:
+    """An absolute path to fio and the version that binary reports (e.g. 'fio-3.33')."""
+
+    path: str
+    version: str
+
+
+def find_fio(name: str = "fio") -> FioBinary:
+    """Resolve `name` (a command on PATH or a path) to an absolute fio and its version.
+
+    FioError with an install hint when it is missing or `--version` fails. The version is
+    cached per binary and keyed by its mtime, so an upgrade in place is noticed.
+    """
+    found = shutil.which(name)
+    if found is None:
+        raise FioError(f"fio not found ({name!r} is not on PATH) — {FIO_INSTALL_HINT}")
+    path = os.path.realpath(found)
+    return FioBinary(path, _version(path, os.stat(path).st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=8)
+def _version(path: str, _mtime_ns: int) -> str:
+    try:
+        out = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except OSError as exc:
+        raise FioError(f"cannot start {path}: {exc.strerror} — {FIO_INSTALL_HINT}") from None
+    version = out.stdout.strip()
+    if out.returncode != 0 or not version.startswith("fio-"):
+        detail = out.stderr.strip() or version or f"exit code {out.returncode}"
+        raise FioError(f"`{path} --version` failed ({detail}) — {FIO_INSTALL_HINT}")
+    return version

@@ -1,0 +1,208 @@
+"""Run fio as a child process: clean environment, private output dir, watchdog, progress.
+
+fio has no global wall-clock limit, so the watchdog sends SIGINT at the deadline
+(fio then writes its JSON with partial counts) and SIGKILL after a grace period.
+While fio runs this process only sleeps, reads fio's ETA line from the output
+file for progress, and asks `should_stop` (a lost lease) once per tick.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO
+
+from fiolake.errors import FioError
+from fiolake.runner.fio_binary import FIO_INSTALL_HINT
+
+OUTPUT_NAME = "fio.json"
+
+# With --eta=always fio prints its ETA line once a second to stdout, ended by a carriage
+# return ("Jobs: 1 (f=1): [r(1)][40.0%][r=53.8MiB/s][r=13.8k IOPS][eta 00m:03s]").
+_ETA = re.compile(r"Jobs: \d+[^\r\n{]*")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One progress tick: elapsed and expected seconds plus fio's own ETA text."""
+
+    elapsed_s: float
+    expected_s: float
+    eta_line: str | None
+
+
+@dataclass(frozen=True)
+class FioRun:
+    """How a fio invocation ended."""
+
+    argv: list[str]
+    exit_code: int | None  # None when fio never started
+    watchdog: str | None  # None, 'sigint', 'sigkill', 'lease-lost'
+    started_at: datetime
+    finished_at: datetime
+    output_path: Path
+    stderr: str
+
+    @property
+    def output_text(self) -> str:
+        """fio's --output file ('' when fio never wrote it)."""
+        try:
+            return self.output_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+
+class _EtaReader(threading.Thread):
+    """Drains fio's stdout pipe (so fio never blocks on it) and keeps the newest ETA line."""
+
+    def __init__(self, pipe: IO[bytes], on_line: Callable[[str], None]):
+        super().__init__(daemon=True, name="fio-eta")
+        self.pipe = pipe
+        self.on_line = on_line
+        self.other: list[str] = []  # anything on stdout that is not an ETA line
+
+    def run(self) -> None:
+        pending = ""
+        while chunk := self.pipe.read1(4096):
+            pending += chunk.decode(errors="replace")
+            *complete, pending = re.split(r"[\r\n]", pending)
+            for line in complete:
+                if _ETA.match(line):
+                    self.on_line(line.strip())
+                elif line.strip():
+                    self.other.append(line)
+
+
+def _throttled(on_progress: Callable[[Progress], None], expected_s: float) -> Callable[[str], None]:
+    """Report an ETA line unless it repeats the last one within a second (fio's layout phase)."""
+    started = time.monotonic()
+    last: list[tuple[str, float]] = [("", -1.0)]
+
+    def report(line: str) -> None:
+        now = time.monotonic() - started
+        if line == last[0][0] and now - last[0][1] < 1.0:
+            return
+        last[0] = (line, now)
+        on_progress(Progress(now, expected_s, line))
+
+    return report
+
+
+def clean_env(tmpdir: Path) -> dict[str, str]:
+    """The whole environment fio sees: no secrets, no FIO_* or $-expansion inputs."""
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": str(tmpdir), "LC_ALL": "C"}
+
+
+def run_fio(
+    job_file: Path,
+    outdir: Path,
+    *,
+    deadline_s: float,
+    expected_s: float,
+    grace_s: float = 10.0,
+    fio: str = "fio",
+    on_progress: Callable[[Progress], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+    tick_s: float = 1.0,
+) -> FioRun:
+    """Run fio on `job_file` with cwd=`outdir`; JSON lands in `outdir/fio.json`."""
+    output = outdir / OUTPUT_NAME
+    tmpdir = outdir / "tmp"
+    tmpdir.mkdir(parents=True, exist_ok=True)
+    argv = [
+        fio,
+        "--output-format=json+",
+        f"--output={output}",
+        "--eta=always" if on_progress else "--eta=never",
+        str(job_file),
+    ]
+    started = datetime.now(UTC)
+    stderr_path = outdir / "fio.stderr"
+    with open(stderr_path, "wb") as stderr_fh:
+        try:
+            proc = subprocess.Popen(
+                argv,
+                cwd=outdir,
+                env=clean_env(tmpdir),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE if on_progress else subprocess.DEVNULL,
+                stderr=stderr_fh,
+                start_new_session=True,  # our Ctrl-C must not reach fio twice
+            )
+        except OSError as exc:
+            raise FioError(f"cannot start {fio}: {exc.strerror} — {FIO_INSTALL_HINT}") from None
+        eta = None
+        if proc.stdout is not None and on_progress is not None:
+            # One progress line per ETA line, at fio's own once-a-second cadence.
+            eta = _EtaReader(proc.stdout, _throttled(on_progress, expected_s))
+            eta.start()
+        watchdog = _supervise(proc, deadline_s, grace_s, should_stop, tick_s)
+        if eta is not None:
+            eta.join(timeout=5)
+    finished = datetime.now(UTC)
+    console = "\n".join(eta.other) + "\n" if eta is not None and eta.other else ""
+    return FioRun(
+        argv=argv,
+        exit_code=proc.returncode,
+        watchdog=watchdog,
+        started_at=started,
+        finished_at=finished,
+        output_path=output,
+        stderr=console + stderr_path.read_text(errors="replace"),
+    )
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    deadline_s: float,
+    grace_s: float,
+    should_stop: Callable[[], bool] | None,
+    tick_s: float,
+) -> str | None:
+    start = time.monotonic()
+    fired: str | None = None
+    interrupted_at: float | None = None
+    try:
+        while True:
+            try:
+                proc.wait(timeout=tick_s)
+                return fired
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            elapsed = now - start
+            if interrupted_at is None:
+                if elapsed >= deadline_s:
+                    fired = "sigint"
+                elif should_stop is not None and should_stop():
+                    fired = "lease-lost"
+                if fired:
+                    proc.send_signal(signal.SIGINT)
+                    interrupted_at = now
+            elif now - interrupted_at >= grace_s:
+                proc.kill()
+                fired = "sigkill" if fired == "sigint" else fired
+                proc.wait()
+                return fired
+    except BaseException:
+        # KeyboardInterrupt or a crash of ours: never leave fio running unattended.
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        raise
+
+
+def deadline_for(expected_s: float) -> float:
+    """Watchdog deadline: generous over the expected time, since laying out files takes time."""
+    return expected_s * 1.5 + 60.0

@@ -1,0 +1,64 @@
+"""Write one run attempt into the lake: raw output, four Parquet files, then the commit.
+
+The commit marker goes last and create-only, so a reader never sees a committed
+run with missing tables, and a second attempt at the same job cannot overwrite it.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from fiolake import layout
+from fiolake.commits import Commit, new_commit
+from fiolake.errors import PreconditionFailed
+from fiolake.runner.execute import RunOutcome
+from fiolake.runner.spool import put_with_retry
+from fiolake.store import ObjectStore
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    """Encode a lake table as one zstd Parquet file."""
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    return buf.getvalue()
+
+
+def outcome_objects(outcome: RunOutcome) -> dict[str, bytes]:
+    """Every object of an attempt by key: raw output first, then one Parquet per table."""
+    objects = {layout.raw_key(outcome.run_id, name): data for name, data in outcome.raw.items()}
+    for table, data in outcome.tables.items():
+        key = layout.result_key(table, outcome.started_at, outcome.run_id)
+        objects[key] = parquet_bytes(data)
+    return objects
+
+
+def upload_outcome(store: ObjectStore, outcome: RunOutcome) -> None:
+    """Put every object of an attempt (idempotent: keys are unique per run id)."""
+    for key, data in outcome_objects(outcome).items():
+        store.put(key, data)
+
+
+def commit_outcome(
+    store: ObjectStore, outcome: RunOutcome, *, job_id: str, campaign_id: str, runner: str
+) -> Commit | None:
+    """Create the job's commit marker; None when another attempt already won the job."""
+    commit = new_commit(job_id, outcome.run_id, campaign_id, runner, outcome.status)
+    return commit_marker(store, commit)
+
+
+def commit_marker(store: ObjectStore, commit: Commit, **put_options: float) -> Commit | None:
+    """Create-only PUT of a marker; a 412 is settled by reading the winner back."""
+    key = layout.commit_key(commit.job_id)
+    try:
+        if put_options:
+            put_with_retry(store, key, commit.to_bytes(), create_only=True, **put_options)
+        else:
+            store.put(key, commit.to_bytes(), if_none_match=True)
+        return commit
+    except PreconditionFailed:
+        # A retried request may have created the marker itself: read it back.
+        existing = Commit.from_bytes(store.get(key)[0])
+        return existing if existing.run_id == commit.run_id else None

@@ -1,0 +1,310 @@
+"""The stateless runner: discover → verify → claim → run → upload → commit, forever.
+
+Only object storage is shared state. A runner needs no inbound port; any number
+of them (per host × backend) pull from the same lake.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fiolake import layout
+from fiolake.errors import FiolakeError, ManifestError, NotFound, PolicyError, StoreError
+from fiolake.lease import Lease, LeaseLost, claim_lease, release_lease, renew_lease, still_ours
+from fiolake.runner import execute as ex
+from fiolake.runner.lake_writer import commit_marker, outcome_objects
+from fiolake.runner.policy import Caps
+from fiolake.runner.spool import Spool, SpoolEntry, put_with_retry
+from fiolake.store import ObjectStore
+
+log = logging.getLogger("fiolake.runner")
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    """How one runner behaves; see `fiolake runner --help`."""
+
+    backend: str
+    target_dir: Path
+    runner_id: str
+    spool_dir: Path
+    labels: dict[str, str] = field(default_factory=dict)
+    ttl_s: float = 60.0
+    poll_s: float = 1.0
+    upload_deadline_s: float = 600.0
+    max_jobs: int | None = None
+    idle_exit_s: float | None = None
+    once: bool = False
+    caps: Caps = field(default_factory=Caps)
+    fio: str = "fio"
+    grace_s: float = 10.0
+
+
+@dataclass
+class RunnerStats:
+    """What a runner did before it stopped."""
+
+    ok: int = 0
+    failed: int = 0
+    rejected: int = 0
+    lost: int = 0  # attempts whose lease was taken over or whose commit lost
+
+    @property
+    def jobs(self) -> int:
+        return self.ok + self.failed + self.rejected
+
+
+class Heartbeat(threading.Thread):
+    """Renews a lease every ttl/3; sets `lost` when it is taken over or cannot be renewed."""
+
+    def __init__(self, store: ObjectStore, lease: Lease):
+        super().__init__(daemon=True, name=f"heartbeat-{lease.job_id}")
+        self.store = store
+        self.lease = lease
+        self.lost = threading.Event()
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        last_ok = time.monotonic()
+        while not self._halt.wait(self.lease.ttl_s / 3):
+            try:
+                self.lease = renew_lease(self.store, self.lease)
+                last_ok = time.monotonic()
+            except LeaseLost:
+                self.lost.set()
+                return
+            except StoreError as exc:
+                # Store unreachable: past our TTL another runner may have taken over.
+                if time.monotonic() - last_ok > self.lease.ttl_s:
+                    log.warning(
+                        "lease of %s lapsed while the store was unreachable: %s",
+                        self.lease.job_id,
+                        exc,
+                    )
+                    self.lost.set()
+                    return
+
+    def stop(self) -> Lease:
+        self._halt.set()
+        self.join()
+        return self.lease
+
+
+class Runner:
+    """One runner process: a backend, a target directory, a lake, a keyring."""
+
+    def __init__(self, store: ObjectStore, keyring: object, config: RunnerConfig, bucket: str):
+        self.store = store
+        self.keyring = keyring
+        self.config = config
+        self.bucket = bucket
+        self.stats = RunnerStats()
+        self.stop_requested = threading.Event()
+        self.spool = Spool(config.spool_dir)
+        self._done: set[str] = set()  # job ids known to be committed (never re-HEADed)
+
+    # -- discovery -----------------------------------------------------------------------
+    def open_jobs(self) -> Iterator[tuple[str, str, str]]:
+        """(campaign_id, job_id, key) of jobs without a commit marker, in random order."""
+        keys = [k for k in self.store.list(layout.JOBS_PREFIX) if k.endswith(".json")]
+        random.shuffle(keys)  # runners spread over the backlog instead of racing for one job
+        for key in keys:
+            try:
+                campaign_id, job_id = layout.parse_job_key(key)
+            except ValueError:
+                continue
+            if job_id in self._done:
+                continue
+            if self.store.head(layout.commit_key(job_id)) is not None:
+                self._done.add(job_id)
+                continue
+            yield campaign_id, job_id, key
+
+    # -- one job -------------------------------------------------------------------------
+    def try_job(self, campaign_id: str, job_id: str, key: str) -> str | None:
+        """Attempt one job; the run status, or None when it was not ours to run."""
+        from fiolake.manifest import verify_envelope
+        from fiolake.signing import KeyringUnavailable
+
+        try:
+            data, _ = self.store.get(key)
+        except NotFound:
+            return None
+        try:
+            manifest = verify_envelope(data, keyring=self.keyring, bucket=self.bucket, key=key)
+        except KeyringUnavailable as exc:
+            # Vault is unreachable for a key we lack: not the manifest's fault; retry later.
+            log.warning("cannot verify %s yet: %s", job_id, exc)
+            return None
+        except ManifestError as exc:
+            request = ex.RunRequest(
+                job_file_text="",
+                profile="unknown",
+                backend="unknown",
+                target_dir=self.config.target_dir,
+                job_id=job_id,
+                campaign_id=campaign_id,
+                runner=self.config.runner_id,
+                labels=self.config.labels,
+            )
+            return self._reject(request, f"manifest refused: {exc}")
+        if manifest.backend != self.config.backend:
+            return None
+        request = ex.RunRequest(
+            job_file_text=manifest.job_file,
+            profile=manifest.profile,
+            backend=manifest.backend,
+            target_dir=self.config.target_dir,
+            job_id=job_id,
+            campaign_id=campaign_id,
+            repetition=manifest.repetition,
+            runtime_s=manifest.runtime_s,
+            size_bytes=manifest.size_bytes,
+            runner=self.config.runner_id,
+            labels=self.config.labels,
+            caps=self.config.caps,
+        )
+        lease = claim_lease(self.store, job_id, self.config.runner_id, self.config.ttl_s)
+        if lease is None:
+            return None
+        if self.stop_requested.is_set():
+            release_lease(self.store, lease)
+            return None
+        log.info(
+            "claimed %s (%s on %s, epoch %d)",
+            job_id,
+            manifest.profile,
+            manifest.backend,
+            lease.epoch,
+        )
+        heartbeat = Heartbeat(self.store, lease)
+        heartbeat.start()
+        try:
+            try:
+                prepared = ex.prepare(request, fio=self.config.fio)
+            except PolicyError as exc:
+                outcome = ex.rejected_outcome(request, f"job file refused: {exc}")
+            else:
+                outcome = ex.execute(
+                    prepared,
+                    fio=self.config.fio,
+                    should_stop=heartbeat.lost.is_set,
+                    grace_s=self.config.grace_s,
+                )
+            if heartbeat.lost.is_set():
+                watchdog = outcome.fio_run.watchdog if outcome.fio_run else None
+                log.warning(
+                    "lease of %s was lost: attempt %s not committed (fio stopped by: %s)",
+                    job_id,
+                    outcome.run_id,
+                    watchdog,
+                )
+                self.stats.lost += 1
+                return None
+            entry = self._spool(request, outcome)
+            self._upload(entry)
+            # Stop renewing first: checking while the heartbeat may still swap the nonce
+            # could mistake our own renewal for a takeover.
+            lease = heartbeat.stop()
+            if heartbeat.lost.is_set() or not still_ours(self.store, lease):
+                log.warning(
+                    "lease of %s was lost before commit: attempt %s orphaned",
+                    job_id,
+                    outcome.run_id,
+                )
+                self.spool.remove(entry)
+                self.stats.lost += 1
+                return None
+            return self._commit(entry)
+        finally:
+            heartbeat.stop()
+
+    def _reject(self, request: ex.RunRequest, reason: str) -> str | None:
+        lease = claim_lease(self.store, request.job_id, self.config.runner_id, self.config.ttl_s)
+        if lease is None:
+            return None
+        log.warning("rejecting %s: %s", request.job_id, reason)
+        entry = self._spool(request, ex.rejected_outcome(request, reason))
+        self._upload(entry)
+        return self._commit(entry)
+
+    def _spool(self, request: ex.RunRequest, outcome: ex.RunOutcome) -> SpoolEntry:
+        meta = {
+            "job_id": request.job_id,
+            "campaign_id": request.campaign_id,
+            "runner": self.config.runner_id,
+            "status": outcome.status,
+        }
+        return self.spool.add(outcome.run_id, outcome_objects(outcome), meta)
+
+    def _upload(self, entry: SpoolEntry) -> None:
+        for key, data in entry.objects():
+            put_with_retry(self.store, key, data, deadline_s=self.config.upload_deadline_s)
+
+    def _commit(self, entry: SpoolEntry) -> str | None:
+        from fiolake.commits import new_commit
+
+        meta = entry.meta
+        commit = new_commit(
+            meta["job_id"], entry.run_id, meta["campaign_id"], meta["runner"], meta["status"]
+        )
+        won = commit_marker(self.store, commit, deadline_s=self.config.upload_deadline_s)
+        self.spool.remove(entry)
+        self._done.add(meta["job_id"])
+        if won is None:
+            log.warning(
+                "job %s was committed by another attempt; %s orphaned", meta["job_id"], entry.run_id
+            )
+            self.stats.lost += 1
+            return None
+        status = meta["status"]
+        setattr(self.stats, status, getattr(self.stats, status) + 1)
+        log.info("committed %s: run %s %s", meta["job_id"], entry.run_id, status)
+        return status
+
+    # -- the loop ------------------------------------------------------------------------
+    def drain_spool(self) -> int:
+        """Upload and commit attempts left in the spool by an earlier crash or outage."""
+        entries = self.spool.pending()
+        for entry in entries:
+            log.info("re-uploading spooled run %s of job %s", entry.run_id, entry.meta["job_id"])
+            self._upload(entry)
+            self._commit(entry)
+        return len(entries)
+
+    def serve(self) -> RunnerStats:
+        """Run jobs until stopped, --once, --max-jobs or --idle-exit says so."""
+        cfg = self.config
+        self.drain_spool()
+        idle_since = time.monotonic()
+        while not self.stop_requested.is_set():
+            did_work = False
+            try:
+                for campaign_id, job_id, key in self.open_jobs():
+                    if self.stop_requested.is_set() or self._limit_reached():
+                        break
+                    if self.try_job(campaign_id, job_id, key) is not None:
+                        did_work = True
+            except StoreError as exc:
+                log.warning("store unavailable, retrying: %s", exc)
+            except FiolakeError as exc:
+                log.error("%s", exc)
+            if did_work:
+                idle_since = time.monotonic()
+            if cfg.once or self._limit_reached():
+                break
+            if cfg.idle_exit_s is not None and time.monotonic() - idle_since >= cfg.idle_exit_s:
+                log.info("idle for %.0f s: exiting", cfg.idle_exit_s)
+                break
+            if not did_work:
+                self.stop_requested.wait(cfg.poll_s)
+        return self.stats
+
+    def _limit_reached(self) -> bool:
+        return self.config.max_jobs is not None and self.stats.jobs >= self.config.max_jobs

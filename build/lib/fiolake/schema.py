@@ -1,0 +1,161 @@
+"""Arrow schemas of the four lake tables: the user-facing column contract.
+
+Units are raw everywhere: bytes, bytes per second, nanoseconds, milliseconds for
+runtimes, percent for CPU. Columns fio may not report (old versions, gtod_reduce=1,
+a failed job) are nullable and stay null rather than zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+TS = pa.timestamp("ms", tz="UTC")
+
+RUNS = pa.schema(
+    [
+        ("run_id", pa.string()),  # one attempt at one job; unique
+        ("job_id", pa.string()),  # the job (manifest); several attempts may share it
+        ("campaign_id", pa.string()),
+        ("repetition", pa.int32()),  # 0-based repetition index within the campaign
+        ("backend", pa.string()),  # user's name for the storage under test
+        ("runner", pa.string()),  # runner id (host:pid or --runner-id)
+        ("host", pa.string()),
+        ("profile", pa.string()),  # job file stem, e.g. random-reads
+        ("job_file_sha256", pa.string()),  # of the job file as submitted
+        ("canonical_job_file", pa.string()),  # what fio actually ran
+        ("fio_version", pa.string()),  # `fio --version` of the binary that ran
+        ("fio_path", pa.string()),  # that binary's absolute path
+        ("fio_argv", pa.list_(pa.string())),
+        ("kernel", pa.string()),
+        ("os", pa.string()),
+        ("cpu_model", pa.string()),
+        ("cpu_count", pa.int32()),
+        ("mem_bytes", pa.int64()),
+        ("target_dir", pa.string()),
+        ("fs_type", pa.string()),
+        ("mount_options", pa.string()),
+        ("device", pa.string()),  # block device backing target_dir, when visible
+        ("device_model", pa.string()),
+        ("labels", pa.map_(pa.string(), pa.string())),  # runner --label k=v
+        ("runtime_s", pa.int32()),  # runtime override applied to every job, if any
+        ("size_bytes", pa.int64()),  # size override applied to every job, if any
+        ("started_at", TS),
+        ("finished_at", TS),
+        ("status", pa.string()),  # ok | failed | rejected
+        ("error", pa.string()),  # why it failed or was rejected; null when ok
+        ("exit_code", pa.int32()),  # fio's exit code; null if fio never ran
+        ("watchdog", pa.string()),  # null, 'sigint' or 'sigkill' when the watchdog fired
+        ("signer_keyid", pa.string()),  # key that signed the manifest (distributed runs)
+    ]
+)
+
+_LAT_STATS = []
+for _kind in ("slat", "clat", "lat"):
+    _LAT_STATS += [
+        (f"{_kind}_min_ns", pa.int64()),
+        (f"{_kind}_max_ns", pa.int64()),
+        (f"{_kind}_mean_ns", pa.float64()),
+        (f"{_kind}_stddev_ns", pa.float64()),
+    ]
+
+# Percentiles promoted to columns of `results`; the full list is in `percentiles`.
+RESULT_PERCENTILES: dict[str, float] = {
+    "clat_p50_ns": 50.0,
+    "clat_p90_ns": 90.0,
+    "clat_p95_ns": 95.0,
+    "clat_p99_ns": 99.0,
+    "clat_p999_ns": 99.9,
+    "clat_p9999_ns": 99.99,
+}
+
+RESULTS = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("backend", pa.string()),
+        ("job_name", pa.string()),
+        ("job_index", pa.int32()),  # position in fio's jobs[] (names repeat for numjobs)
+        ("groupid", pa.int32()),
+        ("direction", pa.string()),  # read | write | trim
+        ("io_bytes", pa.int64()),
+        ("total_ios", pa.int64()),
+        ("bw_bytes", pa.int64()),  # bytes per second
+        ("iops", pa.float64()),
+        ("runtime_ms", pa.int64()),
+        *_LAT_STATS,
+        *[(name, pa.int64()) for name in RESULT_PERCENTILES],
+        ("bw_min_bytes", pa.int64()),
+        ("bw_max_bytes", pa.int64()),
+        ("bw_mean_bytes", pa.float64()),
+        ("bw_stddev_bytes", pa.float64()),
+        ("iops_min", pa.float64()),
+        ("iops_max", pa.float64()),
+        ("iops_mean", pa.float64()),
+        ("iops_stddev", pa.float64()),
+        ("job_runtime_ms", pa.int64()),
+        ("usr_cpu", pa.float64()),  # percent of job runtime
+        ("sys_cpu", pa.float64()),
+        ("ctx", pa.int64()),
+        ("majf", pa.int64()),
+        ("minf", pa.int64()),
+        ("job_error", pa.int32()),  # fio's errno for the job, 0 when fine
+        ("rw", pa.string()),
+        ("bs", pa.string()),
+        ("iodepth", pa.int32()),
+        ("numjobs", pa.int32()),
+        ("ioengine", pa.string()),
+        ("direct", pa.bool_()),
+        ("group_reporting", pa.bool_()),
+    ]
+)
+
+TIMESERIES = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("job_name", pa.string()),
+        ("job_index", pa.int32()),  # index into jobs[] (the group's entry under group_reporting)
+        ("thread", pa.int32()),  # fio's 1-based thread number (the N of its log files)
+        ("direction", pa.string()),
+        ("second", pa.int32()),  # 1-based window end, in seconds since the job started
+        ("bw_bytes", pa.int64()),
+        ("iops", pa.int64()),
+        ("lat_mean_ns", pa.int64()),
+        ("clat_mean_ns", pa.int64()),
+        ("slat_mean_ns", pa.int64()),
+        ("zero_filled", pa.bool_()),  # fio logged no row for this window: no I/O happened
+        ("partial", pa.bool_()),  # the last window of the job, shorter than a second
+    ]
+)
+
+PERCENTILES = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("job_name", pa.string()),
+        ("job_index", pa.int32()),
+        ("direction", pa.string()),
+        ("lat_type", pa.string()),  # slat | clat | lat
+        ("percentile", pa.float64()),
+        ("value_ns", pa.int64()),
+        ("source", pa.string()),  # fio_json | json_plus_bins
+    ]
+)
+
+SCHEMAS: dict[str, pa.Schema] = {
+    "runs": RUNS,
+    "results": RESULTS,
+    "timeseries": TIMESERIES,
+    "percentiles": PERCENTILES,
+}
+
+
+def to_table(name: str, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """Build an Arrow table of lake table `name` from row dicts; missing keys become null."""
+    schema = SCHEMAS[name]
+    rows = list(rows)
+    unknown = {k for row in rows for k in row} - set(schema.names)
+    if unknown:
+        raise ValueError(f"unknown columns for table {name}: {sorted(unknown)}")
+    columns = {field.name: [row.get(field.name) for row in rows] for field in schema}
+    return pa.Table.from_pydict(columns, schema=schema)

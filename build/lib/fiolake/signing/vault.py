@@ -1,0 +1,129 @@
+"""Vault/OpenBao transit: the publisher's signer and the runner's public-key source."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import hvac
+import hvac.exceptions
+import requests
+
+from fiolake.errors import FiolakeError
+from fiolake.signing.base import Signature
+
+DEFAULT_TRANSIT_KEY = "manifests"
+
+Refresher = Callable[[str], dict[str, bytes]]
+
+
+def _vault_client(addr: str, token: str, ca_cert: str | Path | None) -> Any:
+    return hvac.Client(url=addr, token=token, verify=str(ca_cert) if ca_cert else True, timeout=10)
+
+
+@contextmanager
+def _vault_errors(action: str, addr: str, need: str) -> Iterator[None]:
+    """Turn hvac/requests exceptions into a message naming the problem and the fix."""
+    try:
+        yield
+    except hvac.exceptions.Forbidden as exc:
+        msg = f"Vault refused to {action} (permission denied): the token needs {need}"
+        raise FiolakeError(msg) from exc
+    except hvac.exceptions.InvalidPath as exc:
+        raise FiolakeError(f"Vault cannot {action}: no such key or mount at {addr}") from exc
+    except requests.exceptions.SSLError as exc:
+        msg = f"TLS to Vault at {addr} failed ({exc}); set VAULT_CACERT to its CA file"
+        raise FiolakeError(msg) from exc
+    except requests.exceptions.RequestException as exc:
+        raise FiolakeError(f"cannot reach Vault at {addr} to {action}: {exc}") from exc
+    except hvac.exceptions.VaultError as exc:
+        raise FiolakeError(f"Vault failed to {action}: {exc}") from exc
+
+
+def vault_keyid(key_name: str, version: int) -> str:
+    return f"vault:{key_name}:v{version}"
+
+
+class VaultSigner:
+    """Signs through transit `sign/<key>`; the publisher's token needs nothing else."""
+
+    def __init__(
+        self,
+        addr: str,
+        token: str,
+        key_name: str = DEFAULT_TRANSIT_KEY,
+        ca_cert: str | Path | None = None,
+        mount: str = "transit",
+    ):
+        self.addr, self.key_name, self.mount = addr, key_name, mount
+        self._client = _vault_client(addr, token, ca_cert)
+
+    def sign(self, message: bytes) -> Signature:
+        action = f"sign with transit key {self.key_name!r}"
+        need = f"`update` on {self.mount}/sign/{self.key_name}"
+        with _vault_errors(action, self.addr, need):
+            resp = self._client.secrets.transit.sign_data(
+                self.key_name,
+                hash_input=base64.b64encode(message).decode(),
+                mount_point=self.mount,
+            )
+        return self._parse(resp["data"]["signature"])
+
+    def _parse(self, value: str) -> Signature:
+        # transit returns "vault:v<N>:<base64>"; the version becomes part of our key id.
+        parts = value.split(":")
+        try:
+            if len(parts) != 3 or parts[0] != "vault" or not parts[1].startswith("v"):
+                raise ValueError
+            version = int(parts[1][1:])
+            raw = base64.b64decode(parts[2], validate=True)
+        except (ValueError, binascii.Error):
+            raise FiolakeError(f"unexpected transit signature format {value[:40]!r}") from None
+        if len(raw) != 64:
+            raise FiolakeError(
+                f"transit key {self.key_name!r} returned a {len(raw)}-byte signature; "
+                "it must be an ed25519 key (type=ed25519, derived=false)"
+            )
+        return Signature(vault_keyid(self.key_name, version), base64.b64encode(raw).decode())
+
+
+class VaultKeySource:
+    """Refresher over transit `keys/<key>`: every version not retired by policy."""
+
+    def __init__(
+        self, addr: str, token: str, key_name: str, ca_cert: str | Path | None, mount: str
+    ):
+        self.addr, self.key_name, self.mount = addr, key_name, mount
+        self.namespace = f"vault:{key_name}:"  # the key ids this source is authoritative for
+        self._client = _vault_client(addr, token, ca_cert)
+
+    def __call__(self, wanted_keyid: str) -> dict[str, bytes]:
+        action = f"read transit key {self.key_name!r}"
+        with _vault_errors(action, self.addr, f"`read` on {self.mount}/keys/{self.key_name}"):
+            resp = self._client.secrets.transit.read_key(self.key_name, mount_point=self.mount)
+        data = resp["data"]
+        if data.get("type") != "ed25519":
+            raise FiolakeError(f"transit key {self.key_name!r} is {data.get('type')}, not ed25519")
+        # OpenBao already omits versions below min_decryption_version; filter anyway so a
+        # server that lists them cannot resurrect a retired key.
+        floor = max(int(data.get("min_decryption_version") or 0), 1)
+        return {
+            vault_keyid(self.key_name, int(v)): base64.b64decode(k["public_key"])
+            for v, k in data["keys"].items()
+            if int(v) >= floor
+        }
+
+
+def vault_key_refresher(
+    addr: str,
+    token: str,
+    key_name: str = DEFAULT_TRANSIT_KEY,
+    ca_cert: str | Path | None = None,
+    mount: str = "transit",
+) -> Refresher:
+    """A refresher returning every version of the transit key that is not retired by policy."""
+    return VaultKeySource(addr, token, key_name, ca_cert, mount)

@@ -1,0 +1,56 @@
+"""`lint-imports` checks the layer contract in pyproject.toml against the installed code.
+
+It runs on the unpacked wheel (against the editable install grimp cannot see the folders
+that package-dir maps into the namespace), and a planted forbidden import must break it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.packaging.conftest import REPO
+
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+
+def lint_imports(site: Path, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(REPO / "pyproject.toml"), "--no-cache"],
+        cwd=cwd,
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_installed_code_keeps_every_layer_contract(unpacked_wheel: Path, tmp_path: Path) -> None:
+    done = lint_imports(unpacked_wheel, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout
+
+
+def test_a_planted_upward_import_breaks_the_contract(unpacked_wheel: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    shutil.copytree(unpacked_wheel, site)
+    layout = site / "fiolake" / "layout.py"
+    layout.write_text(layout.read_text() + "\nimport fiolake.runner.execute  # planted\n")
+    done = lint_imports(site, tmp_path)
+    assert done.returncode == 1
+    assert "the core imports nothing above it BROKEN" in done.stdout
+    assert "fiolake.layout -> fiolake.runner.execute" in done.stdout
+
+
+def test_runner_importing_the_aggregator_breaks_the_contract(
+    unpacked_wheel: Path, tmp_path: Path
+) -> None:
+    site = tmp_path / "site"
+    shutil.copytree(unpacked_wheel, site)
+    spool = site / "fiolake" / "runner" / "spool.py"
+    spool.write_text(spool.read_text() + "\nimport fiolake.aggregator.lake  # planted\n")
+    done = lint_imports(site, tmp_path)
+    assert done.returncode == 1
+    assert "BROKEN" in done.stdout and "fiolake.runner.spool" in done.stdout

@@ -1,0 +1,120 @@
+"""The wheel users install: one top-level name, its data inside, and it works alone.
+
+The wheel is built from this tree (`pip wheel . --no-deps`) and installed into a fresh
+venv outside the checkout. Its third-party dependencies come from the test venv through
+a plain path entry (so no registry is needed and the test takes seconds); that entry does
+not run the test venv's `.pth` hooks, so the checkout's editable install stays invisible.
+Every command runs from an empty directory.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.packaging.conftest import REPO
+
+SHIPPED_PROFILES = sorted(p.stem for p in (REPO / "job_files").glob("*.fio"))
+
+
+def test_wheel_installs_one_top_level_name(built_wheel: Path) -> None:
+    names = zipfile.ZipFile(built_wheel).namelist()
+    assert {n.split("/")[0] for n in names} == {"fiolake", "fiolake-0.1.0.dist-info"}
+    top_level = {n.split("/")[1] for n in names if n.startswith("fiolake/")}
+    assert {"runner", "aggregator", "app", "stack", "job_files", "cli", "signing"} <= top_level
+
+
+def test_wheel_carries_every_module_and_data_file(built_wheel: Path) -> None:
+    names = set(zipfile.ZipFile(built_wheel).namelist())
+    folders = {
+        "fiolake/": REPO / "fiolake",
+        "fiolake/runner/": REPO / "runner",
+        "fiolake/aggregator/": REPO / "aggregator",
+        "fiolake/app/": REPO / "app",
+        "fiolake/stack/": REPO / "infra" / "stack",
+        "fiolake/job_files/": REPO / "job_files",
+    }
+    missing = []
+    for prefix, folder in folders.items():
+        for path in folder.rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                name = prefix + path.relative_to(folder).as_posix()
+                if name not in names:
+                    missing.append(name)
+    assert missing == []
+
+
+@pytest.fixture(scope="module")
+def wheel_venv(built_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv outside the checkout with only the wheel installed into it."""
+    venv = tmp_path_factory.mktemp("wheel-venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+         "--no-index", str(built_wheel)],
+        check=True,
+    )  # fmt: skip
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(site, "_test_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return venv
+
+
+def run_installed(venv: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("FIOLAKE_", "PYTHON"))}
+    env["PATH"] = f"{venv / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
+    return subprocess.run(
+        [str(venv / "bin" / "fiolake"), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_installed_fiolake_is_the_wheel_not_the_checkout(wheel_venv: Path, tmp_path: Path) -> None:
+    code = "import fiolake.runner; print(fiolake.runner.__file__)"
+    done = subprocess.run(
+        [str(wheel_venv / "bin" / "python"), "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )  # fmt: skip
+    assert done.stdout.startswith(str(wheel_venv)), done.stdout
+
+
+def test_profiles_lists_every_shipped_profile_from_an_empty_dir(
+    wheel_venv: Path, tmp_path: Path
+) -> None:
+    done = run_installed(wheel_venv, tmp_path, "profiles", "--format", "csv")
+    assert done.returncode == 0, done.stderr
+    names = [line.split(",")[0] for line in done.stdout.splitlines()[1:]]
+    assert names == SHIPPED_PROFILES
+
+
+def test_validate_run_and_stack_help_work_from_the_wheel(wheel_venv: Path, tmp_path: Path) -> None:
+    validated = run_installed(wheel_venv, tmp_path, "validate", "random-reads")
+    assert validated.returncode == 0, validated.stderr
+    target = tmp_path / "target"
+    target.mkdir()
+    ran = run_installed(
+        wheel_venv, tmp_path, "run", "random-reads", "--dir", str(target),
+        "--runtime", "1", "--size", "4M", "--format", "json",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert list((tmp_path / "lake" / "commits").glob("*.json")), "the run was committed"
+    helped = run_installed(wheel_venv, tmp_path, "stack", "up", "--help")
+    assert helped.returncode == 0 and "Usage: fiolake stack up" in helped.stdout
