@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CACHE ?= $(HOME)/.cache/fiolake
 
-.PHONY: help setup fio venv minio demo test lint bench clean
+.PHONY: help setup fio venv minio demo test test-fast lint-imports lint bench clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -35,8 +35,20 @@ setup: fio venv minio ## everything the demo and tests need
 demo: setup ## the main job: run the default suite locally and show the summary
 	bash infra/demo.sh
 
-test: setup ## the test suite (real fio; real MinIO + OpenBao)
+test: setup lint-imports ## everything: layer contract, then both tiers (real fio; real MinIO + OpenBao)
 	$(BIN)/pytest -q
+
+test-fast: fio venv ## the fast tier: no MinIO, no OpenBao, no Go (< 60 s)
+	$(BIN)/pytest -q -m "not stack and not slow"
+
+# The contract is checked on the code users install: the wheel, unpacked outside the
+# checkout (against the editable install grimp cannot see the package-dir mapping).
+lint-imports: venv ## import-linter's layer contract (pyproject.toml) on the built wheel
+	rm -rf build/lint-imports && mkdir -p build/lint-imports
+	$(BIN)/pip wheel -q --no-deps -w build/lint-imports . >build/lint-imports/wheel.log 2>&1 \
+	  || { cat build/lint-imports/wheel.log >&2; exit 1; }
+	$(BIN)/python -m zipfile -e build/lint-imports/fiolake-*.whl build/lint-imports/site
+	cd build/lint-imports && PYTHONPATH=site ../../$(BIN)/lint-imports --config ../../pyproject.toml --no-cache
 
 lint: venv ## ruff
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
@@ -44,5 +56,5 @@ lint: venv ## ruff
 bench: setup ## benchmarks under tests/bench (print their figures)
 	for b in tests/bench/[a-z]*.py; do $(BIN)/python -m tests.bench.$$(basename $$b .py) || exit 1; done
 
-clean: ## remove the venv and the demo lake
-	rm -rf $(VENV) lake demo-lake
+clean: ## remove the venv, build outputs and the demo lake
+	rm -rf $(VENV) build lake demo-lake

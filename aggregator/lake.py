@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
+import duckdb_extension_httpfs
 import pyarrow as pa
 
 from fiolake.aggregator.manifest import Manifest
@@ -37,13 +38,6 @@ def quote(text: str) -> str:
 
 def httpfs_extension() -> Path:
     """The httpfs extension file shipped in the duckdb-extension-httpfs wheel."""
-    try:
-        import duckdb_extension_httpfs
-    except ImportError as exc:
-        raise LakeError(
-            "reading an S3 lake needs the duckdb-extension-httpfs package: "
-            f"pip install duckdb-extension-httpfs=={duckdb.__version__}"
-        ) from exc
     base = Path(next(iter(duckdb_extension_httpfs.__path__)))
     found = sorted(base.glob(f"extensions/v{duckdb.__version__}/httpfs.duckdb_extension"))
     found = found or sorted(base.rglob("httpfs.duckdb_extension"))

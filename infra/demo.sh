@@ -6,11 +6,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 FIOLAKE=${FIOLAKE:-.venv/bin/fiolake}
-export FIOLAKE_STATE_DIR=${FIOLAKE_STATE_DIR:-$HOME/.local/state/fiolake-demo}
 RUNTIME=${DEMO_RUNTIME:-2}
 SIZE=${DEMO_SIZE:-32M}
 REPEAT=${DEMO_REPEAT:-3}
 work=$(mktemp -d /var/tmp/fiolake-demo.XXXXXX)
+# A private stack per demo, on free ports: a second demo (or any other fiolake stack on
+# this machine) never collides with this one, and `stack down --purge` leaves nothing.
+export FIOLAKE_STATE_DIR="$work/stack"
 disk_dir="$work/disk"
 tmpfs_dir=$(mktemp -d /dev/shm/fiolake-demo.XXXXXX)
 pids=()
@@ -19,13 +21,13 @@ cleanup() {
   status=$?
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  $FIOLAKE stack down >&2 || true
+  $FIOLAKE stack down --purge >&2 || true
   rm -rf "$work" "$tmpfs_dir"
   exit $status
 }
 trap cleanup EXIT INT TERM
 
-echo "== starting the local stack (first run builds MinIO from source, ~3 min)" >&2
+echo "== starting a local stack on free ports (first run builds MinIO from source, ~3 min)" >&2
 $FIOLAKE stack up >&2
 
 role_env() { $FIOLAKE stack env --role "$1"; }

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from fiolake.cli import COMMANDS, cli
+from fiolake.config import ENV_VARS
 from fiolake.runner.policy import allowed_options
 
 README = Path(__file__).resolve().parent.parent / "README.md"
@@ -37,3 +38,26 @@ def test_every_command_has_help_with_a_description(name: str) -> None:
 def test_every_command_is_documented_in_readme() -> None:
     text = README.read_text()
     assert [n for n in COMMANDS if f"fiolake {n}" not in text and f"`{n}`" not in text] == []
+
+
+def test_readme_configuration_table_is_every_variable_fiolake_reads() -> None:
+    text = README.read_text()
+    section = text[text.index("## Configuration") : text.index("## Development")]
+    rows = re.findall(r"^\| `([A-Z0-9_]+)` \| (.*) \|$", section, re.M)
+    assert rows == list(ENV_VARS.items())
+
+
+ENV_READ = re.compile(r"environ(?:\.get\(|\[)\"((?:FIOLAKE|AWS|VAULT)_[A-Z0-9_]+)")
+
+
+def test_only_the_config_module_reads_fiolake_aws_and_vault_variables() -> None:
+    root = README.parent
+    readers = []
+    for folder in ("fiolake", "runner", "aggregator", "app", "infra"):
+        for path in (root / folder).rglob("*.py"):
+            hits = re.findall(
+                r"environ(?:\.get\(|\[)\"((?:FIOLAKE|AWS|VAULT)_[A-Z0-9_]+)", path.read_text()
+            )
+            if hits and path != root / "fiolake" / "config.py":
+                readers.append((path.relative_to(root).as_posix(), hits))
+    assert readers == []

@@ -48,10 +48,10 @@ def stack() -> None:
 @stack.command()
 @_state_dir_option
 @click.option("--minio-port", type=int, default=None, help="MinIO S3 port [default: 9900].")
-@click.option("--console-port", type=int, default=None, help="MinIO console port [MinIO+1].")
+@click.option("--console-port", type=int, default=None, help="MinIO console port [9901].")
 @click.option("--bao-port", type=int, default=None, help="OpenBao API port [default: 8300].")
 @click.option(
-    "--bao-cluster-port", type=int, default=None, help="OpenBao Raft cluster port [OpenBao+1]."
+    "--bao-cluster-port", type=int, default=None, help="OpenBao Raft cluster port [8301]."
 )
 @click.option("--bucket", default=None, help="Lake bucket [default: fiolake].")
 def up(
@@ -64,33 +64,37 @@ def up(
 ) -> None:
     """Start OpenBao and MinIO (TLS), set up PKI, transit, KV, AppRole and IAM.
 
-    Safe to run again: running processes and existing state are re-used. Ports not
-    given are those of the previous `stack up` in this state dir, else the defaults.
+    Safe to run again: running processes and existing state are re-used. A port not
+    given is that of the stack already running in this state dir, else the previous or
+    default one while it is free, else a free port (so a second stack never collides
+    with a first); the ports in use are printed.
     """
-    from fiolake.stack import stack_up
+    from fiolake.stack import resolve_ports, stack_up
     from fiolake.stack.process import read_json
 
     state = _resolve_state(state_dir)
     previous = read_json(state / "stack.json") or {}
-    minio_port = minio_port or previous.get("minio_port", 9900)
-    bao_port = bao_port or previous.get("bao_port", 8300)
-    if console_port is None and previous.get("minio_port") == minio_port:
-        console_port = previous.get("console_port")
-    if bao_cluster_port is None and previous.get("bao_port") == bao_port:
-        bao_cluster_port = previous.get("bao_cluster_port")
+    ports = resolve_ports(
+        state,
+        {
+            "minio_port": minio_port,
+            "console_port": console_port,
+            "bao_port": bao_port,
+            "bao_cluster_port": bao_cluster_port,
+        },
+    )
     try:
         env = stack_up(
             state,
-            minio_port=minio_port,
-            console_port=console_port,
-            bao_port=bao_port,
-            bao_cluster_port=bao_cluster_port,
+            **ports,
             bucket=bucket or previous.get("bucket", "fiolake"),
         )
     except FiolakeError as exc:
         raise fail(exc) from exc
     click.echo(
         f"stack up: MinIO {env.endpoint} (bucket {env.bucket}), OpenBao {env.vault_addr}\n"
+        f"ports: MinIO {ports['minio_port']}, console {ports['console_port']}, "
+        f"OpenBao {ports['bao_port']}, OpenBao cluster {ports['bao_cluster_port']}\n"
         f"state in {env.state_dir}; CA bundle {env.ca_bundle}\n"
         'next: eval "$(fiolake stack env)"   (roles: admin, runner, publisher, analyst)',
         err=True,

@@ -27,6 +27,7 @@ HAND = """
 """
 
 
+@pytest.mark.slow
 def test_two_backends_three_repetitions(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     for backend in ("disk-a", "disk-b"):

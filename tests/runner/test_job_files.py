@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fiolake.errors import FiolakeError
+from fiolake.errors import FiolakeError, UsageProblem
 from fiolake.runner.fio_binary import find_fio
 from fiolake.runner.policy import (
     allowed_options,
@@ -103,10 +103,10 @@ def test_resolve_job_file(tmp_path: Path) -> None:
     own.write_text("[mine]\n")
     assert resolve_job_file(own) == own
     assert resolve_job_file(str(own)) == own
-    with pytest.raises(FiolakeError) as info:
+    with pytest.raises(UsageProblem) as info:
         resolve_job_file("no-such-profile")
     assert str(info.value) == (
-        "no job file or profile named 'no-such-profile'; give a path to a .fio file or one of "
+        "no job file or profile named 'no-such-profile' — give a path to a .fio file or one of "
         "the shipped profiles: " + ", ".join(sorted(PROFILES))
     )
     with pytest.raises(FiolakeError):

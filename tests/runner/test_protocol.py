@@ -24,6 +24,9 @@ from fiolake.config import Settings
 from fiolake.store import ObjectStore
 from tests.runner.conftest import NULL_JOB, SLOW_JOB, LakeEnv, wait_for
 
+# Whole runner fleets as real processes: the slow tier (make test), not make test-fast.
+pytestmark = pytest.mark.slow
+
 
 def job_file(tmp: Path, text: str, name: str = "tiny") -> Path:
     path = tmp / f"{name}.fio"

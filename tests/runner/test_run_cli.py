@@ -174,6 +174,7 @@ def test_fio_failure_is_recorded_as_failed(tmp_path: Path) -> None:
         subprocess.run(["umount", str(small)], check=False)
 
 
+@pytest.mark.slow
 def test_default_suite_runs_every_profile(tmp_path: Path) -> None:
     from fiolake.runner.profiles import DEFAULT_SUITE
 

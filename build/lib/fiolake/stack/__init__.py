@@ -8,6 +8,7 @@ from fiolake.stack.env import ROLE_NAMES, RoleCredentials, StackEnv
 from fiolake.stack.local import (
     default_state_dir,
     load_stack,
+    resolve_ports,
     restart_minio,
     stack_down,
     stack_status,
@@ -24,6 +25,7 @@ __all__ = [
     "StackEnv",
     "default_state_dir",
     "load_stack",
+    "resolve_ports",
     "restart_minio",
     "stack_down",
     "stack_status",
