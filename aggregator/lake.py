@@ -66,6 +66,11 @@ def configure_s3(con: duckdb.DuckDBPyConnection, s3: S3Settings) -> None:
     if s3.ca_bundle:
         # GLOBAL: Lake.cursor() opens new connections, which do not inherit session settings.
         con.execute(f"SET GLOBAL ca_cert_file={quote(s3.ca_bundle)}")
+    # An object never changes under its key (per-run keys are written by one attempt,
+    # compacted files get fresh names), so HTTP metadata and cached file contents are
+    # reused without a revalidating HEAD per read.
+    con.execute("SET GLOBAL enable_http_metadata_cache = true")
+    con.execute("SET GLOBAL validate_external_file_cache = 'NO_VALIDATION'")
 
 
 def object_url(store: ObjectStore, key: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -61,3 +62,29 @@ def test_only_the_config_module_reads_fiolake_aws_and_vault_variables() -> None:
             if hits and path != root / "fiolake" / "config.py":
                 readers.append((path.relative_to(root).as_posix(), hits))
     assert readers == []
+
+
+README_EXAMPLE = re.compile(r"^\s*(fiolake [^\n#`]*)", re.M)
+
+
+def readme_examples() -> list[str]:
+    return [line.strip().rstrip("&").strip() for line in README_EXAMPLE.findall(README.read_text())]
+
+
+@pytest.mark.parametrize("example", readme_examples())
+def test_every_readme_example_uses_options_its_help_lists(example: str) -> None:
+    words = example.split()[1:]
+    path = [w for w in words[:2] if not w.startswith("-")]
+    group = cli
+    command = []
+    for word in path:  # walk into groups (`lake compact`, `stack up`)
+        sub = group.get_command(None, word) if isinstance(group, click.Group) else None  # type: ignore[arg-type]
+        if sub is None:
+            break
+        command.append(word)
+        group = sub
+    assert command, f"README example names no fiolake command: {example}"
+    helped = CliRunner().invoke(cli, [*command, "--help"])
+    assert helped.exit_code == 0, helped.output
+    flags = {w.split("=")[0] for w in words if w.startswith("--")}
+    assert [f for f in sorted(flags) if f not in helped.output] == [], example

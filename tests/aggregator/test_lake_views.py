@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from fiolake.aggregator.lake import connect
+from fiolake.aggregator.lake import connect, new_connection
 from fiolake.errors import LakeError
 from fiolake.schema import SCHEMAS
+from fiolake.store import S3Settings
 from tests.aggregator import lakegen
 
 
@@ -69,3 +70,18 @@ def test_queries_cannot_read_outside_the_lake(tmp_path: Path) -> None:
     (tmp_path / "secret.csv").write_text("a\n1\n")
     with connect(str(tmp_path / "lake")) as lake, pytest.raises(Exception, match="disabled"):
         lake.con.sql(f"SELECT * FROM read_csv('{tmp_path / 'secret.csv'}')").fetchall()
+
+
+def test_s3_connections_cache_what_the_docs_say_without_revalidation() -> None:
+    con = new_connection(S3Settings(endpoint="https://127.0.0.1:9"))
+    settings = dict(
+        con.execute(
+            "SELECT name, value FROM duckdb_settings() WHERE name IN ('parquet_metadata_cache',"
+            " 'enable_http_metadata_cache', 'validate_external_file_cache')"
+        ).fetchall()
+    )
+    assert settings == {
+        "parquet_metadata_cache": "true",
+        "enable_http_metadata_cache": "true",
+        "validate_external_file_cache": "NO_VALIDATION",
+    }

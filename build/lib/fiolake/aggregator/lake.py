@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
+import duckdb_extension_httpfs
 import pyarrow as pa
 
 from fiolake.aggregator.manifest import Manifest
@@ -37,13 +38,6 @@ def quote(text: str) -> str:
 
 def httpfs_extension() -> Path:
     """The httpfs extension file shipped in the duckdb-extension-httpfs wheel."""
-    try:
-        import duckdb_extension_httpfs
-    except ImportError as exc:
-        raise LakeError(
-            "reading an S3 lake needs the duckdb-extension-httpfs package: "
-            f"pip install duckdb-extension-httpfs=={duckdb.__version__}"
-        ) from exc
     base = Path(next(iter(duckdb_extension_httpfs.__path__)))
     found = sorted(base.glob(f"extensions/v{duckdb.__version__}/httpfs.duckdb_extension"))
     found = found or sorted(base.rglob("httpfs.duckdb_extension"))
@@ -72,6 +66,11 @@ def configure_s3(con: duckdb.DuckDBPyConnection, s3: S3Settings) -> None:
     if s3.ca_bundle:
         # GLOBAL: Lake.cursor() opens new connections, which do not inherit session settings.
         con.execute(f"SET GLOBAL ca_cert_file={quote(s3.ca_bundle)}")
+    # An object never changes under its key (per-run keys are written by one attempt,
+    # compacted files get fresh names), so HTTP metadata and cached file contents are
+    # reused without a revalidating HEAD per read.
+    con.execute("SET GLOBAL enable_http_metadata_cache = true")
+    con.execute("SET GLOBAL validate_external_file_cache = 'NO_VALIDATION'")
 
 
 def object_url(store: ObjectStore, key: str) -> str:

@@ -6,6 +6,7 @@ import logging
 import os
 import signal
 import socket
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
@@ -246,8 +247,6 @@ def runner(
 def status(campaign: str, lake: str, fmt: str) -> None:
     """Where every job of a campaign stands: pending, running (by whom, lease age),
     stale-lease, ok, failed or rejected."""
-    from collections import Counter
-
     from fiolake.campaigns import campaign_status
     from fiolake.config import Settings
 

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
 import click
 
 from fiolake.cli import fail, format_option, lake_option
@@ -96,12 +102,6 @@ def check(lake: str, fmt: str) -> None:
 )
 def app(lake: str, port: int, address: str) -> None:
     """Open the Streamlit app on http://ADDRESS:PORT (reads the lake, never writes)."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    from pathlib import Path
-
     import fiolake.app as app_package
 
     home = Path(app_package.__file__).resolve().parent / "Home.py"

@@ -15,12 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fiolake import layout
+from fiolake.commits import new_commit
 from fiolake.errors import FiolakeError, ManifestError, NotFound, PolicyError, StoreError
 from fiolake.lease import Lease, LeaseLost, claim_lease, release_lease, renew_lease, still_ours
+from fiolake.manifest import verify_envelope
 from fiolake.runner import execute as ex
 from fiolake.runner.lake_writer import commit_marker, outcome_objects
 from fiolake.runner.policy import Caps
 from fiolake.runner.spool import Spool, SpoolEntry, put_with_retry
+from fiolake.signing import KeyringUnavailable
 from fiolake.store import ObjectStore
 
 log = logging.getLogger("fiolake.runner")
@@ -129,9 +132,6 @@ class Runner:
     # -- one job -------------------------------------------------------------------------
     def try_job(self, campaign_id: str, job_id: str, key: str) -> str | None:
         """Attempt one job; the run status, or None when it was not ours to run."""
-        from fiolake.manifest import verify_envelope
-        from fiolake.signing import KeyringUnavailable
-
         try:
             data, _ = self.store.get(key)
         except NotFound:
@@ -248,8 +248,6 @@ class Runner:
             put_with_retry(self.store, key, data, deadline_s=self.config.upload_deadline_s)
 
     def _commit(self, entry: SpoolEntry) -> str | None:
-        from fiolake.commits import new_commit
-
         meta = entry.meta
         commit = new_commit(
             meta["job_id"], entry.run_id, meta["campaign_id"], meta["runner"], meta["status"]

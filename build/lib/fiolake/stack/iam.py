@@ -6,14 +6,18 @@ import json
 import secrets
 from pathlib import Path
 
+import urllib3
+from minio import Minio, MinioAdmin
+from minio.commonconfig import ENABLED
+from minio.credentials import StaticProvider
+from minio.versioningconfig import VersioningConfig
+
 from fiolake.errors import FiolakeError
 
 ROLES = ("runner", "publisher", "analyst")
 
 
 def _http(ca: Path):  # noqa: ANN202 - urllib3.PoolManager
-    import urllib3
-
     return urllib3.PoolManager(
         cert_reqs="CERT_REQUIRED",
         ca_certs=str(ca),
@@ -44,9 +48,6 @@ def new_credentials(role: str) -> dict[str, str]:
 
 def ensure_bucket(endpoint: str, ca: Path, root_user: str, root_password: str, bucket: str) -> None:
     """Create `bucket` if needed and switch versioning on (keeps history of overwrites)."""
-    from minio import Minio
-    from minio.commonconfig import ENABLED
-    from minio.versioningconfig import VersioningConfig
 
     mc = Minio(
         _hostport(endpoint),
@@ -72,8 +73,6 @@ def ensure_users(
     credentials: dict[str, dict[str, str]],
 ) -> None:
     """Install the role policies and create/refresh one user per role with its policy."""
-    from minio import MinioAdmin
-    from minio.credentials import StaticProvider
 
     admin = MinioAdmin(
         endpoint=_hostport(endpoint),

@@ -10,6 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import requests
+
 from fiolake.config import Settings
 from fiolake.errors import FiolakeError
 
@@ -99,8 +101,6 @@ def server_env(root_user: str, root_password: str) -> dict[str, str]:
 
 def live(endpoint: str, ca: Path) -> bool:
     """True if MinIO answers its liveness probe over verified TLS."""
-    import requests
-
     try:
         resp = requests.get(f"{endpoint}/minio/health/live", verify=str(ca), timeout=2)
     except requests.RequestException:
@@ -110,8 +110,6 @@ def live(endpoint: str, ca: Path) -> bool:
 
 def ready(endpoint: str, ca: Path) -> bool:
     """True if MinIO can serve reads and writes (its cluster health probe)."""
-    import requests
-
     try:
         resp = requests.get(f"{endpoint}/minio/health/cluster", verify=str(ca), timeout=2)
     except requests.RequestException:

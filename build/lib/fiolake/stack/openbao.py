@@ -6,6 +6,7 @@ stack and the compose services (`fiolake stack init-remote`).
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import shutil
 import sys
@@ -13,6 +14,10 @@ import time
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
+
+import hvac
+import hvac.exceptions
+import requests
 
 from fiolake.config import Settings
 from fiolake.errors import FiolakeError
@@ -95,15 +100,11 @@ def client(  # noqa: ANN201 - hvac.Client
     addr: str, ca: Path | None, token: str | None = None, *, timeout_s: float = 30.0
 ):
     """An hvac client that verifies OpenBao's certificate against `ca`."""
-    import hvac
-
     return hvac.Client(url=addr, token=token, verify=str(ca) if ca else True, timeout=timeout_s)
 
 
 def health(addr: str, ca: Path | None) -> dict[str, Any] | None:
     """`sys/health` (initialized, sealed, …), or None when OpenBao does not answer."""
-    import requests
-
     try:
         resp = requests.get(
             f"{addr}/v1/sys/health",
@@ -217,8 +218,6 @@ def configure(
 
 
 def _is_ip(name: str) -> bool:
-    import ipaddress
-
     try:
         ipaddress.ip_address(name)
     except ValueError:
@@ -268,8 +267,6 @@ def put_role_secret(addr: str, ca: Path | None, root_token: str, role: str, data
 
 def get_role_secret(addr: str, ca: Path | None, token: str, role: str) -> dict[str, str] | None:
     """A role's stored credentials, or None if none are stored yet."""
-    import hvac.exceptions
-
     bao = client(addr, ca, token)
     try:
         resp = bao.secrets.kv.v2.read_secret_version(

@@ -6,6 +6,11 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import hvac.exceptions
+import requests
+import urllib3.exceptions
+from minio.error import MinioException
+
 from fiolake.errors import FiolakeError
 from fiolake.stack.process import log_tail
 
@@ -13,14 +18,6 @@ from fiolake.stack.process import log_tail
 @contextlib.contextmanager
 def service_errors(bao_log: Path | None, minio_log: Path | None) -> Iterator[None]:
     """Turn OpenBao/MinIO client exceptions into FiolakeErrors that quote the server log."""
-    import hvac.exceptions
-    import requests
-    import urllib3.exceptions
-
-    try:
-        from minio.error import MinioException
-    except ImportError:  # minio-py is only in the [stack] extra
-        MinioException = urllib3.exceptions.HTTPError  # noqa: N806
 
     def tail(path: Path | None) -> str:
         return f"; last log lines:\n{log_tail(path)}" if path else ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from fiolake.aggregator.query import run_query
@@ -33,7 +34,5 @@ if st.button("Run", type="primary"):
     if human:
         st.dataframe(human_frame(result.columns, result.rows), hide_index=True)
     else:
-        import pandas as pd
-
         st.dataframe(pd.DataFrame(result.rows, columns=result.columns), hide_index=True)
     st.caption(f"{len(result.rows)} row(s)")
