@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -11,22 +10,16 @@ from fiolake import units
 from fiolake.aggregator.lake import Lake
 from fiolake.errors import LakeError, UsageProblem
 
+
 # A duration here always carries its unit, so '2025' in --since stays a date.
-_DURATION = re.compile(r"^\s*\d+(?:\.\d+)?\s*[smhdw]\s*$")
-
-
 def parse_duration(text: str) -> timedelta:
-    """'90s', '15m', '6h', '7d', '2w' -> timedelta (units as in fiolake.units)."""
-    if not _DURATION.match(text):
-        raise UsageProblem(
-            f"invalid duration {text!r}: use a number and a unit s, m, h, d or w (e.g. 7d)"
-        )
-    return timedelta(seconds=units.parse_duration(text.strip()))
+    """'90s', '15m', '6h', '7d' -> timedelta (fiolake.units' parser; a unit is required)."""
+    return timedelta(seconds=units.parse_duration(text, unit_required=True))
 
 
 def parse_since(text: str, now: datetime | None = None) -> datetime:
     """A point in time: a duration back from `now` ('7d') or an ISO date/time (UTC if naive)."""
-    if _DURATION.match(text):
+    if units.seconds_or_none(text, unit_required=True) is not None:
         return (now or datetime.now(UTC)) - parse_duration(text)
     try:
         when = datetime.fromisoformat(text)

@@ -1,8 +1,23 @@
-"""Human formatting of raw units; used only at the edges (CLI tables, app)."""
+"""Units: the one size parser and the one duration parser (fio's syntax), and human
+formatting of raw units, used only at the edges (CLI tables, app).
+
+Sizes follow fio with its default `kb_base=1024`: a bare number is bytes; `k`/`kb`,
+`m`/`mb`, `g`, `t`, `p` (any case) are powers of 1024; the IEC spellings `kib`, `mib`, …
+are powers of 1000 (fio's own, inverted, convention). No fractions, no spaces.
+
+Durations follow fio's time options: a bare number is seconds; suffixes `us`/`usec`,
+`ms`/`msec`, `s`, `m` (minutes), `h`, `d`. Whole numbers only.
+
+Hand-written because these are fio's exact rules (a general units library would accept
+`1.5k` or read `1KiB` as 1024, which fio does not).
+"""
 
 from __future__ import annotations
 
 import math
+import re
+
+from fiolake.errors import UsageProblem
 
 MISSING = "---"
 
@@ -61,18 +76,54 @@ def human_percent(value: float | None) -> str:
     return MISSING if _missing(value) else f"{float(value):.2f}%"  # type: ignore[arg-type]
 
 
-_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_SIZE = re.compile(r"^(\d+)(?:([kmgtp])(b|ib)?)?$", re.IGNORECASE)
+_SIZE_POWER = {"k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
+_DURATION = re.compile(r"^(\d+)(us|usec|ms|msec|s|m|h|d)?$", re.IGNORECASE)
+_DURATION_S = {"us": 1e-6, "usec": 1e-6, "ms": 1e-3, "msec": 1e-3, "s": 1, "m": 60, "h": 3600}
+_DURATION_S["d"] = 86400
 
 
-def parse_duration(text: str) -> float:
-    """Seconds from '90s', '30m', '24h', '7d', '2w' or a plain number of seconds."""
-    value = text.strip().lower()
-    unit = value[-1:] if value[-1:] in _DURATION_UNITS else "s"
-    number = value[:-1] if value[-1:] in _DURATION_UNITS else value
-    try:
-        seconds = float(number) * _DURATION_UNITS[unit]
-    except ValueError:
-        raise ValueError(f"{text!r} is not a duration: use e.g. 90s, 30m, 24h or 7d") from None
-    if seconds <= 0:
-        raise ValueError(f"{text!r} is not a positive duration")
+def size_or_none(text: str) -> int | None:
+    """Bytes from a fio size ('256m' -> 268435456, '1KiB' -> 1000); None if not one."""
+    m = _SIZE.match(text.strip())
+    if not m:
+        return None
+    number, prefix, tail = m.groups()
+    if not prefix:
+        return int(number)
+    base = 1000 if (tail or "").lower() == "ib" else 1024
+    return int(number) * base ** _SIZE_POWER[prefix.lower()]
+
+
+def parse_size(text: str) -> int:
+    """Bytes from a positive fio size; UsageProblem naming the syntax otherwise."""
+    found = size_or_none(text)
+    if found is None or found <= 0:
+        raise UsageProblem(
+            f"{text!r} is not a size — use a whole number of bytes or one with a suffix, "
+            "e.g. 4k, 256m, 1g (k = 1024)"
+        )
+    return found
+
+
+def seconds_or_none(text: str, *, unit_required: bool = False) -> float | None:
+    """Seconds from a fio time value ('2' -> 2, '1500ms' -> 1.5, '2m' -> 120); None if not
+    one, or if `unit_required` and it has no unit."""
+    m = _DURATION.match(text.strip())
+    if not m or (unit_required and m.group(2) is None):
+        return None
+    return int(m.group(1)) * _DURATION_S[(m.group(2) or "s").lower()]
+
+
+def parse_duration(text: str, *, unit_required: bool = False) -> float:
+    """Positive seconds from a fio time value; UsageProblem naming the syntax otherwise."""
+    seconds = seconds_or_none(text, unit_required=unit_required)
+    if seconds is None or seconds <= 0:
+        example = "90s, 30m, 24h or 7d" if unit_required else "30, 90s, 30m, 24h or 7d"
+        raise UsageProblem(
+            f"{text!r} is not a duration — use a whole number "
+            + ("and a unit (us, ms, s, m, h, d), " if unit_required else "of seconds or one with a "
+               "unit (us, ms, s, m, h, d), ")
+            + f"e.g. {example}"
+        )  # fmt: skip
     return seconds

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from fiolake.units import size_or_none
+
 # Every alias `fio --cmdhelp` reports (for all options, so denied ones are caught by alias too).
 ALIASES: dict[str, str] = {
     "readwrite": "rw",
@@ -265,26 +267,6 @@ def deny_reason(name: str) -> str | None:
     return None
 
 
-# fio's default kb_base=1024: k/kb = 1024, while the IEC spellings kib/mib mean powers of 1000.
-_SIZE_RE = re.compile(r"^(\d+)(?:([kmgtp])(b|ib)?)?$", re.IGNORECASE)
-_POW = {"k": 1, "m": 2, "g": 3, "t": 4, "p": 5}
-_TIME_RE = re.compile(r"^(\d+)(us|usec|ms|msec|s|m|h|d)?$", re.IGNORECASE)
-_TIME_US = {"us": 1, "usec": 1, "ms": 1e3, "msec": 1e3, "s": 1e6, "m": 60e6, "h": 3600e6}
-_TIME_US["d"] = 86400e6
-
-
-def size_or_none(text: str) -> int | None:
-    """fio size/number with suffix ('256m' -> 268435456, '1KiB' -> 1000); None if not one."""
-    m = _SIZE_RE.match(text.strip())
-    if not m:
-        return None
-    number, prefix, tail = m.groups()
-    if not prefix:
-        return int(number)
-    base = 1000 if (tail or "").lower() == "ib" else 1024
-    return int(number) * base ** _POW[prefix.lower()]
-
-
 def parse_size_range(text: str) -> tuple[int, int] | None:
     """'4k-64k' or '4k:64k' or '16k' -> (low, high) in bytes; None if not a size range."""
     parts = re.split(r"[-:]", text.strip(), maxsplit=1)
@@ -294,15 +276,6 @@ def parse_size_range(text: str) -> tuple[int, int] | None:
     low, high = values[0], values[-1]
     assert low is not None and high is not None
     return (min(low, high), max(low, high))
-
-
-def parse_seconds(text: str) -> float | None:
-    """fio time value: plain number = seconds; suffixes us/usec/ms/msec/s/m/h/d."""
-    m = _TIME_RE.match(text.strip())
-    if not m:
-        return None
-    unit = (m.group(2) or "s").lower()
-    return int(m.group(1)) * _TIME_US[unit] / 1e6
 
 
 def block_sizes(name: str, value: str) -> list[int] | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from fiolake.errors import FioError, PolicyError
 from fiolake.runner.fio_binary import FIO_INSTALL_HINT
-from fiolake.runner.fio_options import ALIASES, ALLOWED, parse_seconds, size_or_none
+from fiolake.runner.fio_options import ALIASES, ALLOWED
 from fiolake.runner.jobfile import (
     JobFile,
     JobSection,
@@ -26,6 +26,7 @@ from fiolake.runner.jobfile import (
     scan_job_file,
 )
 from fiolake.runner.policy_checks import CAP_FLAGS, Caps, above, job_caps, occurrence_problem
+from fiolake.units import seconds_or_none
 
 __all__ = [
     "CAP_FLAGS",
@@ -40,7 +41,6 @@ __all__ = [
     "expected_seconds",
     "fio_parse_only",
     "parse_job_file",
-    "parse_size",
 ]
 
 
@@ -53,14 +53,6 @@ RUNNER_GLOBAL = (
 )
 
 _UNSAFE = set("$;#\\:\n\r") | {chr(c) for c in range(32)} | {chr(127)}
-
-
-def parse_size(text: str) -> int:
-    """Bytes from a size as fio reads it: '256m', '4k', '1g' (k = 1024; fio's KiB = 1000)."""
-    found = size_or_none(text)
-    if found is None:
-        raise ValueError(f"{text!r} is not a size: use e.g. 256m, 4k or 1g")
-    return found
 
 
 def check_job_file(text: str, caps: Caps = Caps()) -> JobFile:  # noqa: B008 - frozen default
@@ -116,7 +108,7 @@ def apply_overrides(
             opts["size"] = str(size_bytes)
             opts.pop("filesize", None)
             opts.pop("io_size", None)
-        if not parse_seconds(opts.get("runtime", "")):
+        if not seconds_or_none(opts.get("runtime", "")):
             opts["runtime"] = str(caps.max_runtime_s)
         sections.append(JobSection(name=section.name, options=opts))
     result = JobFile(jobs=sections)
@@ -184,8 +176,8 @@ def expected_seconds(job: JobFile) -> float:
         opts = section.options
         if i > 0 and opts.get("stonewall", "0") != "0":
             total, group = total + group, 0.0
-        own = (parse_seconds(opts.get("runtime", "")) or 0.0) + (
-            parse_seconds(opts.get("ramp_time", "")) or 0.0
+        own = (seconds_or_none(opts.get("runtime", "")) or 0.0) + (
+            seconds_or_none(opts.get("ramp_time", "")) or 0.0
         )
         group = max(group, own)
     return total + group

@@ -21,12 +21,10 @@ from fiolake.runner.fio_options import (
     ZONEMODES,
     block_sizes,
     deny_reason,
-    parse_seconds,
     parse_size_range,
-    size_or_none,
 )
 from fiolake.runner.jobfile import JobFile, Occurrence
-from fiolake.units import human_bytes
+from fiolake.units import human_bytes, seconds_or_none, size_or_none
 
 
 @dataclass(frozen=True)
@@ -111,7 +109,7 @@ def _offset(value: str, caps: Caps) -> str | None:
 
 def _duration(zero_ok: bool) -> Callable[[str, Caps], str | None]:
     def check(value: str, caps: Caps) -> str | None:
-        seconds = parse_seconds(value)
+        seconds = seconds_or_none(value)
         if seconds is None:
             return TIME_HELP
         if seconds == 0 and not zero_ok:

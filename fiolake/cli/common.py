@@ -7,16 +7,7 @@ from typing import Any
 import click
 
 from fiolake.errors import FiolakeError
-
-
-def parse_size(value: str) -> int:
-    """Bytes from '16M', '1g', '4096' (fio's own size syntax, binary multiples)."""
-    from fiolake.runner.fio_options import size_or_none
-
-    size = size_or_none(value)
-    if size is None or size <= 0:
-        raise ValueError(f"{value!r} is not a size")
-    return size
+from fiolake.units import parse_duration, parse_size
 
 
 class SizeParam(click.ParamType):
@@ -27,8 +18,8 @@ class SizeParam(click.ParamType):
             return value
         try:
             return parse_size(str(value))
-        except (ValueError, FiolakeError):
-            self.fail(f"{value!r} is not a size: use e.g. 16M, 1G or a number of bytes", param, ctx)
+        except FiolakeError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 _CAP_HELP = {
@@ -105,11 +96,9 @@ class DurationParam(click.ParamType):
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
-        from fiolake.units import parse_duration
-
         if isinstance(value, int | float):
             return float(value)
         try:
             return parse_duration(str(value))
-        except ValueError as exc:
+        except FiolakeError as exc:
             self.fail(str(exc), param, ctx)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from fiolake.errors import FioError, PolicyError
+from fiolake.errors import FioError, PolicyError, UsageProblem
 from fiolake.runner.fio_binary import find_fio
-from fiolake.runner.fio_options import ALIASES, ALLOWED, parse_seconds, size_or_none
+from fiolake.runner.fio_options import ALIASES, ALLOWED
 from fiolake.runner.jobfile import JobFile, JobSection
 from fiolake.runner.policy import (
     Caps,
@@ -23,8 +23,8 @@ from fiolake.runner.policy import (
     expected_seconds,
     fio_parse_only,
     parse_job_file,
-    parse_size,
 )
+from fiolake.units import parse_size, seconds_or_none, size_or_none
 
 ENGINES = "psync, sync, pvsync, pvsync2, libaio, io_uring, posixaio, mmap, null"
 BASE = "[job1]\nioengine=null\nrw=read\nsize=1m\n"  # lines 1-4; a test's line is line 5
@@ -383,9 +383,9 @@ def test_sizes_match_fio(tmp_path: Path, text: str, expected: int, bs: int) -> N
 def test_units_refuse_what_fio_would_misread() -> None:
     for text in ("1.5k", "1 k", "16Mfoo", "0x10", "(1+1)k", "1ki", ""):
         assert size_or_none(text) is None
-    with pytest.raises(ValueError, match="not a size"):
+    with pytest.raises(UsageProblem, match="not a size"):
         parse_size("lots")
-    assert [parse_seconds(t) for t in ("2", "1500ms", "700000us", "2m", "1h", "1sec")] == [
+    assert [seconds_or_none(t) for t in ("2", "1500ms", "700000us", "2m", "1h", "1sec")] == [
         2,
         1.5,
         0.7,
