@@ -10,7 +10,6 @@ crash after (2) leaves a complete new state. Re-running merges whatever is still
 
 from __future__ import annotations
 
-import io
 import secrets
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -19,12 +18,12 @@ from datetime import UTC, date, datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from fiolake import layout
 from fiolake.aggregator.manifest import Manifest, Partition, latest_manifest, now_iso
 from fiolake.aggregator.snapshot import Snapshot, read_parquet_object, scan
 from fiolake.errors import LakeError, NotFound, PreconditionFailed, StoreError
+from fiolake.schema import parquet_bytes
 from fiolake.store import LocalStore, ObjectStore, S3Store
 
 ROW_GROUP_ROWS = 65_536  # small enough that a query for one run skips most of a file
@@ -56,11 +55,9 @@ class CompactionReport:
     cleanup_errors: list[str] = field(default_factory=list)
 
 
-def parquet_bytes(table: pa.Table) -> bytes:
+def _compacted_bytes(table: pa.Table) -> bytes:
     """zstd Parquet with row groups sized for run-level pruning."""
-    buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd", row_group_size=ROW_GROUP_ROWS)
-    return buf.getvalue()
+    return parquet_bytes(table, row_group_size=ROW_GROUP_ROWS)
 
 
 def _read_all(store: ObjectStore, keys: list[str]) -> list[pa.Table]:
@@ -128,11 +125,11 @@ def _write_state(
         days = {key: parsed[1] for key in runs.values() if (parsed := layout.parse_result_key(key))}
         data = _merge(store, old.file if old else None, days, covered)
         key = layout.compacted_key(table, month, gen, secrets.token_hex(6))
-        store.put(key, parquet_bytes(data))
+        store.put(key, _compacted_bytes(data))
         partitions[(table, month)] = Partition(table, month, key, frozenset(covered), data.num_rows)
         merged.append(Merged(table, month, len(runs), len(covered), data.num_rows, key))
     commits_key = layout.commits_index_key(gen, secrets.token_hex(6))
-    store.put(commits_key, parquet_bytes(snap.commits.sort_by("job_id")))
+    store.put(commits_key, _compacted_bytes(snap.commits.sort_by("job_id")))
     manifest = Manifest(gen, now_iso(), commits_key, snap.commits.num_rows, partitions)
     return manifest, merged
 

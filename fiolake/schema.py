@@ -7,10 +7,12 @@ a failed job) are nullable and stay null rather than zero.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 TS = pa.timestamp("ms", tz="UTC")
 
@@ -159,3 +161,10 @@ def to_table(name: str, rows: Iterable[Mapping[str, Any]]) -> pa.Table:
         raise ValueError(f"unknown columns for table {name}: {sorted(unknown)}")
     columns = {field.name: [row.get(field.name) for row in rows] for field in schema}
     return pa.Table.from_pydict(columns, schema=schema)
+
+
+def parquet_bytes(table: pa.Table, *, row_group_size: int | None = None) -> bytes:
+    """A lake table encoded as one zstd Parquet file (how every lake file is written)."""
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd", row_group_size=row_group_size)
+    return buf.getvalue()

@@ -6,24 +6,13 @@ run with missing tables, and a second attempt at the same job cannot overwrite i
 
 from __future__ import annotations
 
-import io
-
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from fiolake import layout
 from fiolake.commits import Commit, new_commit
 from fiolake.errors import PreconditionFailed
 from fiolake.runner.execute import RunOutcome
 from fiolake.runner.spool import put_with_retry
+from fiolake.schema import parquet_bytes
 from fiolake.store import ObjectStore
-
-
-def parquet_bytes(table: pa.Table) -> bytes:
-    """Encode a lake table as one zstd Parquet file."""
-    buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd")
-    return buf.getvalue()
 
 
 def outcome_objects(outcome: RunOutcome) -> dict[str, bytes]:

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from fiolake.stack import StackEnv, stack_down, stack_up
+from fiolake.stack.env import StackEnv
+from fiolake.stack.local import stack_down, stack_up
 from fiolake.stack.process import free_ports
 
 

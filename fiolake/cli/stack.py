@@ -11,8 +11,7 @@ import click
 
 from fiolake.cli import fail, format_option
 from fiolake.errors import FiolakeError
-
-ROLES = ("admin", "runner", "publisher", "analyst")
+from fiolake.stack.roles import ROLE_NAMES
 
 
 def _state_dir_option(fn):  # noqa: ANN001, ANN202
@@ -27,7 +26,7 @@ def _state_dir_option(fn):  # noqa: ANN001, ANN202
 
 
 def _resolve_state(state_dir: Path | None) -> Path:
-    from fiolake.stack import default_state_dir
+    from fiolake.stack.local import default_state_dir
 
     return state_dir or default_state_dir()
 
@@ -69,7 +68,7 @@ def up(
     default one while it is free, else a free port (so a second stack never collides
     with a first); the ports in use are printed.
     """
-    from fiolake.stack import resolve_ports, stack_up
+    from fiolake.stack.local import resolve_ports, stack_up
     from fiolake.stack.process import read_json
 
     state = _resolve_state(state_dir)
@@ -106,7 +105,7 @@ def up(
 @click.option("--purge", is_flag=True, help="Also delete the state dir (data, keys, secrets).")
 def down(state_dir: Path | None, purge: bool) -> None:
     """Stop MinIO and OpenBao (state is kept unless --purge)."""
-    from fiolake.stack import stack_down
+    from fiolake.stack.local import stack_down
 
     state = _resolve_state(state_dir)
     try:
@@ -120,7 +119,7 @@ def down(state_dir: Path | None, purge: bool) -> None:
 @_state_dir_option
 @click.option(
     "--role",
-    type=click.Choice(ROLES),
+    type=click.Choice(ROLE_NAMES),
     default="admin",
     show_default=True,
     help="Whose credentials: admin (MinIO root + OpenBao root token), runner, publisher, analyst.",
@@ -136,7 +135,7 @@ def down(state_dir: Path | None, purge: bool) -> None:
 )
 def env(state_dir: Path | None, role: str, fmt: str) -> None:
     """Print the environment that points fiolake, boto3 and bao at the running stack."""
-    from fiolake.stack import load_stack
+    from fiolake.stack.local import load_stack
 
     try:
         variables = load_stack(_resolve_state(state_dir)).environ(role)
@@ -155,7 +154,7 @@ def env(state_dir: Path | None, role: str, fmt: str) -> None:
 def status(state_dir: Path | None, fmt: str) -> None:
     """Pid, address and health of each component; exit 1 unless all are healthy."""
     from fiolake.cli.output import render
-    from fiolake.stack import stack_status
+    from fiolake.stack.local import stack_status
 
     columns = ["component", "pid", "address", "health"]
     rows = stack_status(_resolve_state(state_dir))

@@ -8,8 +8,6 @@ from pathlib import Path
 from fiolake.errors import UsageProblem
 from fiolake.store import S3Settings
 
-ROLE_NAMES = ("admin", "runner", "publisher", "analyst")
-
 
 @dataclass(frozen=True)
 class RoleCredentials:

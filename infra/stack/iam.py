@@ -13,8 +13,7 @@ from minio.credentials import StaticProvider
 from minio.versioningconfig import VersioningConfig
 
 from fiolake.errors import FiolakeError
-
-ROLES = ("runner", "publisher", "analyst")
+from fiolake.stack.roles import SERVICE_ROLES
 
 
 def _http(ca: Path):  # noqa: ANN202 - urllib3.PoolManager
@@ -80,7 +79,7 @@ def ensure_users(
         secure=True,
         http_client=_http(ca),
     )
-    for role in ROLES:
+    for role in SERVICE_ROLES:
         name = f"fiolake-{role}"
         admin.policy_add(name, policy=load_policy(policies, role, bucket))
         creds = credentials[role]

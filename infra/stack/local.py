@@ -37,6 +37,7 @@ from fiolake.stack.process import (
     write_private,
     write_private_json,
 )
+from fiolake.stack.roles import SERVICE_ROLES
 from fiolake.stack.service_errors import service_errors
 
 log = logging.getLogger(__name__)
@@ -228,7 +229,7 @@ def _role_credentials(paths: _Paths, config: dict, root_token: str) -> dict[str,
     addr, ca = _bao_addr(config["bao_port"]), paths.ca
     root = _minio_root(paths)
     roles = {"admin": RoleCredentials(root["user"], root["password"], root_token)}
-    for role in iam.ROLES:
+    for role in SERVICE_ROLES:
         secret = openbao.get_role_secret(addr, ca, root_token, role)
         if secret is None:
             raise FiolakeError(f"no credentials for role {role} in OpenBao: run `fiolake stack up`")
@@ -340,7 +341,7 @@ def _bring_up(paths: _Paths, config: dict) -> StackEnv:
 
     endpoint, root = _endpoint(minio_port), _minio_root(paths)
     creds = {}
-    for role in iam.ROLES:
+    for role in SERVICE_ROLES:
         creds[role] = openbao.get_role_secret(bao_addr, paths.ca, root_token, role)
         if creds[role] is None:
             creds[role] = iam.new_credentials(role)

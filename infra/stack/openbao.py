@@ -10,7 +10,6 @@ import ipaddress
 import logging
 import shutil
 import sys
-import time
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -21,14 +20,14 @@ import requests
 
 from fiolake.config import Settings
 from fiolake.errors import FiolakeError
-from fiolake.stack.process import read_json, write_private_json
+from fiolake.stack.process import read_json, wait_for, write_private_json
+from fiolake.stack.roles import SERVICE_ROLES
 
 log = logging.getLogger(__name__)
 
 TRANSIT_KEY = "manifests"
 PKI_ROLE = "fiolake-server"
 KV_MOUNT = "secret"
-APPROLES = ("runner", "publisher", "analyst")
 # Short-lived role tokens; a secret_id is good for one login within 10 minutes.
 TOKEN_TTL, TOKEN_MAX_TTL = "1h", "8h"
 SECRET_ID_TTL = "10m"
@@ -149,14 +148,12 @@ def init_and_unseal(addr: str, ca: Path | None, secrets_file: Path) -> str:
 
 def wait_active(addr: str, ca: Path | None, timeout_s: float = 60.0) -> None:
     """Wait until Raft has elected this node leader (requests fail until then)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def active() -> bool:
         state = health(addr, ca)
-        if state is not None and not state.get("sealed") and not state.get("standby"):
-            return
-        if time.monotonic() > deadline:
-            raise FiolakeError(f"OpenBao at {addr} did not become active within {timeout_s:.0f} s")
-        time.sleep(0.1)
+        return state is not None and not state.get("sealed") and not state.get("standby")
+
+    wait_for(active, timeout_s=timeout_s, what=f"OpenBao at {addr} (active leader)")
 
 
 def _mounts(bao) -> dict[str, Any]:  # noqa: ANN001
@@ -202,11 +199,11 @@ def configure(
             "max_ttl": "8760h",
         },
     )
-    for role in APPROLES:
+    for role in SERVICE_ROLES:
         bao.sys.create_or_update_policy(role, (policies / f"openbao-{role}.hcl").read_text())
     if "approle/" not in bao.sys.list_auth_methods()["data"]:
         bao.sys.enable_auth_method("approle")
-    for role in APPROLES:
+    for role in SERVICE_ROLES:
         bao.auth.approle.create_or_update_approle(
             role,
             token_policies=[role],

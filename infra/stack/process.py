@@ -182,27 +182,28 @@ def kill_pid(pid: int, *, grace_s: float) -> None:
             time.sleep(0.02)
 
 
+def _quoted(log_path: Path | None) -> str:
+    return f"; last log lines:\n{log_tail(log_path)}" if log_path is not None else ""
+
+
 def wait_for(
     check: Callable[[], bool],
     *,
     timeout_s: float,
     what: str,
-    log_path: Path,
+    log_path: Path | None = None,
     pid: int | None = None,
 ) -> None:
-    """Poll `check` until it is true; on timeout or process death quote the log."""
+    """Poll `check` until it is true (backing off to 0.5 s); on timeout, or when process
+    `pid` dies, raise a FiolakeError that quotes the last lines of `log_path` if given."""
     deadline = time.monotonic() + timeout_s
     delay = 0.05
     while True:
         if check():
             return
         if pid is not None and not pid_alive(pid):
-            raise FiolakeError(
-                f"{what} exited during start-up; last log lines:\n{log_tail(log_path)}"
-            )
+            raise FiolakeError(f"{what} exited during start-up{_quoted(log_path)}")
         if time.monotonic() > deadline:
-            raise FiolakeError(
-                f"{what} not ready after {timeout_s:.0f} s; last log lines:\n{log_tail(log_path)}"
-            )
+            raise FiolakeError(f"{what} not ready after {timeout_s:.0f} s{_quoted(log_path)}")
         time.sleep(delay)
         delay = min(delay * 1.5, 0.5)

@@ -17,16 +17,15 @@ import datetime as dt
 import logging
 import secrets
 import shlex
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fiolake.errors import FiolakeError
 from fiolake.stack import iam, minio, openbao
 from fiolake.stack.bootstrap_tls import cert_expires_within, ensure_bootstrap_tls
 from fiolake.stack.env import RoleCredentials, StackEnv
-from fiolake.stack.process import write_private
+from fiolake.stack.process import wait_for, write_private
+from fiolake.stack.roles import SERVICE_ROLES
 from fiolake.stack.service_errors import service_errors
 
 log = logging.getLogger(__name__)
@@ -48,11 +47,7 @@ class RemoteTopology:
 
 
 def _wait(check: Callable[[], bool], what: str, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            raise FiolakeError(f"{what} did not become ready within {timeout_s:.0f} s")
-        time.sleep(0.2)
+    wait_for(check, timeout_s=timeout_s, what=what)
 
 
 def _minio_root(path: Path) -> dict[str, str]:
@@ -123,7 +118,7 @@ def _init_remote(out: Path, topo: RemoteTopology) -> StackEnv:
     _wait(lambda: minio.ready(topo.minio_endpoint, ca), "MinIO", topo.timeout_s)
 
     creds: dict[str, dict[str, str]] = {}
-    for role in iam.ROLES:
+    for role in SERVICE_ROLES:
         creds[role] = openbao.get_role_secret(topo.bao_addr, ca, root_token, role) or {}
         if not creds[role]:
             creds[role] = iam.new_credentials(role)
@@ -139,7 +134,7 @@ def _init_remote(out: Path, topo: RemoteTopology) -> StackEnv:
         credentials=creds,
     )
     roles = {"admin": RoleCredentials(root["user"], root["password"], root_token)}
-    for role in iam.ROLES:
+    for role in SERVICE_ROLES:
         token = openbao.approle_token(topo.bao_addr, ca, root_token, role)
         roles[role] = RoleCredentials(creds[role]["access_key"], creds[role]["secret_key"], token)
     env = StackEnv(

@@ -7,31 +7,22 @@ with metric values chosen by the test.
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from fiolake import layout
 from fiolake.commits import Commit
-from fiolake.schema import RESULTS, to_table
+from fiolake.schema import RESULTS, parquet_bytes, to_table
 from fiolake.store import LocalStore, ObjectStore
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 # (job_name, direction) -> {metric: value}; missing metrics derive from iops.
 Metrics = Mapping[tuple[str, str], Mapping[str, float]]
-
-
-def parquet_bytes(table: pa.Table) -> bytes:
-    """zstd Parquet, as the runner writes it."""
-    buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd")
-    return buf.getvalue()
 
 
 def run_row(

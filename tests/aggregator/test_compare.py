@@ -12,6 +12,7 @@ from fiolake.aggregator.filters import RunFilter
 from fiolake.aggregator.lake import connect
 from fiolake.cli import cli
 from fiolake.errors import LakeError, UsageProblem
+from fiolake.schema import parquet_bytes
 from tests.aggregator import lakegen
 
 READ = ("job1", "read")
@@ -122,7 +123,7 @@ def test_threads_of_one_job_are_summed_for_throughput(tmp_path: Path) -> None:
     rows = [lakegen.result_row("r0", "nvme", "t", "read", i, {"iops": 100}) for i in (0, 1)]
     store.put(
         layout.result_key("results", lakegen.T0, "r0"),
-        lakegen.parquet_bytes(to_table("results", rows)),
+        parquet_bytes(to_table("results", rows)),
     )
     with connect(str(tmp_path)) as lake:
         row = rows_by(compare(lake, metrics=["iops", "lat_mean_ns"]), "iops")["nvme"]

@@ -35,7 +35,7 @@ if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path[0] = str(Path(__file__).resolve().parents[2])
 
 from fiolake import layout
-from fiolake.aggregator.compact import compact, parquet_bytes
+from fiolake.aggregator.compact import compact
 from fiolake.aggregator.compare import compare
 from fiolake.aggregator.filters import RunFilter
 from fiolake.aggregator.lake import connect
@@ -44,7 +44,7 @@ from fiolake.aggregator.series import per_second
 from fiolake.aggregator.snapshot import commits_table
 from fiolake.aggregator.trend import trend
 from fiolake.commits import Commit
-from fiolake.schema import SCHEMAS
+from fiolake.schema import SCHEMAS, parquet_bytes
 from fiolake.store import LocalStore
 
 BACKENDS = ("nvme", "ceph-rbd", "nfs", "tmpfs")

@@ -29,7 +29,7 @@ from datetime import datetime  # noqa: E402
 
 from fiolake import layout  # noqa: E402
 from fiolake.commits import Commit  # noqa: E402
-from fiolake.stack import stack_down, stack_up  # noqa: E402
+from fiolake.stack.local import stack_down, stack_up  # noqa: E402
 from fiolake.stack.process import free_ports  # noqa: E402
 from fiolake.store import open_store  # noqa: E402
 

@@ -213,7 +213,7 @@ def test_signed_but_dangerous_job_file_is_rejected_by_the_runner(local_lake: Lak
 
 @pytest.mark.stack
 def test_minio_restart_during_uploads_loses_and_doubles_nothing(minio_lake: LakeEnv, stack) -> None:  # noqa: ANN001
-    from fiolake.stack import start_minio, stop_minio
+    from fiolake.stack.local import start_minio, stop_minio
 
     campaign = minio_lake.publish(
         job_file(minio_lake.tmp, NULL_JOB), "--backend", "b", "--repeat", "12"

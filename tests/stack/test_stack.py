@@ -19,14 +19,8 @@ from click.testing import CliRunner
 
 from fiolake.cli import cli
 from fiolake.errors import AccessDenied, FiolakeError, NotFound, PreconditionFailed, StoreError
-from fiolake.stack import (
-    StackEnv,
-    load_stack,
-    restart_minio,
-    stack_down,
-    stack_status,
-    stack_up,
-)
+from fiolake.stack.env import StackEnv
+from fiolake.stack.local import load_stack, restart_minio, stack_down, stack_status, stack_up
 from fiolake.stack.process import free_ports, port_free
 from fiolake.store import S3Settings, S3Store, s3_client
 
