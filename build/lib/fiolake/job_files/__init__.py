@@ -1,1 +1,0 @@
-"""The shipped fio profiles: plain `.fio` files, package data of `fiolake.job_files`."""
