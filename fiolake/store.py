@@ -26,6 +26,7 @@ from botocore.exceptions import (
     ConnectionClosedError,
     ConnectTimeoutError,
     EndpointConnectionError,
+    NoCredentialsError,
     ReadTimeoutError,
     SSLError,
 )
@@ -253,6 +254,11 @@ class S3Store:
                     f"{key}: {self.settings.endpoint} answered {code or status}"
                 )
             return StoreError(f"{key}: {code or status}: {exc}")
+        if isinstance(exc, NoCredentialsError):
+            return AccessDenied(
+                f"no object-store credentials for {self.url} — set AWS_ACCESS_KEY_ID and "
+                'AWS_SECRET_ACCESS_KEY (for the local stack: eval "$(fiolake stack env)")'
+            )
         if isinstance(exc, _TRANSPORT_ERRORS):
             return StoreUnavailable(f"{key}: cannot reach {self.settings.endpoint}: {exc}")
         return StoreError(f"{key}: {exc}")

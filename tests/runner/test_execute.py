@@ -38,3 +38,30 @@ def test_unwritable_target_is_recorded_as_a_failed_run(tmp_path: Path) -> None:
     [row] = outcome.tables["runs"].to_pylist()
     assert row["status"] == "failed" and row["job_id"] == "j-1" and row["backend"] == "ro"
     assert outcome.tables["results"].num_rows == 0
+
+
+def test_the_version_recorded_is_that_of_the_fio_that_ran(tmp_path: Path) -> None:
+    """A fio earlier on PATH than the system's wins everywhere: the run, --parse-only and
+    the version record all use the binary find_fio resolved, and its path is recorded."""
+    shim_dir = tmp_path / "bin"
+    shim_dir.mkdir()
+    calls = tmp_path / "calls.log"
+    shim = shim_dir / "fio"
+    shim.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> {calls}\n'
+        'if [ "$1" = --version ]; then echo fio-9.99-shim; exit 0; fi\n'
+        'exec /usr/bin/fio "$@"\n'
+    )
+    shim.chmod(0o755)
+    target = tmp_path / "target"
+    target.mkdir()
+    request = ex.RunRequest(JOB, "r", "b", target, "j-2", "c-2")
+    outcome = ex.execute(ex.prepare(request, fio=str(shim)), fio=str(shim))
+    [row] = outcome.tables["runs"].to_pylist()
+    assert outcome.status == "ok", outcome.error
+    assert row["fio_version"] == "fio-9.99-shim"
+    assert row["fio_path"] == str(shim)
+    logged = calls.read_text().splitlines()
+    assert any(line.startswith("--parse-only") for line in logged)
+    assert any(line.startswith("--output-format=json+") for line in logged)

@@ -1,0 +1,44 @@
+"""Typed store errors, decided from the failure itself (never from message text)."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from fiolake.errors import AccessDenied, NotFound, PreconditionFailed, StoreUnavailable
+from fiolake.store import LocalStore, S3Settings, S3Store, s3_client
+
+
+def test_an_unreachable_endpoint_is_unavailable_not_denied() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens there
+    settings = S3Settings(endpoint=f"https://127.0.0.1:{port}", access_key="a", secret_key="b")
+    store = S3Store("bucket", "", settings, client=s3_client(settings, retries=1, timeout_s=2))
+    with pytest.raises(StoreUnavailable, match=f"cannot reach https://127.0.0.1:{port}"):
+        store.put("k", b"x")
+
+
+def test_missing_credentials_are_denied_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    settings = S3Settings(endpoint="https://127.0.0.1:9")
+    store = S3Store("bucket", "", settings, client=s3_client(settings, retries=1, timeout_s=2))
+    with pytest.raises(AccessDenied, match="^no object-store credentials for s3://bucket — set"):
+        store.put("k", b"x")
+
+
+def test_local_store_conditions(tmp_path: Path) -> None:
+    store = LocalStore(str(tmp_path))
+    etag = store.put("a/b", b"1", if_none_match=True)
+    with pytest.raises(PreconditionFailed):
+        store.put("a/b", b"2", if_none_match=True)
+    with pytest.raises(PreconditionFailed):
+        store.put("a/b", b"2", if_match="stale")
+    store.put("a/b", b"2", if_match=etag)
+    with pytest.raises(NotFound):
+        store.get("a/c")
