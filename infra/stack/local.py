@@ -24,10 +24,9 @@ from fiolake.errors import FiolakeError, UsageProblem
 from fiolake.stack import iam, minio, openbao
 from fiolake.stack.bootstrap_tls import cert_expires_within, ensure_bootstrap_tls
 from fiolake.stack.env import RoleCredentials, StackEnv
+from fiolake.stack.ports import choose_ports
 from fiolake.stack.process import (
-    free_ports,
     log_tail,
-    port_free,
     read_json,
     require_free_port,
     running_pid,
@@ -47,12 +46,6 @@ SERVER_NAMES = [HOST, "localhost"]
 START_TIMEOUT_S = 60.0
 NOT_RUNNING = "stack is not running: run `fiolake stack up`"
 # The ports a first `stack up` tries; any that is taken is replaced by a free one.
-DEFAULT_PORTS = {
-    "minio_port": 9900,
-    "console_port": 9901,
-    "bao_port": 8300,
-    "bao_cluster_port": 8301,
-}
 
 
 def default_state_dir() -> Path:
@@ -267,28 +260,10 @@ def _check_ports_match(paths: _Paths, wanted: dict) -> None:
 
 
 def resolve_ports(state_dir: Path, requested: dict[str, int | None]) -> dict[str, int]:
-    """The four ports to use: those asked for; else those of the stack already running in
-    `state_dir`; else its previous ones or the defaults while free; else free ports, so a
-    second stack on the same machine never collides with the first."""
+    """The four ports for a stack in `state_dir` (see fiolake.stack.ports.choose_ports)."""
     paths = _Paths(state_dir)
-    previous = read_json(paths.config) or {}
     running = running_pid(paths.bao_pid, "bao") or running_pid(paths.minio_pid, "minio")
-    chosen: dict[str, int] = {}
-    for key, default in DEFAULT_PORTS.items():
-        asked = requested.get(key)
-        if asked is not None:
-            chosen[key] = asked
-        elif running and previous.get(key):
-            chosen[key] = previous[key]
-        else:
-            for candidate in (previous.get(key), default):
-                if candidate and candidate not in chosen.values() and port_free(candidate):
-                    chosen[key] = candidate
-                    break
-    missing = [key for key in DEFAULT_PORTS if key not in chosen]
-    spare = [p for p in free_ports(len(missing) + 4) if p not in chosen.values()]
-    chosen.update(zip(missing, spare, strict=False))
-    return chosen
+    return choose_ports(requested, read_json(paths.config) or {}, running=bool(running))
 
 
 def stack_up(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-from fiolake.stack.local import DEFAULT_PORTS, resolve_ports
+from fiolake.stack.local import resolve_ports
+from fiolake.stack.ports import DEFAULT_PORTS
 from fiolake.stack.process import port_free, write_private_json
 
 NONE_ASKED = dict.fromkeys(DEFAULT_PORTS)
