@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import shlex
@@ -41,6 +42,12 @@ def stack() -> None:
       fiolake stack env --role runner  # least-privilege credentials of one role
       fiolake stack down [--purge]     # stop; --purge also deletes the state
     """
+    missing = [name for name in ("minio", "hvac") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise click.ClickException(
+            f"the local stack needs {', '.join(missing)}, which fiolake's [stack] extra "
+            "installs — pip install 'fiolake[stack]'"
+        )
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
 
