@@ -1,0 +1,39 @@
+"""`fiolake --help` (and each command's) stays fast: it never imports the heavy libraries.
+
+Judged by what gets imported, not by a stopwatch, so a loaded machine cannot flake it;
+`python -X importtime` shows boto3 alone costs ~0.2 s, duckdb and pyarrow more.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from fiolake.cli import COMMANDS
+
+HEAVY = ("boto3", "botocore", "duckdb", "pyarrow", "streamlit", "hvac", "minio", "pandas")
+
+PROBE = """
+import json, os, sys
+from click.testing import CliRunner
+from fiolake.cli import cli
+result = CliRunner().invoke(cli, sys.argv[1:])
+heavy = sorted({m.split(".")[0] for m in sys.modules} & set(os.environ["HEAVY"].split(",")))
+print(json.dumps({"code": result.exit_code, "heavy": heavy}))
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], *[[name, "--help"] for name in sorted(COMMANDS)]])
+def test_help_imports_no_heavy_library(argv: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        env={**os.environ, "HEAVY": ",".join(HEAVY)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(done.stdout) == {"code": 0, "heavy": []}
