@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 
 from fiolake import layout
 from fiolake.commits import Commit
-from fiolake.errors import FiolakeError, NotFound, PreconditionFailed
+from fiolake.errors import FiolakeError, NotFound, PreconditionFailed, UsageProblem
 from fiolake.lease import is_expired, lease_age_s, read_lease
-from fiolake.manifest import Manifest, new_manifest, sign_manifest
+from fiolake.manifest import Manifest, new_manifest, sign_manifests
 from fiolake.signing import Signer
 from fiolake.store import ObjectStore
 
@@ -50,16 +51,48 @@ def plan_campaign(
     ]
 
 
-def publish_manifests(store: ObjectStore, manifests: Sequence[Manifest], signer: Signer) -> None:
-    """Sign everything first, then PUT each envelope create-only at its bound key."""
-    envelopes = [(m.key, sign_manifest(m, signer)) for m in manifests]
-    for key, data in envelopes:
+def campaign_job_keys(store: ObjectStore, campaign_id: str) -> list[str]:
+    """Every manifest key of a campaign, in both key layouts, sorted."""
+    keys = list(store.list(layout.campaign_prefix(campaign_id)))
+    for backend in store.list_children(layout.BY_BACKEND_PREFIX):
+        try:
+            keys += store.list(layout.backend_campaign_prefix(backend, campaign_id))
+        except ValueError:
+            continue  # not a backend name this layout would have written
+    return sorted(keys)
+
+
+def publish_manifests(
+    store: ObjectStore, manifests: Sequence[Manifest], signer: Signer, *, workers: int = 16
+) -> None:
+    """Sign everything first (in batches where the signer can), then PUT every envelope
+    create-only at its bound key, `workers` at a time.
+
+    A campaign id is never reused: publishing into a campaign that already has jobs is
+    refused before anything is written (a runner that marked the campaign done would
+    never look at jobs added later).
+    """
+    for campaign_id in sorted({m.campaign_id for m in manifests}):
+        if campaign_job_keys(store, campaign_id):
+            raise UsageProblem(
+                f"campaign {campaign_id} already has jobs in {store.url} — campaign ids are "
+                "never reused; publish without --campaign for a new one"
+            )
+    envelopes = list(
+        zip((m.key for m in manifests), sign_manifests(manifests, signer), strict=True)
+    )
+
+    def put(item: tuple[str, bytes]) -> None:
+        key, data = item
         try:
             store.put(key, data, if_none_match=True)
         except PreconditionFailed:
             raise FiolakeError(
-                f"{key} already exists: campaign ids are never reused; publish without --campaign"
+                f"{key} already exists — campaign ids are never reused; publish without --campaign"
             ) from None
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(put, envelopes))
 
 
 @dataclass(frozen=True)
@@ -76,7 +109,7 @@ class JobStatus:
 
 def campaign_status(store: ObjectStore, campaign_id: str) -> list[JobStatus]:
     """The state of every job of a campaign (commit marker first, then its lease)."""
-    keys = sorted(store.list(layout.campaign_prefix(campaign_id)))
+    keys = campaign_job_keys(store, campaign_id)
     if not keys:
         raise FiolakeError(
             f"no jobs found for campaign {campaign_id!r} in {store.url}: check the id "

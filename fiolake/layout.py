@@ -10,6 +10,11 @@ import re
 from datetime import datetime
 
 JOBS_PREFIX = "jobs/"
+# Manifests by backend, then campaign: a runner lists only its own backend's campaigns.
+BY_BACKEND_PREFIX = f"{JOBS_PREFIX}by-backend/"
+# done/<backend>/<campaign>.json: create-only, written once every job of that campaign for
+# that backend is committed, so no runner lists the campaign's jobs again.
+DONE_PREFIX = "done/"
 CLAIMS_PREFIX = "claims/"
 COMMITS_PREFIX = "commits/"
 RESULTS_PREFIX = "results/"
@@ -22,29 +27,76 @@ _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 def check_id(kind: str, value: str) -> str:
     """Return `value` if it is safe inside an object key, else raise ValueError."""
-    if not _ID.match(value) or ".." in value:
+    if not isinstance(value, str) or not _ID.match(value) or ".." in value:
         raise ValueError(
-            f"invalid {kind} {value!r}: use letters, digits, '.', '_' or '-' (max 128)"
+            f"invalid {kind} {value!r} — use letters, digits, '.', '_' or '-' (at most 128, "
+            "starting with a letter or digit)"
         )
     return value
 
 
-def job_key(campaign_id: str, job_id: str) -> str:
-    """Signed manifest of one job."""
-    return f"{JOBS_PREFIX}{check_id('campaign id', campaign_id)}/{check_id('job id', job_id)}.json"
+def job_key(campaign_id: str, job_id: str, backend: str | None = None) -> str:
+    """Signed manifest of one job: `jobs/by-backend/<backend>/<campaign>/<job>.json`.
+
+    Without `backend`, the key of the first layout (`jobs/<campaign>/<job>.json`), which
+    lakes written before it still hold and runners still read.
+    """
+    campaign = check_id("campaign id", campaign_id)
+    job = check_id("job id", job_id)
+    if backend is None:
+        return f"{JOBS_PREFIX}{campaign}/{job}.json"
+    return f"{backend_campaign_prefix(backend, campaign)}{job}.json"
 
 
 def parse_job_key(key: str) -> tuple[str, str]:
-    """(campaign_id, job_id) of a key returned by listing `jobs/` (the inverse of `job_key`)."""
+    """(campaign_id, job_id) of a manifest key in either layout (the inverse of `job_key`)."""
     parts = key.split("/")
-    if len(parts) != 3 or parts[0] + "/" != JOBS_PREFIX or not parts[2].endswith(".json"):
+    if key.startswith(BY_BACKEND_PREFIX) and len(parts) == 5:
+        check_id("backend", parts[2])
+        campaign, name = parts[3], parts[4]
+    elif len(parts) == 3 and parts[0] + "/" == JOBS_PREFIX and parts[1] != "by-backend":
+        campaign, name = parts[1], parts[2]
+    else:
         raise ValueError(f"not a job key: {key!r}")
-    return check_id("campaign id", parts[1]), check_id("job id", parts[2][: -len(".json")])
+    if not name.endswith(".json"):
+        raise ValueError(f"not a job key: {key!r}")
+    return check_id("campaign id", campaign), check_id("job id", name[: -len(".json")])
+
+
+def backend_prefix(backend: str) -> str:
+    """Prefix whose immediate children are the campaigns that have jobs for `backend`."""
+    return f"{BY_BACKEND_PREFIX}{check_id('backend', backend)}/"
+
+
+def backend_campaign_prefix(backend: str, campaign_id: str) -> str:
+    """Prefix listing the jobs of one campaign for one backend."""
+    return f"{backend_prefix(backend)}{check_id('campaign id', campaign_id)}/"
 
 
 def campaign_prefix(campaign_id: str) -> str:
-    """Prefix listing every job of one campaign."""
+    """Prefix listing every job of one campaign in the first layout."""
     return f"{JOBS_PREFIX}{check_id('campaign id', campaign_id)}/"
+
+
+def done_prefix(backend: str) -> str:
+    """Prefix of the done markers of one backend's campaigns."""
+    return f"{DONE_PREFIX}{check_id('backend', backend)}/"
+
+
+def done_key(backend: str, campaign_id: str) -> str:
+    """Create-only marker: every job of this campaign for this backend is committed."""
+    return f"{done_prefix(backend)}{check_id('campaign id', campaign_id)}.json"
+
+
+def campaign_from_done_key(key: str) -> str | None:
+    """The campaign id of a key listed under `done_prefix(...)`, else None."""
+    parts = key.split("/")
+    if len(parts) != 3 or parts[0] + "/" != DONE_PREFIX or not parts[2].endswith(".json"):
+        return None
+    try:
+        return check_id("campaign id", parts[2][: -len(".json")])
+    except ValueError:
+        return None
 
 
 def claim_key(job_id: str) -> str:

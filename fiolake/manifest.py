@@ -13,6 +13,7 @@ import hashlib
 import json
 import re
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -136,7 +137,7 @@ def new_manifest(
         created_at=_utc_text(now),
         expires_at=_utc_text(now + expires_in),
         bucket=bucket,
-        key=layout.job_key(campaign_id, job_id),
+        key=layout.job_key(campaign_id, job_id, backend),
     )
 
 
@@ -163,6 +164,13 @@ def sign_manifest(manifest: Manifest, signer: Signer) -> bytes:
     """Sign `manifest` and return the envelope bytes to PUT (create-only) at manifest.key."""
     payload = manifest.payload()
     return envelope_bytes(payload, [signer.sign(pae(PAYLOAD_TYPE, payload))])
+
+
+def sign_manifests(manifests: Sequence[Manifest], signer: Signer) -> list[bytes]:
+    """Envelope bytes for each manifest, signed in batches where the signer can."""
+    payloads = [m.payload() for m in manifests]
+    signatures = signer.sign_batch([pae(PAYLOAD_TYPE, p) for p in payloads])
+    return [envelope_bytes(p, [sig]) for p, sig in zip(payloads, signatures, strict=True)]
 
 
 def _malformed(why: str) -> ManifestError:
@@ -279,10 +287,15 @@ def verify_envelope(
 
     m = _manifest_from_payload(payload)
     try:
-        own_key = layout.job_key(m.campaign_id, m.job_id)
+        # The first key layout had no backend in the key; its manifests stay valid there.
+        own_keys = (
+            layout.job_key(m.campaign_id, m.job_id, m.backend),
+            layout.job_key(m.campaign_id, m.job_id),
+        )
+        own_key = own_keys[0]
     except ValueError as exc:
         raise _malformed(str(exc)) from None
-    if m.key != own_key:
+    if m.key not in own_keys:
         raise _malformed(f"key {m.key!r} is not the job key of its ids ({own_key!r})")
     if (m.bucket, m.key) != (bucket, key):
         raise ManifestError(

@@ -60,6 +60,8 @@ class ObjectStore(Protocol):
 
     def list(self, prefix: str) -> Iterator[str]: ...
 
+    def list_children(self, prefix: str) -> Iterator[str]: ...
+
 
 def _etag(data: bytes) -> str:
     return hashlib.md5(data, usedforsecurity=False).hexdigest()
@@ -154,6 +156,12 @@ class LocalStore:
                 rel = Path(dirpath, name).relative_to(self.root).as_posix()
                 if rel.startswith(prefix):
                     yield rel
+
+    def list_children(self, prefix: str) -> Iterator[str]:
+        """Names of the immediate "directories" below `prefix` (which ends in '/'), sorted."""
+        base = self._path(prefix.rstrip("/")) if prefix.strip("/") else self.root
+        if base.is_dir():
+            yield from sorted(p.name for p in base.iterdir() if p.is_dir())
 
 
 @dataclass(frozen=True)
@@ -318,6 +326,20 @@ class S3Store:
             for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
                 for obj in page.get("Contents", []):
                     yield obj["Key"][len(self.prefix) :]
+        except Exception as exc:  # noqa: BLE001
+            raise self._error(exc, prefix) from exc
+
+    def list_children(self, prefix: str) -> Iterator[str]:
+        """Names of the immediate "directories" below `prefix` (one LIST per 1,000)."""
+        paginator = self.client.get_paginator("list_objects_v2")
+        start = len(self.prefix + prefix)
+        try:
+            pages = paginator.paginate(
+                Bucket=self.bucket, Prefix=self.prefix + prefix, Delimiter="/"
+            )
+            for page in pages:
+                for common in page.get("CommonPrefixes", []):
+                    yield common["Prefix"][start:].rstrip("/")
         except Exception as exc:  # noqa: BLE001
             raise self._error(exc, prefix) from exc
 

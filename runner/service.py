@@ -6,17 +6,26 @@ of them (per host × backend) pull from the same lake.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from fiolake import layout
 from fiolake.commits import new_commit
-from fiolake.errors import FiolakeError, ManifestError, NotFound, PolicyError, StoreError
+from fiolake.errors import (
+    FiolakeError,
+    ManifestError,
+    NotFound,
+    PolicyError,
+    PreconditionFailed,
+    StoreError,
+)
 from fiolake.lease import Lease, LeaseLost, claim_lease, release_lease, renew_lease, still_ours
 from fiolake.manifest import verify_envelope
 from fiolake.runner import execute as ex
@@ -111,12 +120,50 @@ class Runner:
         self.stop_requested = threading.Event()
         self.spool = Spool(config.spool_dir)
         self._done: set[str] = set()  # job ids known to be committed (never re-HEADed)
+        self._done_campaigns: set[str] = set()  # campaigns with every job committed
 
     # -- discovery -----------------------------------------------------------------------
     def open_jobs(self) -> Iterator[tuple[str, str, str]]:
-        """(campaign_id, job_id, key) of jobs without a commit marker, in random order."""
-        keys = [k for k in self.store.list(layout.JOBS_PREFIX) if k.endswith(".json")]
-        random.shuffle(keys)  # runners spread over the backlog instead of racing for one job
+        """(campaign_id, job_id, key) of this backend's jobs without a commit marker, in
+        random order.
+
+        Costs O(open campaigns and jobs of this backend), not O(history): one delimited
+        LIST of the backend's campaigns, one LIST of its done markers, then only the
+        campaigns not yet done. A campaign found with every job committed gets its done
+        marker here, so no runner lists it again. Lakes of the first key layout (no
+        backend in the key) are still read, at the old cost.
+        """
+        backend = self.config.backend
+        done = {
+            campaign
+            for key in self.store.list(layout.done_prefix(backend))
+            if (campaign := layout.campaign_from_done_key(key)) is not None
+        }
+        found: list[tuple[str, str, str]] = []
+        for campaign_id in self.store.list_children(layout.backend_prefix(backend)):
+            if campaign_id in done or campaign_id in self._done_campaigns:
+                continue
+            try:
+                prefix = layout.backend_campaign_prefix(backend, campaign_id)
+            except ValueError:
+                continue
+            open_here = self._open_in(self.store.list(prefix))
+            if open_here:
+                found += open_here
+            else:
+                self._mark_done(campaign_id)
+        for child in self.store.list_children(layout.JOBS_PREFIX):
+            if f"{layout.JOBS_PREFIX}{child}/" != layout.BY_BACKEND_PREFIX:
+                try:  # a campaign of the first layout: every backend's jobs, listed as before
+                    found += self._open_in(self.store.list(layout.campaign_prefix(child)))
+                except ValueError:
+                    continue
+        random.shuffle(found)  # runners spread over the backlog instead of racing for one job
+        yield from found
+
+    def _open_in(self, keys: Iterable[str]) -> list[tuple[str, str, str]]:
+        """The jobs among manifest `keys` that have no commit marker (HEAD each once)."""
+        out = []
         for key in keys:
             try:
                 campaign_id, job_id = layout.parse_job_key(key)
@@ -127,7 +174,21 @@ class Runner:
             if self.store.head(layout.commit_key(job_id)) is not None:
                 self._done.add(job_id)
                 continue
-            yield campaign_id, job_id, key
+            out.append((campaign_id, job_id, key))
+        return out
+
+    def _mark_done(self, campaign_id: str) -> None:
+        self._done_campaigns.add(campaign_id)
+        at = datetime.now(UTC).isoformat()
+        marker = json.dumps({"runner": self.config.runner_id, "at": at}).encode()
+        try:
+            self.store.put(
+                layout.done_key(self.config.backend, campaign_id), marker, if_none_match=True
+            )
+        except PreconditionFailed:
+            pass  # another runner saw it first
+        except StoreError as exc:
+            log.warning("could not mark campaign %s done: %s", campaign_id, exc)
 
     # -- one job -------------------------------------------------------------------------
     def try_job(self, campaign_id: str, job_id: str, key: str) -> str | None:

@@ -6,8 +6,24 @@ from typing import Any
 
 import click
 
+from fiolake import layout
 from fiolake.errors import FiolakeError
 from fiolake.units import parse_duration, parse_size
+
+
+class IdParam(click.ParamType):
+    """A name that goes into object keys (backend, campaign id): fiolake.layout's rule."""
+
+    name = "NAME"
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            return layout.check_id(self.kind, str(value))
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 class SizeParam(click.ParamType):

@@ -15,6 +15,7 @@ import click
 from fiolake.cli import fail, format_option, lake_option
 from fiolake.cli.common import (
     DurationParam,
+    IdParam,
     SizeParam,
     caps_options,
     current_caps,
@@ -34,6 +35,7 @@ CTX = {"help_option_names": ["-h", "--help"]}
     "backends",
     multiple=True,
     required=True,
+    type=IdParam("backend"),
     help="Backend that must run the jobs (repeat for several); runners pick theirs.",
 )
 @click.option(
@@ -52,7 +54,9 @@ CTX = {"help_option_names": ["-h", "--help"]}
     show_default=True,
     help="Runners refuse the manifests after this long (e.g. 30m, 24h, 7d).",
 )
-@click.option("--campaign", help="Campaign id (default: a new, sortable one).")
+@click.option(
+    "--campaign", type=IdParam("campaign id"), help="Campaign id (default: a new, sortable one)."
+)
 @lake_option
 @caps_options
 def publish(
@@ -125,7 +129,9 @@ def publish(
 
 
 @click.command(context_settings=CTX)
-@click.option("--backend", required=True, help="The backend this runner measures.")
+@click.option(
+    "--backend", required=True, type=IdParam("backend"), help="The backend this runner measures."
+)
 @click.option(
     "--dir",
     "target_dir",
@@ -241,7 +247,12 @@ def runner(
 
 
 @click.command(context_settings=CTX)
-@click.option("--campaign", required=True, help="Campaign id printed by `fiolake publish`.")
+@click.option(
+    "--campaign",
+    required=True,
+    type=IdParam("campaign id"),
+    help="Campaign id printed by `fiolake publish`.",
+)
 @lake_option
 @format_option()
 def status(campaign: str, lake: str, fmt: str) -> None:

@@ -12,6 +12,7 @@ import click
 from fiolake import units
 from fiolake.cli import fail, format_option, lake_option
 from fiolake.cli.common import (
+    IdParam,
     SizeParam,
     caps_options,
     current_caps,
@@ -76,6 +77,7 @@ def _summary_output(profile: str, run_id: str, status: str, rows: list[dict[str,
 @click.option(
     "--backend",
     default="local",
+    type=IdParam("backend"),
     show_default=True,
     help="Name of the storage backend, used to compare runs (e.g. nvme, ceph-rbd).",
 )
@@ -91,7 +93,11 @@ def _summary_output(profile: str, run_id: str, status: str, rows: list[dict[str,
     show_default=True,
     help="Run every job file this many times (for statistics in `compare`).",
 )
-@click.option("--campaign", help="Campaign id to record (default: a new one per invocation).")
+@click.option(
+    "--campaign",
+    type=IdParam("campaign id"),
+    help="Campaign id to record (default: a new one per invocation).",
+)
 @click.option("--label", multiple=True, metavar="KEY=VALUE", help="Recorded in runs.labels.")
 @click.option(
     "--progress/--no-progress",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -24,3 +25,5 @@ class Signer(Protocol):
     """Anything that signs message bytes with Ed25519 (LocalSigner, VaultSigner)."""
 
     def sign(self, message: bytes) -> Signature: ...
+
+    def sign_batch(self, messages: Sequence[bytes]) -> list[Signature]: ...

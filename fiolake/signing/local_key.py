@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
@@ -93,6 +94,10 @@ class LocalSigner:
 
     def sign(self, message: bytes) -> Signature:
         return Signature(self.keyid, base64.b64encode(self._key.sign(message)).decode())
+
+    def sign_batch(self, messages: Sequence[bytes]) -> list[Signature]:
+        """Sign each message (local signing is fast; no batching needed)."""
+        return [self.sign(m) for m in messages]
 
 
 def load_public_key(path: Path) -> tuple[str, bytes]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,8 @@ from fiolake.errors import FiolakeError
 from fiolake.signing.base import Signature
 
 DEFAULT_TRANSIT_KEY = "manifests"
+# Signatures per transit request when publishing many manifests.
+BATCH_SIZE = 250
 
 Refresher = Callable[[str], dict[str, bytes]]
 
@@ -72,6 +74,25 @@ class VaultSigner:
                 mount_point=self.mount,
             )
         return self._parse(resp["data"]["signature"])
+
+    def sign_batch(self, messages: Sequence[bytes]) -> list[Signature]:
+        """Sign many messages with one transit call per BATCH_SIZE (`batch_input`)."""
+        out: list[Signature] = []
+        action = f"sign with transit key {self.key_name!r}"
+        need = f"`update` on {self.mount}/sign/{self.key_name}"
+        for start in range(0, len(messages), BATCH_SIZE):
+            chunk = messages[start : start + BATCH_SIZE]
+            batch = [{"input": base64.b64encode(m).decode()} for m in chunk]
+            with _vault_errors(action, self.addr, need):
+                resp = self._client.secrets.transit.sign_data(
+                    self.key_name, batch_input=batch, mount_point=self.mount
+                )
+            results = resp["data"]["batch_results"]
+            failed = [r["error"] for r in results if r.get("error")]
+            if failed or len(results) != len(chunk):
+                raise FiolakeError(f"Vault failed to {action} in a batch: {failed[:1] or results}")
+            out += [self._parse(r["signature"]) for r in results]
+        return out
 
     def _parse(self, value: str) -> Signature:
         # transit returns "vault:v<N>:<base64>"; the version becomes part of our key id.

@@ -28,6 +28,7 @@ import time  # noqa: E402
 from datetime import datetime  # noqa: E402
 
 from fiolake import layout  # noqa: E402
+from fiolake.campaigns import campaign_job_keys  # noqa: E402
 from fiolake.commits import Commit  # noqa: E402
 from fiolake.stack.local import stack_down, stack_up  # noqa: E402
 from fiolake.stack.process import free_ports  # noqa: E402
@@ -120,7 +121,7 @@ def claim_latency(bench: Bench, trials: int) -> list[float]:
     for _ in range(trials):
         campaign = bench.publish(lake, NULL_JOB)
         published = time.monotonic()
-        [key] = list(store.list(layout.campaign_prefix(campaign)))
+        [key] = campaign_job_keys(store, campaign)
         claim = layout.claim_key(layout.parse_job_key(key)[1])
         while store.head(claim) is None:
             time.sleep(0.01)

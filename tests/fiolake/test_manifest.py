@@ -85,8 +85,8 @@ def rewrap(data: bytes, **fields: object) -> bytes:
 def test_new_manifest_binds_itself_to_its_job_key() -> None:
     m = make_manifest()
     assert m.job_id == "c-20261122-014501-3fa9-randread-4k-local-nvme-r0"
-    assert m.key == layout.job_key(m.campaign_id, m.job_id)
-    assert m.key == f"jobs/c-20261122-014501-3fa9/{m.job_id}.json"
+    assert m.key == layout.job_key(m.campaign_id, m.job_id, m.backend)
+    assert m.key == f"jobs/by-backend/local-nvme/c-20261122-014501-3fa9/{m.job_id}.json"
     assert m.bucket == BUCKET
     assert (m.created_at, m.expires_at) == ("2026-11-22T01:45:01Z", "2026-11-22T02:45:01Z")
     assert m.job_file_sha256 == hashlib.sha256(JOB_FILE.encode()).hexdigest()
@@ -95,7 +95,7 @@ def test_new_manifest_binds_itself_to_its_job_key() -> None:
 def test_job_id_is_sanitised_for_object_keys() -> None:
     m = new_manifest(
         campaign_id="c-1",
-        backend="ceph rbd/pool ä",
+        backend="ceph-rbd.pool_2",
         profile="../etc/passwd",
         job_file_text="[x]\n",
         runtime_s=None,
@@ -105,9 +105,25 @@ def test_job_id_is_sanitised_for_object_keys() -> None:
         expires_in=timedelta(minutes=5),
         now=NOW,
     )
-    assert m.job_id == "c-1-etc_passwd-ceph_rbd_pool-r3"
+    assert m.job_id == "c-1-etc_passwd-ceph-rbd.pool_2-r3"
     assert layout.check_id("job id", m.job_id) == m.job_id
-    assert m.key == "jobs/c-1/c-1-etc_passwd-ceph_rbd_pool-r3.json"
+    assert m.key == "jobs/by-backend/ceph-rbd.pool_2/c-1/c-1-etc_passwd-ceph-rbd.pool_2-r3.json"
+
+
+def test_backend_names_must_be_safe_in_object_keys() -> None:
+    with pytest.raises(ValueError, match="^invalid backend 'ceph rbd/pool' — use letters"):
+        new_manifest(
+            campaign_id="c-1",
+            backend="ceph rbd/pool",
+            profile="p",
+            job_file_text="[x]\n",
+            runtime_s=None,
+            size_bytes=None,
+            repetition=0,
+            bucket="",
+            expires_in=timedelta(minutes=5),
+            now=NOW,
+        )
 
 
 def test_campaign_ids_are_key_safe_and_sort_by_time() -> None:
@@ -199,7 +215,7 @@ def test_created_in_the_future(signer: LocalSigner, keyring: Keyring) -> None:
 def test_copied_to_another_key_or_bucket(signer: LocalSigner, keyring: Keyring) -> None:
     m = make_manifest()
     data = sign_manifest(m, signer)
-    elsewhere = layout.job_key(m.campaign_id, "c-other-job")
+    elsewhere = layout.job_key(m.campaign_id, "c-other-job", m.backend)
     assert refused(data, keyring, key=elsewhere) == (
         f"bound to another place: manifest is for fiolake/{m.key}, found at fiolake/{elsewhere}"
     )

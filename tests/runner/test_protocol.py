@@ -18,7 +18,7 @@ import pytest
 from fiolake import layout
 from fiolake.aggregator.lake import connect
 from fiolake.aggregator.query import run_query
-from fiolake.campaigns import campaign_status
+from fiolake.campaigns import campaign_job_keys, campaign_status
 from fiolake.commits import Commit
 from fiolake.config import Settings
 from fiolake.store import ObjectStore
@@ -137,7 +137,7 @@ def test_stopped_runner_loses_lease_kills_fio_and_cannot_commit(lake_env: LakeEn
 def _tamper(env: LakeEnv, campaign: str) -> dict[str, str]:
     """Damage published manifests in four ways; returns job id -> expected reason."""
     store = admin_store(env)
-    keys = sorted(store.list(layout.campaign_prefix(campaign)))
+    keys = campaign_job_keys(store, campaign)
     assert len(keys) == 4
     envelopes = [json.loads(store.get(k)[0]) for k in keys]
     expected = {}
@@ -153,7 +153,7 @@ def _tamper(env: LakeEnv, campaign: str) -> dict[str, str]:
     store.put(keys[1], json.dumps(envelopes[1]).encode())
     expected[layout.parse_job_key(keys[1])[1]] = "unsigned manifest"
     # 3: a valid envelope copied to another job's place
-    copy_key = layout.job_key(campaign, "copied-job")
+    copy_key = layout.job_key(campaign, "copied-job", "b")
     store.put(copy_key, json.dumps(envelopes[2]).encode())
     expected["copied-job"] = "bound to another place"
     return expected
