@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from fiolake import layout
 from fiolake.aggregator.manifest import Manifest, Partition, latest_manifest, now_iso
 from fiolake.aggregator.snapshot import Snapshot, read_parquet_object, scan
+from fiolake.commits import logged_job_ids
 from fiolake.errors import LakeError, NotFound, PreconditionFailed, StoreError
 from fiolake.schema import parquet_bytes
 from fiolake.store import LocalStore, ObjectStore, S3Store
@@ -51,6 +52,9 @@ class CompactionReport:
     generation: int | None  # the manifest written; None when there was nothing to do
     merged: list[Merged] = field(default_factory=list)
     commits: int = 0  # markers in the commit index
+    # Markers new since the previous generation without a commit-log entry (older
+    # runners): while any exist, readers list every marker instead of the log.
+    unlogged: int = 0
     removed: list[str] = field(default_factory=list)  # superseded compacted objects deleted
     cleanup_errors: list[str] = field(default_factory=list)
 
@@ -113,8 +117,23 @@ def _plan(snap: Snapshot, tables: Iterable[str]) -> dict[tuple[str, str], dict[s
     return plan
 
 
+def _unlogged(store: ObjectStore, snap: Snapshot) -> int:
+    """How many markers the index lacks that the commit log does not name either."""
+    if not snap.unindexed:
+        return 0
+    prev = snap.manifest
+    since = (
+        datetime.fromisoformat(prev.commits_listed_at) if prev and prev.commits_listed_at else None
+    )
+    return len(snap.unindexed - logged_job_ids(store, since))
+
+
 def _write_state(
-    store: ObjectStore, snap: Snapshot, plan: dict[tuple[str, str], dict[str, str]], gen: int
+    store: ObjectStore,
+    snap: Snapshot,
+    plan: dict[tuple[str, str], dict[str, str]],
+    gen: int,
+    listed_at: str | None,
 ) -> tuple[Manifest, list[Merged]]:
     prev = snap.manifest
     partitions = dict(prev.partitions) if prev else {}
@@ -130,7 +149,7 @@ def _write_state(
         merged.append(Merged(table, month, len(runs), len(covered), data.num_rows, key))
     commits_key = layout.commits_index_key(gen, secrets.token_hex(6))
     store.put(commits_key, _compacted_bytes(snap.commits.sort_by("job_id")))
-    manifest = Manifest(gen, now_iso(), commits_key, snap.commits.num_rows, partitions)
+    manifest = Manifest(gen, now_iso(), commits_key, snap.commits.num_rows, partitions, listed_at)
     return manifest, merged
 
 
@@ -173,13 +192,18 @@ def compact(
     for table in tables:
         if table not in layout.TABLES:
             raise LakeError(f"unknown table {table!r}; tables are {', '.join(layout.TABLES)}")
-    snap = scan(store)
+    # Taken before the listing: a marker it misses was written later, so its log entry
+    # sorts after this instant (see fiolake.commits).
+    listed_at = store.server_time().isoformat(timespec="milliseconds")
+    snap = scan(store, full_listing=True)
     plan = _plan(snap, tables)
     indexed = snap.manifest.commits if snap.manifest else 0
     report = CompactionReport(None, commits=snap.commits.num_rows)
     if plan or snap.commits.num_rows != indexed:
         gen = (snap.manifest.generation if snap.manifest else 0) + 1
-        manifest, report.merged = _write_state(store, snap, plan, gen)
+        report.unlogged = _unlogged(store, snap)
+        vouched = listed_at if report.unlogged == 0 else None
+        manifest, report.merged = _write_state(store, snap, plan, gen, vouched)
         if hook:
             hook("files-written")
         try:

@@ -39,6 +39,10 @@ class Manifest:
     commits_file: str | None  # commit markers known at that time, as Parquet
     commits: int
     partitions: dict[tuple[str, str], Partition] = field(default_factory=dict)  # (table, month)
+    # Store time when this compaction began listing `commits/`, set only when every
+    # marker new since the previous generation had its commit-log entry: readers then
+    # find later commits in the commit log instead of listing every marker.
+    commits_listed_at: str | None = None
 
     def to_bytes(self) -> bytes:
         """Canonical JSON bytes."""
@@ -48,6 +52,7 @@ class Manifest:
             "created_at": self.created_at,
             "commits_file": self.commits_file,
             "commits": self.commits,
+            "commits_listed_at": self.commits_listed_at,
             "partitions": [
                 {
                     "table": p.table,
@@ -75,7 +80,12 @@ class Manifest:
                 )
                 parts[(part.table, part.month)] = part
             return cls(
-                body["generation"], body["created_at"], body["commits_file"], body["commits"], parts
+                body["generation"],
+                body["created_at"],
+                body["commits_file"],
+                body["commits"],
+                parts,
+                body.get("commits_listed_at"),  # absent before the commit log
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise LakeError(

@@ -1,8 +1,10 @@
 """What the lake holds right now: commit markers, and the Parquet files to read per table.
 
-One LIST of `commits/`, one of `results/`, one GET of the newest compaction
-manifest (plus its commit index), and a GET per commit marker the index does not
-cover yet. Views and compaction both start from a `Snapshot`.
+One GET of the newest compaction manifest (plus its commit index), one LIST of the
+commit log since that compaction (or of all of `commits/` when the manifest cannot
+vouch for the log: see `fiolake.commits`), a GET per commit marker the index does
+not cover yet, and LISTs of the result partitions where those runs landed. Views
+and compaction both start from a `Snapshot`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pyarrow.parquet as pq
 
 from fiolake import layout
 from fiolake.aggregator.manifest import Manifest, latest_manifest
-from fiolake.commits import Commit
+from fiolake.commits import Commit, logged_job_ids
 from fiolake.errors import NotFound
 from fiolake.store import ObjectStore
 
@@ -47,6 +49,7 @@ class Snapshot:
     # (table, YYYY-MM-DD) -> {run_id: key}: committed per-run files no merged file covers
     loose: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     orphan_files: int = 0  # result files of uncommitted attempts among those listed (ignored)
+    unindexed: frozenset[str] = frozenset()  # job ids of markers the commit index lacks
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -107,19 +110,29 @@ def _read_markers(store: ObjectStore, keys: list[str], warnings: list[str]) -> l
         return [c for c in pool.map(fetch, keys) if c is not None]
 
 
-def load_commits(store: ObjectStore, manifest: Manifest | None, warnings: list[str]) -> pa.Table:
-    """Every commit marker: the compacted index plus the loose markers it does not cover."""
+def _unindexed_job_ids(
+    store: ObjectStore, manifest: Manifest | None, known: set[str], full_listing: bool
+) -> list[str]:
+    if not full_listing and manifest is not None and manifest.commits_listed_at:
+        since = datetime.fromisoformat(manifest.commits_listed_at)
+        return sorted(logged_job_ids(store, since) - known)
+    listed = map(layout.job_id_from_commit_key, store.list(layout.COMMITS_PREFIX))
+    return sorted({j for j in listed if j is not None} - known)
+
+
+def load_commits(
+    store: ObjectStore, manifest: Manifest | None, warnings: list[str], *, full_listing: bool
+) -> tuple[pa.Table, frozenset[str]]:
+    """Every commit marker: the compacted index plus the markers it does not cover,
+    found through the commit log when the manifest allows, else by listing them all.
+    Also returns the job ids of the markers the index lacks."""
     indexed = pa.Table.from_pylist([], schema=COMMITS_SCHEMA)
     if manifest is not None and manifest.commits_file:
         indexed = read_parquet_object(store, manifest.commits_file).cast(COMMITS_SCHEMA)
     known = set(indexed.column("job_id").to_pylist())
-    loose_keys = []
-    for key in store.list(layout.COMMITS_PREFIX):
-        job_id = layout.job_id_from_commit_key(key)
-        if job_id is not None and job_id not in known:
-            loose_keys.append(key)
-    loose = commits_table(_read_markers(store, loose_keys, warnings))
-    return pa.concat_tables([indexed, loose])
+    new = _unindexed_job_ids(store, manifest, known, full_listing)
+    loose = commits_table(_read_markers(store, [layout.commit_key(j) for j in new], warnings))
+    return pa.concat_tables([indexed, loose]), frozenset(loose.column("job_id").to_pylist())
 
 
 def _candidate_days(snap: Snapshot, need: set[str]) -> set[str]:
@@ -164,12 +177,16 @@ def _table_keys(store: ObjectStore, snap: Snapshot, table: str) -> list[str]:
     return keys if need <= found else list(store.list(full))
 
 
-def scan(store: ObjectStore) -> Snapshot:
-    """Read the lake's commit markers, compaction manifest and result-file listing."""
+def scan(store: ObjectStore, *, full_listing: bool = False) -> Snapshot:
+    """Read the lake's commit markers, compaction manifest and result-file listing.
+
+    `full_listing` lists every commit marker even where the commit log would do
+    (compaction does, to catch markers whose log entry is missing).
+    """
     warnings: list[str] = []
     manifest = latest_manifest(store)
-    commits = load_commits(store, manifest, warnings)
-    snap = Snapshot(manifest, commits, warnings=warnings)
+    commits, unindexed = load_commits(store, manifest, warnings, full_listing=full_listing)
+    snap = Snapshot(manifest, commits, warnings=warnings, unindexed=unindexed)
     committed = snap.run_ids
     for table in layout.TABLES:
         for key in _table_keys(store, snap, table):

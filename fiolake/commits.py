@@ -2,13 +2,27 @@
 
 The lake views read only run ids named here, so an attempt that uploaded results
 but lost the commit race (or died before committing) never counts.
+
+The commit log is an index over the markers, not a second source of truth: after
+its marker, each writer puts a copy under `commit-log/`, keyed by the store's clock
+at that moment. A compaction lists every marker and records when it started
+(`commits_listed_at`); a reader then needs only the log entries from shortly before
+that instant (`COMMIT_LOG_SLACK` covers the clock's 1 s resolution and request
+latency) to find every marker the compaction could not have seen, because each
+entry is written after its marker. A marker whose log entry is missing (an older
+runner, a crash between the two PUTs) is found by the next compaction's full
+listing, which then records no `commits_listed_at` until every new marker is logged.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+
+from fiolake import layout
+from fiolake.errors import PreconditionFailed
+from fiolake.store import ObjectStore
 
 
 @dataclass(frozen=True)
@@ -40,3 +54,29 @@ def new_commit(job_id: str, run_id: str, campaign_id: str, runner: str, status: 
     """A marker stamped with the current UTC time."""
     now = datetime.now(UTC).isoformat(timespec="milliseconds")
     return Commit(job_id, run_id, campaign_id, runner, status, now)
+
+
+COMMIT_LOG_SLACK = timedelta(minutes=5)
+
+
+def log_commit(store: ObjectStore, commit: Commit) -> str:
+    """Put the commit-log entry of a marker already written; returns its key.
+
+    Keyed by the store's clock now, so the entry sorts after every compaction that
+    started before the marker existed. Idempotent: a retry writes a second entry for
+    the same job, which readers fold by job id.
+    """
+    key = layout.commit_log_key(store.server_time(), commit.job_id)
+    try:
+        store.put(key, commit.to_bytes(), if_none_match=True)
+    except PreconditionFailed:
+        pass  # a retried request already wrote it
+    return key
+
+
+def logged_job_ids(store: ObjectStore, since: datetime | None) -> set[str]:
+    """Job ids with a commit-log entry written at or after `since` - COMMIT_LOG_SLACK
+    (every entry when `since` is None)."""
+    start = None if since is None else layout.commit_log_start(since - COMMIT_LOG_SLACK)
+    keys = store.list(layout.COMMIT_LOG_PREFIX, start_after=start)
+    return {j for j in map(layout.job_id_from_commit_log_key, keys) if j is not None}

@@ -7,7 +7,7 @@ out of a key it did not get from here.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 
 JOBS_PREFIX = "jobs/"
 # Manifests by backend, then campaign: a runner lists only its own backend's campaigns.
@@ -17,6 +17,10 @@ BY_BACKEND_PREFIX = f"{JOBS_PREFIX}by-backend/"
 DONE_PREFIX = "done/"
 CLAIMS_PREFIX = "claims/"
 COMMITS_PREFIX = "commits/"
+# commit-log/<store time>-<job_id>.json: a copy of each marker written just after it,
+# keyed by the store's clock, so readers find commits made since a compaction with one
+# short LIST (StartAfter) instead of listing every marker ever written.
+COMMIT_LOG_PREFIX = "commit-log/"
 RESULTS_PREFIX = "results/"
 RAW_PREFIX = "raw/"
 
@@ -186,5 +190,32 @@ def job_id_from_commit_key(key: str) -> str | None:
         return None
     try:
         return check_id("job id", key[len(COMMITS_PREFIX) : -len(".json")])
+    except ValueError:
+        return None
+
+
+def _log_time(at: datetime) -> str:
+    # Fixed width, so key order is time order.
+    return f"{at.astimezone(UTC):%Y%m%dT%H%M%S.%f}Z"
+
+
+def commit_log_key(at: datetime, job_id: str) -> str:
+    """The commit-log entry of `job_id`, written at store time `at`."""
+    return f"{COMMIT_LOG_PREFIX}{_log_time(at)}-{check_id('job id', job_id)}.json"
+
+
+def commit_log_start(at: datetime) -> str:
+    """A key that sorts before every commit-log entry written at or after `at`."""
+    return f"{COMMIT_LOG_PREFIX}{_log_time(at)}"
+
+
+def job_id_from_commit_log_key(key: str) -> str | None:
+    """The job id of a commit-log key (inverse of `commit_log_key`), else None."""
+    name = key.removeprefix(COMMIT_LOG_PREFIX)
+    stamp = len(_log_time(datetime(2000, 1, 1, tzinfo=UTC)))
+    if name == key or not name.endswith(".json") or name[stamp : stamp + 1] != "-":
+        return None
+    try:
+        return check_id("job id", name[stamp + 1 : -len(".json")])
     except ValueError:
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import os
 import tempfile
@@ -19,7 +20,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Protocol
 
-import boto3
+import botocore.session
 from botocore.config import Config
 from botocore.exceptions import (
     ClientError,
@@ -30,6 +31,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
     SSLError,
 )
+from botocore.utils import parse_timestamp
 
 from fiolake.errors import AccessDenied, NotFound, PreconditionFailed, StoreError, StoreUnavailable
 
@@ -58,9 +60,11 @@ class ObjectStore(Protocol):
 
     def head(self, key: str) -> ObjectInfo | None: ...
 
-    def list(self, prefix: str) -> Iterator[str]: ...
+    def list(self, prefix: str, *, start_after: str | None = None) -> Iterator[str]: ...
 
     def list_children(self, prefix: str) -> Iterator[str]: ...
+
+    def server_time(self) -> datetime: ...
 
 
 def _etag(data: bytes) -> str:
@@ -144,8 +148,9 @@ class LocalStore:
         except NotFound:
             return None
 
-    def list(self, prefix: str) -> Iterator[str]:
-        """Keys under `prefix`, sorted; never proof of absence (HEAD for that)."""
+    def list(self, prefix: str, *, start_after: str | None = None) -> Iterator[str]:
+        """Keys under `prefix` (after `start_after`, as S3's StartAfter); never proof of
+        absence (HEAD for that)."""
         base = self._path(prefix.rstrip("/")) if prefix.strip("/") else self.root
         if not base.exists():
             return
@@ -154,8 +159,12 @@ class LocalStore:
                 if name.startswith("."):
                     continue
                 rel = Path(dirpath, name).relative_to(self.root).as_posix()
-                if rel.startswith(prefix):
+                if rel.startswith(prefix) and (start_after is None or rel > start_after):
                     yield rel
+
+    def server_time(self) -> datetime:
+        """The store's clock: this machine's."""
+        return datetime.now(UTC)
 
     def list_children(self, prefix: str) -> Iterator[str]:
         """Names of the immediate "directories" below `prefix` (which ends in '/'), sorted."""
@@ -182,9 +191,33 @@ class S3Settings:
             )
 
 
+def _fast_timestamp(value: str) -> datetime:
+    """botocore's timestamp parser, minus its cost on ISO 8601 text.
+
+    botocore parses every `LastModified` of a listing with dateutil, about 0.3 ms a
+    key: listing 10,000 commit markers spent 3 of its 5 seconds there, in this
+    process, not in the store. S3 writes those as ISO 8601, which the standard library
+    parses directly; anything else (HTTP dates in headers) goes to botocore's parser.
+    """
+    try:
+        parsed = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return parse_timestamp(value)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@functools.cache
+def _botocore_session() -> botocore.session.Session:
+    session = botocore.session.get_session()
+    session.get_component("response_parser_factory").set_parser_defaults(
+        timestamp_parser=_fast_timestamp
+    )
+    return session
+
+
 def s3_client(settings: S3Settings, *, retries: int = 3, timeout_s: float = 10.0):  # noqa: ANN201
     """A boto3 S3 client for `settings` (path-style, TLS verified against the CA bundle)."""
-    return boto3.client(
+    return _botocore_session().create_client(
         "s3",
         endpoint_url=settings.endpoint,
         aws_access_key_id=settings.access_key,
@@ -319,15 +352,30 @@ class S3Store:
             resp["ContentLength"],
         )
 
-    def list(self, prefix: str) -> Iterator[str]:
-        """Keys under `prefix` (paginated); never proof of absence."""
+    def list(self, prefix: str, *, start_after: str | None = None) -> Iterator[str]:
+        """Keys under `prefix` (paginated; after `start_after` when given, which costs
+        nothing for the keys skipped); never proof of absence."""
         paginator = self.client.get_paginator("list_objects_v2")
+        args = {"Bucket": self.bucket, "Prefix": self.prefix + prefix}
+        if start_after is not None:
+            args["StartAfter"] = self.prefix + start_after
         try:
-            for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
+            for page in paginator.paginate(**args):
                 for obj in page.get("Contents", []):
                     yield obj["Key"][len(self.prefix) :]
         except Exception as exc:  # noqa: BLE001
             raise self._error(exc, prefix) from exc
+
+    def server_time(self) -> datetime:
+        """The store's clock: the `Date` of its answer to a HEAD of the bucket (1 s
+        resolution). Any answer has one, so roles without ListBucket get it from a 403."""
+        try:
+            resp = self.client.head_bucket(Bucket=self.bucket)
+        except ClientError as exc:
+            resp = exc.response
+        except Exception as exc:  # noqa: BLE001
+            raise self._error(exc, self.bucket) from exc
+        return _http_date(resp.get("ResponseMetadata", {}).get("HTTPHeaders", {}))
 
     def list_children(self, prefix: str) -> Iterator[str]:
         """Names of the immediate "directories" below `prefix` (one LIST per 1,000)."""

@@ -6,13 +6,17 @@ run with missing tables, and a second attempt at the same job cannot overwrite i
 
 from __future__ import annotations
 
+import logging
+
 from fiolake import layout
-from fiolake.commits import Commit, new_commit
-from fiolake.errors import PreconditionFailed
+from fiolake.commits import Commit, log_commit, new_commit
+from fiolake.errors import PreconditionFailed, StoreError
 from fiolake.runner.execute import RunOutcome
 from fiolake.runner.spool import put_with_retry
 from fiolake.schema import parquet_bytes
 from fiolake.store import ObjectStore
+
+log = logging.getLogger(__name__)
 
 
 def outcome_objects(outcome: RunOutcome) -> dict[str, bytes]:
@@ -39,15 +43,30 @@ def commit_outcome(
 
 
 def commit_marker(store: ObjectStore, commit: Commit, **put_options: float) -> Commit | None:
-    """Create-only PUT of a marker; a 412 is settled by reading the winner back."""
+    """Create-only PUT of a marker; a 412 is settled by reading the winner back.
+
+    The winner's marker is then copied into the commit log (see `fiolake.commits`).
+    """
     key = layout.commit_key(commit.job_id)
     try:
         if put_options:
             put_with_retry(store, key, commit.to_bytes(), create_only=True, **put_options)
         else:
             store.put(key, commit.to_bytes(), if_none_match=True)
-        return commit
+        won: Commit | None = commit
     except PreconditionFailed:
         # A retried request may have created the marker itself: read it back.
         existing = Commit.from_bytes(store.get(key)[0])
-        return existing if existing.run_id == commit.run_id else None
+        won = existing if existing.run_id == commit.run_id else None
+    if won is not None:
+        try:
+            log_commit(store, won)
+        except StoreError as exc:
+            # Committed all the same; only readers between compactions miss it for now.
+            log.warning(
+                "%s is committed but its commit-log entry is not (%s): queries see it after "
+                "the next `fiolake lake compact`",
+                commit.job_id,
+                exc,
+            )
+    return won

@@ -63,6 +63,13 @@ def compact(lake: str, tables: tuple[str, ...], grace: str) -> None:
             f"{len(report.merged)} table × month file(s); {report.commits} commit(s) indexed",
             err=True,
         )
+        if report.unlogged:
+            click.echo(
+                f"note: {report.unlogged} new commit(s) have no commit-log entry (runners older "
+                "than this fiolake?): queries list every marker until a compaction finds all "
+                "new commits logged — upgrade the runners",
+                err=True,
+            )
     if report.removed:
         click.echo(f"removed {len(report.removed)} superseded compacted object(s)", err=True)
     for problem in report.cleanup_errors:

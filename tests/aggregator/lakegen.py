@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from fiolake import layout
-from fiolake.commits import Commit
+from fiolake.commits import Commit, log_commit
 from fiolake.schema import RESULTS, parquet_bytes, to_table
 from fiolake.store import LocalStore, ObjectStore
 
@@ -174,9 +174,11 @@ def write_run(
     seconds: int = 3,
     raw: bool = True,
     committed_at: datetime | None = None,
+    log: bool = True,
     **run_extra: Any,
 ) -> str:
-    """Write one run attempt (4 tables, raw fio.json, commit marker unless `commit=False`)."""
+    """Write one run attempt (4 tables, raw fio.json, commit marker unless `commit=False`,
+    then its commit-log entry unless `log=False`, as runners older than the log did)."""
     metrics = metrics if metrics is not None else {("job1", "read"): {"iops": 1000.0}}
     runs = [run_row(run_id, job_id, campaign, backend, profile, started_at, status, **run_extra)]
     results, ts, pct = [], [], []
@@ -194,6 +196,8 @@ def write_run(
         when = (committed_at or started_at).isoformat()
         marker = Commit(job_id, run_id, campaign, "runner-1", status, when)
         store.put(layout.commit_key(job_id), marker.to_bytes(), if_none_match=True)
+        if log:
+            log_commit(store, marker)
     return run_id
 
 

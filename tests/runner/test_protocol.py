@@ -11,15 +11,19 @@ import signal
 import time
 from collections import Counter
 from dataclasses import asdict
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from fiolake import layout
+from fiolake.aggregator.compact import compact
 from fiolake.aggregator.lake import connect
+from fiolake.aggregator.manifest import latest_manifest
 from fiolake.aggregator.query import run_query
+from fiolake.aggregator.snapshot import scan
 from fiolake.campaigns import campaign_job_keys, campaign_status
-from fiolake.commits import Commit
+from fiolake.commits import Commit, logged_job_ids
 from fiolake.config import Settings
 from fiolake.store import ObjectStore
 from tests.runner.conftest import NULL_JOB, SLOW_JOB, LakeEnv, wait_for
@@ -71,6 +75,18 @@ def test_published_jobs_are_run_and_committed_once(lake_env: LakeEnv) -> None:
     assert states == {"ok": 2, "pending": 2}  # b2's jobs wait for a b2 runner
     runs = sql(lake_env, "SELECT backend, status, runner, campaign_id FROM runs")
     assert runs == [{"backend": "b1", "status": "ok", "runner": "r1", "campaign_id": campaign}] * 2
+    # The runner role may write the commit log, one entry per commit.
+    store = admin_store(lake_env)
+    assert logged_job_ids(store, None) == {c.job_id for c in commits(lake_env)}
+    assert "commit-log entry is not" not in lake_env.runner_log("r1")
+    # After a compaction, the next commits are found through the log, not by listing.
+    report = compact(store, grace=timedelta(0))
+    assert report.unlogged == 0 and latest_manifest(store).commits_listed_at is not None
+    runner = lake_env.start_runner("r2", "b2", "--once")
+    assert runner.wait(timeout=60) == 0, lake_env.runner_log("r2")
+    assert len(scan(store).unindexed) == 2
+    backends = sql(lake_env, "SELECT backend, count(*) AS n FROM runs GROUP BY 1 ORDER BY 1")
+    assert backends == [{"backend": "b1", "n": 2}, {"backend": "b2", "n": 2}]
 
 
 def test_three_runners_thirty_jobs_exactly_once(lake_env: LakeEnv) -> None:
