@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from fiolake.errors import FiolakeError
+
+
+def key_fingerprint(public_key: bytes) -> str:
+    """First 16 hex digits of sha256 over the raw public key: the last part of every key id,
+    so an id can only ever name one key (as TUF's key ids do)."""
+    return hashlib.sha256(public_key).hexdigest()[:16]
+
+
+def fingerprint_of(keyid: str) -> str:
+    """The fingerprint a key id claims (its last `:` part)."""
+    return keyid.rsplit(":", 1)[-1]
 
 
 class KeyringUnavailable(FiolakeError):

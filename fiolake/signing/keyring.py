@@ -13,13 +13,13 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from fiolake.errors import FiolakeError, ManifestError
-from fiolake.signing.base import KeyringUnavailable
-from fiolake.signing.local_key import local_keyid
+from fiolake.signing.base import KeyringUnavailable, fingerprint_of, key_fingerprint
 from fiolake.signing.vault import Refresher
 
 log = logging.getLogger(__name__)
 
 DEFAULT_KEYRING = Path("~/.cache/fiolake/keyring.json")
+CACHE_FORMAT = 2  # sections per trust source; format 1 (one flat key set) is ignored
 # When Vault is down, don't retry a refresh on every verification.
 RETRY_REFRESH_AFTER_S = 30.0
 # A key id the source did not know is not asked about again for this long, so a flood of
@@ -29,13 +29,22 @@ NEGATIVE_CACHE_S = 60.0
 REFRESH_AFTER_S = 3600.0
 
 
-def _namespace(keyid: str) -> str:
-    """`vault:manifests:v2` → `vault:manifests:`; `local:ab12…` → `local:ab12…:` (its own)."""
-    return keyid.rsplit(":", 1)[0] + ":" if keyid.startswith("vault:") else keyid + ":"
+def _signed_by(key: bytes, message: bytes, sig: bytes) -> bool:
+    try:
+        Ed25519PublicKey.from_public_bytes(key).verify(sig, message)
+    except InvalidSignature:
+        return False
+    return True
 
 
 class Keyring:
-    """Trusted Ed25519 public keys by key id; verifies offline, refreshes from a source."""
+    """Trusted Ed25519 public keys by key id; verifies offline, refreshes from a source.
+
+    Every key id ends in its key's fingerprint (`add` checks it), so a cached key can
+    never stand in for another with the same name and version. Keys come from one
+    refresher (the trust source, e.g. a Vault transit key: it replaces its whole set on
+    each refresh, so retired versions drop out) and from pinned key files (`persist=False`).
+    """
 
     def __init__(self, refresher: Refresher | None = None, path: Path | None = None):
         self.refresher = refresher
@@ -47,6 +56,12 @@ class Keyring:
         self._not_found: dict[str, float] = {}  # key id -> monotonic time the source lacked it
         self._failed_at = -RETRY_REFRESH_AFTER_S
         self._failure = ""
+        self._refreshes = 0
+
+    @property
+    def source(self) -> str | None:
+        """The refresher's trust source (the cache section this keyring owns), if any."""
+        return getattr(self.refresher, "source", None) if self.refresher else None
 
     def add(self, keyid: str, public_key: bytes, *, persist: bool = True) -> None:
         """Trust `public_key` under `keyid`; `persist=False` keeps it out of the cache file."""
@@ -54,8 +69,10 @@ class Keyring:
             raise FiolakeError(
                 f"key {keyid}: Ed25519 public keys are 32 bytes, not {len(public_key)}"
             )
-        if keyid.startswith("local:") and keyid != local_keyid(public_key):
-            raise FiolakeError(f"key id {keyid} does not match its key ({local_keyid(public_key)})")
+        if fingerprint_of(keyid) != key_fingerprint(public_key):
+            raise FiolakeError(
+                f"key id {keyid} does not match its key (fingerprint {key_fingerprint(public_key)})"
+            )
         self._keys[keyid] = public_key
         self._retired.discard(keyid)
         if not persist:
@@ -78,15 +95,14 @@ class Keyring:
             self._failed_at = time.monotonic()
             self._failure = f"cannot refresh signing keys: {exc}"
             raise KeyringUnavailable(self._failure) from exc
-        namespaces = {_namespace(k) for k in fresh}
-        namespaces.update(filter(None, [getattr(self.refresher, "namespace", None)]))
         for k in list(self._keys):
-            if _namespace(k) in namespaces and k not in fresh and k not in self._pinned:
+            if k not in fresh and k not in self._pinned:
                 del self._keys[k]
                 self._retired.add(k)
         for k, v in fresh.items():
             self.add(k, v)
         self.refreshed_at = time.time()
+        self._refreshes += 1
         self._not_found.clear()
         if self.path is not None:
             try:
@@ -107,62 +123,114 @@ class Keyring:
             # Cached keys stay valid while the source is down: runners verify offline.
             log.warning("%s; using cached keys", exc)
 
-    def _look_up(self, keyid: str) -> bytes:
-        if keyid not in self._keys and self.refresher is not None:
+    def _source_covers(self, keyid: str) -> bool:
+        covers = getattr(self.refresher, "covers", None)
+        return self.refresher is not None and (covers is None or covers(keyid))
+
+    def _covered(self, keyid: str) -> bool:
+        """Whether this keyring can judge `keyid`: its source is the authority for such
+        ids, or pinned key files are (local ids)."""
+        return self._source_covers(keyid) or (keyid.startswith("local:") and bool(self._pinned))
+
+    def _unknown(self, keyid: str) -> ManifestError:
+        why = "retired by policy, " if keyid in self._retired else ""
+        known = ", ".join(self.keyids()) or "none"
+        return ManifestError(f"unknown signing key {keyid} ({why}trusted: {known})")
+
+    def _look_up(self, keyid: str, *, just_refreshed: bool) -> bytes:
+        if keyid in self._keys:
+            return self._keys[keyid]
+        if not self._covered(keyid):
+            # Not the key's fault: this runner has no source that could vouch for it.
+            kind = keyid.split(":", 1)[0]
+            raise KeyringUnavailable(
+                f"no trust source for {kind} key {keyid} on this runner — configure "
+                + ("VAULT_ADDR/VAULT_TOKEN" if kind == "vault" else "FIOLAKE_TRUSTED_KEY")
+            )
+        if self._source_covers(keyid):
             if time.monotonic() - self._failed_at < RETRY_REFRESH_AFTER_S:
                 # Don't make every verification wait for a Vault that just failed.
                 raise KeyringUnavailable(f"{self._failure} (will retry shortly)")
             asked = self._not_found.get(keyid)
-            if asked is None or time.monotonic() - asked >= NEGATIVE_CACHE_S:
+            if just_refreshed:
+                self._not_found[keyid] = time.monotonic()
+            elif asked is None or time.monotonic() - asked >= NEGATIVE_CACHE_S:
                 self.refresh(keyid)
                 if keyid not in self._keys:
                     self._not_found[keyid] = time.monotonic()
         key = self._keys.get(keyid)
-        if key is None:
-            why = "retired by policy, " if keyid in self._retired else ""
-            known = ", ".join(self.keyids()) or "none"
-            raise ManifestError(f"unknown signing key {keyid} ({why}trusted: {known})")
+        if key is None:  # unknown after a successful refresh (or to the pinned files): bad
+            raise self._unknown(keyid)
         return key
 
     def verify(self, keyid: str, message: bytes, sig: bytes) -> bool:
         """True if `sig` is `keyid`'s signature of `message`.
 
-        Unknown key (after asking the refresher) → ManifestError; source down → KeyringUnavailable.
+        A signature that fails against a cached key gets one refresh from the source
+        before the verdict. Unknown key after a successful refresh → ManifestError; source
+        down or no source for such keys → KeyringUnavailable (not the manifest's fault).
         """
+        refreshes = self._refreshes
         self._refresh_if_stale()
-        key = self._look_up(keyid)
-        try:
-            Ed25519PublicKey.from_public_bytes(key).verify(sig, message)
-        except InvalidSignature:
+        key = self._look_up(keyid, just_refreshed=self._refreshes != refreshes)
+        if _signed_by(key, message, sig):
+            return True
+        if keyid in self._pinned or self.refresher is None or self._refreshes != refreshes:
             return False
-        return True
+        self.refresh(keyid)
+        key = self._keys.get(keyid)
+        if key is None:
+            raise self._unknown(keyid)
+        return _signed_by(key, message, sig)
 
     @classmethod
     def from_file(cls, path: Path, refresher: Refresher | None = None) -> Keyring:
-        """Load the JSON cache at `path` (missing file = empty keyring); saves go back there."""
+        """Load this refresher's section of the JSON cache at `path` (missing file or
+        section = empty keyring); saves go back there. A cache of the first format (one
+        key set for every source) is ignored: its keys are fetched again."""
         path = Path(path).expanduser()
         ring = cls(refresher, path)
         try:
             doc = json.loads(path.read_text())
-            for keyid, b64 in doc["keys"].items():
-                ring.add(keyid, base64.b64decode(b64, validate=True))
-            ring.refreshed_at = doc.get("refreshed_at")
+            if not isinstance(doc, dict):
+                raise ValueError("not a JSON object")
+            if doc.get("format") != CACHE_FORMAT:
+                log.info("ignoring keyring cache %s of an older format", path)
+                return ring
+            section = doc["sources"].get(ring.source) if ring.source else None
+            if section:
+                for keyid, b64 in section["keys"].items():
+                    ring.add(keyid, base64.b64decode(b64, validate=True))
+                ring.refreshed_at = section.get("refreshed_at")
         except FileNotFoundError:
             return ring
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, FiolakeError) as exc:
             raise FiolakeError(
-                f"keyring cache {path} is unreadable ({exc}); delete it to re-fetch keys"
+                f"keyring cache {path} is unreadable ({exc}) — delete it; keys are fetched again"
             ) from exc
         return ring
 
     def save(self, path: Path) -> None:
-        """Write the cached (non-pinned) keys as JSON {"keys": {keyid: base64}}, atomically."""
+        """Write this source's cached (non-pinned) keys into the JSON cache, atomically,
+        keeping other sources' sections: {"format": 2, "sources": {source: {"keys": ...}}}."""
+        if self.source is None:
+            return  # pinned keys only: nothing worth caching
         path = Path(path).expanduser()
+        try:
+            doc = json.loads(path.read_text())
+            sources = doc["sources"] if doc.get("format") == CACHE_FORMAT else {}
+            if not isinstance(sources, dict):
+                sources = {}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            sources = {}
         keys = {k: base64.b64encode(v).decode() for k, v in sorted(self._keys.items())}
-        doc = {"keys": {k: v for k, v in keys.items() if k not in self._pinned}}
+        section: dict[str, object] = {
+            "keys": {k: v for k, v in keys.items() if k not in self._pinned}
+        }
         if self.refreshed_at is not None:
-            doc["refreshed_at"] = self.refreshed_at
+            section["refreshed_at"] = self.refreshed_at
+        sources[self.source] = section
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        tmp.write_text(json.dumps({"format": CACHE_FORMAT, "sources": sources}, indent=2) + "\n")
         os.replace(tmp, path)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,12 +11,12 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from fiolake.errors import FiolakeError
-from fiolake.signing.base import Signature
+from fiolake.signing.base import Signature, key_fingerprint
 
 
 def local_keyid(public_key: bytes) -> str:
-    """Key id of a local Ed25519 key: `local:` + first 16 hex digits of sha256(raw key)."""
-    return "local:" + hashlib.sha256(public_key).hexdigest()[:16]
+    """Key id of a local Ed25519 key: `local:` + its fingerprint."""
+    return "local:" + key_fingerprint(public_key)
 
 
 def public_key_path(private_key_path: Path) -> Path:

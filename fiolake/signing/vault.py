@@ -14,7 +14,7 @@ import hvac.exceptions
 import requests
 
 from fiolake.errors import FiolakeError
-from fiolake.signing.base import Signature
+from fiolake.signing.base import Signature, key_fingerprint
 
 DEFAULT_TRANSIT_KEY = "manifests"
 # Signatures per transit request when publishing many manifests.
@@ -46,12 +46,33 @@ def _vault_errors(action: str, addr: str, need: str) -> Iterator[None]:
         raise FiolakeError(f"Vault failed to {action}: {exc}") from exc
 
 
-def vault_keyid(key_name: str, version: int) -> str:
-    return f"vault:{key_name}:v{version}"
+def vault_keyid(key_name: str, version: int, public_key: bytes) -> str:
+    """`vault:<key>:v<N>:<fingerprint>`: a re-created key of the same name and version (a
+    new stack) gets a new id, so no cached key can stand in for it."""
+    return f"vault:{key_name}:v{version}:{key_fingerprint(public_key)}"
+
+
+def _read_public_keys(client: Any, addr: str, key_name: str, mount: str) -> dict[int, bytes]:
+    """Every version of the transit key not retired by policy: {version: raw public key}."""
+    action = f"read transit key {key_name!r}"
+    with _vault_errors(action, addr, f"`read` on {mount}/keys/{key_name}"):
+        resp = client.secrets.transit.read_key(key_name, mount_point=mount)
+    data = resp["data"]
+    if data.get("type") != "ed25519":
+        raise FiolakeError(f"transit key {key_name!r} is {data.get('type')}, not ed25519")
+    # OpenBao already omits versions below min_decryption_version; filter anyway so a
+    # server that lists them cannot resurrect a retired key.
+    floor = max(int(data.get("min_decryption_version") or 0), 1)
+    return {
+        int(v): base64.b64decode(k["public_key"])
+        for v, k in data["keys"].items()
+        if int(v) >= floor
+    }
 
 
 class VaultSigner:
-    """Signs through transit `sign/<key>`; the publisher's token needs nothing else."""
+    """Signs through transit `sign/<key>`; reads `keys/<key>` (public keys) once, to name
+    each signature's key by its fingerprint."""
 
     def __init__(
         self,
@@ -63,6 +84,17 @@ class VaultSigner:
     ):
         self.addr, self.key_name, self.mount = addr, key_name, mount
         self._client = _vault_client(addr, token, ca_cert)
+        self._public: dict[int, bytes] = {}
+
+    def _keyid(self, version: int) -> str:
+        if version not in self._public:  # first signature, or the key was rotated since
+            self._public = _read_public_keys(self._client, self.addr, self.key_name, self.mount)
+        if version not in self._public:
+            raise FiolakeError(
+                f"transit key {self.key_name!r} signed with version {version}, which "
+                f"{self.mount}/keys/{self.key_name} does not list"
+            )
+        return vault_keyid(self.key_name, version, self._public[version])
 
     def sign(self, message: bytes) -> Signature:
         action = f"sign with transit key {self.key_name!r}"
@@ -109,7 +141,7 @@ class VaultSigner:
                 f"transit key {self.key_name!r} returned a {len(raw)}-byte signature; "
                 "it must be an ed25519 key (type=ed25519, derived=false)"
             )
-        return Signature(vault_keyid(self.key_name, version), base64.b64encode(raw).decode())
+        return Signature(self._keyid(version), base64.b64encode(raw).decode())
 
 
 class VaultKeySource:
@@ -119,24 +151,18 @@ class VaultKeySource:
         self, addr: str, token: str, key_name: str, ca_cert: str | Path | None, mount: str
     ):
         self.addr, self.key_name, self.mount = addr, key_name, mount
-        self.namespace = f"vault:{key_name}:"  # the key ids this source is authoritative for
+        # The trust source: keyring caches are kept per source, never shared between two
+        # Vaults (or two keys) that happen to use the same key names.
+        self.source = f"vault {addr.rstrip('/')} {mount}/keys/{key_name}"
         self._client = _vault_client(addr, token, ca_cert)
 
+    def covers(self, keyid: str) -> bool:
+        """Whether this source is the authority for `keyid` (every Vault key id)."""
+        return keyid.startswith("vault:")
+
     def __call__(self, wanted_keyid: str) -> dict[str, bytes]:
-        action = f"read transit key {self.key_name!r}"
-        with _vault_errors(action, self.addr, f"`read` on {self.mount}/keys/{self.key_name}"):
-            resp = self._client.secrets.transit.read_key(self.key_name, mount_point=self.mount)
-        data = resp["data"]
-        if data.get("type") != "ed25519":
-            raise FiolakeError(f"transit key {self.key_name!r} is {data.get('type')}, not ed25519")
-        # OpenBao already omits versions below min_decryption_version; filter anyway so a
-        # server that lists them cannot resurrect a retired key.
-        floor = max(int(data.get("min_decryption_version") or 0), 1)
-        return {
-            vault_keyid(self.key_name, int(v)): base64.b64decode(k["public_key"])
-            for v, k in data["keys"].items()
-            if int(v) >= floor
-        }
+        keys = _read_public_keys(self._client, self.addr, self.key_name, self.mount)
+        return {vault_keyid(self.key_name, v, raw): raw for v, raw in keys.items()}
 
 
 def vault_key_refresher(

@@ -56,7 +56,7 @@ def signer(tmp_path: Path) -> LocalSigner:
 @pytest.fixture
 def keyring(signer: LocalSigner) -> Keyring:
     ring = Keyring()
-    ring.add(signer.keyid, signer.public_key_bytes())
+    ring.add(signer.keyid, signer.public_key_bytes(), persist=False)  # a pinned key file
     return ring
 
 

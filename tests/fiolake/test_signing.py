@@ -25,6 +25,7 @@ from fiolake.signing import (
     VaultSigner,
     load_public_key,
     vault_key_refresher,
+    vault_keyid,
 )
 
 MESSAGE = b"DSSEv1 4 test 5 hello"
@@ -112,48 +113,45 @@ def signer(tmp_path: Path) -> LocalSigner:
 
 def test_keyring_verifies_and_rejects(signer: LocalSigner, tmp_path: Path) -> None:
     ring = Keyring()
-    ring.add(signer.keyid, signer.public_key_bytes())
+    ring.add(signer.keyid, signer.public_key_bytes(), persist=False)  # a pinned key file
     sig = sig_bytes(signer.sign(MESSAGE))
     assert ring.verify(signer.keyid, MESSAGE, sig) is True
     assert ring.verify(signer.keyid, MESSAGE + b"!", sig) is False
-    assert ring.verify(signer.keyid, MESSAGE, bytes(64)) is False
     other = LocalSigner.generate(tmp_path / "other.key")
     with pytest.raises(ManifestError, match=f"^unknown signing key {other.keyid} "):
         ring.verify(other.keyid, MESSAGE, sig_bytes(other.sign(MESSAGE)))
 
 
-def test_local_keyid_must_match_its_key(signer: LocalSigner) -> None:
+def test_a_runner_without_a_source_for_a_key_cannot_judge_it(signer: LocalSigner) -> None:
+    ring = Keyring()
+    ring.add(signer.keyid, signer.public_key_bytes(), persist=False)
+    vault_id = vault_keyid("manifests", 1, bytes(32))
+    with pytest.raises(KeyringUnavailable, match="^no trust source for vault key .* VAULT_ADDR"):
+        ring.verify(vault_id, MESSAGE, bytes(64))
+    source = KeySource({})
+    source.covers = lambda keyid: keyid.startswith("vault:")  # type: ignore[attr-defined]
+    with pytest.raises(KeyringUnavailable, match="FIOLAKE_TRUSTED_KEY$"):
+        Keyring(refresher=source).verify(signer.keyid, MESSAGE, bytes(64))
+
+
+def test_key_ids_are_bound_to_key_material(signer: LocalSigner) -> None:
     with pytest.raises(FiolakeError, match="does not match its key"):
         Keyring().add("local:0000000000000000", signer.public_key_bytes())
+    with pytest.raises(FiolakeError, match="does not match its key"):
+        Keyring().add("vault:manifests:v1:0000000000000000", signer.public_key_bytes())
     with pytest.raises(FiolakeError, match="32 bytes, not 31"):
-        Keyring().add("vault:manifests:v1", bytes(31))
-
-
-def test_keyring_cache_round_trip_keeps_pinned_keys_out(
-    signer: LocalSigner, tmp_path: Path
-) -> None:
-    cache = tmp_path / "cache" / "keyring.json"
-    assert Keyring.from_file(cache).keyids() == []  # no cache yet
-    ring = Keyring()
-    ring.add("vault:manifests:v1", bytes(range(32)))
-    ring.add(signer.keyid, signer.public_key_bytes(), persist=False)
-    ring.save(cache)
-    assert json.loads(cache.read_text()) == {
-        "keys": {"vault:manifests:v1": base64.b64encode(bytes(range(32))).decode()}
-    }
-    assert Keyring.from_file(cache).keyids() == ["vault:manifests:v1"]
-    cache.write_text("{not json")
-    with pytest.raises(FiolakeError, match=f"keyring cache {cache} is unreadable .*delete it"):
-        Keyring.from_file(cache)
+        Keyring().add(vault_keyid("manifests", 1, bytes(31)), bytes(31))
+    a, b = bytes(32), bytes(range(32))
+    assert vault_keyid("manifests", 1, a) != vault_keyid("manifests", 1, b)
+    assert vault_keyid("manifests", 1, a).startswith("vault:manifests:v1:")
 
 
 class KeySource:
     """A key source as a runner sees it: the current set of keys, changeable by the test."""
 
-    namespace = "vault:k:"
-
-    def __init__(self, keys: dict[str, bytes]):
+    def __init__(self, keys: dict[str, bytes], source: str = "vault https://vault-a k"):
         self.keys = dict(keys)
+        self.source = source
         self.calls: list[str] = []
         self.down = False
 
@@ -164,70 +162,153 @@ class KeySource:
         return dict(self.keys)
 
 
+def vkey(signer: LocalSigner, version: int, name: str = "k") -> tuple[str, bytes]:
+    """A Vault-style key id for a local key pair (tests sign with LocalSigner)."""
+    raw = signer.public_key_bytes()
+    return vault_keyid(name, version, raw), raw
+
+
+def vsig(signer: LocalSigner) -> bytes:
+    return sig_bytes(signer.sign(MESSAGE))
+
+
+def test_keyring_cache_is_kept_per_trust_source(signer: LocalSigner, tmp_path: Path) -> None:
+    cache = tmp_path / "cache" / "keyring.json"
+    a, b = LocalSigner.generate(tmp_path / "a"), LocalSigner.generate(tmp_path / "b")
+    src_a = KeySource(dict([vkey(a, 1)]), "vault https://a:8300 transit/keys/k")
+    src_b = KeySource(dict([vkey(b, 1)]), "vault https://b:8300 transit/keys/k")
+    assert Keyring.from_file(cache, src_a).keyids() == []  # no cache yet
+    ring_a = Keyring.from_file(cache, src_a)
+    ring_a.add(signer.keyid, signer.public_key_bytes(), persist=False)
+    ring_a.refresh()
+    Keyring.from_file(cache, src_b).refresh()
+    doc = json.loads(cache.read_text())
+    assert doc["format"] == 2
+    assert {k: list(v["keys"]) for k, v in doc["sources"].items()} == {
+        src_a.source: [vkey(a, 1)[0]],  # the pinned key is never cached
+        src_b.source: [vkey(b, 1)[0]],
+    }
+    # Each source sees only its own keys, even with the same key name and version.
+    assert Keyring.from_file(cache, src_a).keyids() == [vkey(a, 1)[0]]
+    assert Keyring.from_file(cache, src_b).keyids() == [vkey(b, 1)[0]]
+    assert Keyring.from_file(cache).keyids() == []  # pinned keys only: no cached keys apply
+
+
+def test_a_first_format_cache_is_ignored_and_a_corrupt_one_is_named(tmp_path: Path) -> None:
+    cache = tmp_path / "keyring.json"
+    cache.write_text(
+        json.dumps({"keys": {"vault:manifests:v1": base64.b64encode(bytes(32)).decode()}})
+    )
+    source = KeySource({})
+    assert Keyring.from_file(cache, source).keyids() == []
+    cache.write_text("{not json")
+    with pytest.raises(FiolakeError) as exc:
+        Keyring.from_file(cache, source)
+    assert str(exc.value).startswith(f"keyring cache {cache} is unreadable (")
+    assert str(exc.value).endswith(") — delete it; keys are fetched again")
+
+
+def test_a_recreated_key_with_the_same_name_and_version_is_fetched(tmp_path: Path) -> None:
+    """The first stack's v1 is cached; a second stack's v1 is another key: no stale verdict."""
+    first, second = LocalSigner.generate(tmp_path / "a"), LocalSigner.generate(tmp_path / "b")
+    cache = tmp_path / "keyring.json"
+    source = KeySource(dict([vkey(first, 1)]))
+    Keyring.from_file(cache, source).refresh()
+    source.keys = dict([vkey(second, 1)])  # the stack was re-created
+    ring = Keyring.from_file(cache, source)
+    assert ring.keyids() == [vkey(first, 1)[0]]
+    assert ring.verify(vkey(second, 1)[0], MESSAGE, vsig(second))
+    assert ring.keyids() == [vkey(second, 1)[0]]
+
+
+def test_a_failing_signature_refreshes_once_before_the_verdict(tmp_path: Path) -> None:
+    good, bad = LocalSigner.generate(tmp_path / "a"), LocalSigner.generate(tmp_path / "b")
+    keyid, raw = vkey(good, 1)
+    source = KeySource({keyid: raw})
+    ring = Keyring(refresher=source)
+    ring.refresh()
+    assert source.calls == [""]
+    assert ring.verify(keyid, MESSAGE, vsig(bad)) is False  # tampered: a refresh, then False
+    assert source.calls == ["", keyid]
+    del source.keys[keyid]
+    assert ring.verify(keyid, MESSAGE, vsig(good)) is True  # cached and good: no refresh
+    with pytest.raises(ManifestError, match="retired by policy"):
+        ring.verify(keyid, MESSAGE, vsig(bad))  # the refresh finds the key gone
+    source.down = True
+    ring = Keyring(refresher=source)
+    ring.add(keyid, raw)
+    ring.refreshed_at = 1e18  # fresh: no stale refresh first
+    with pytest.raises(KeyringUnavailable):
+        ring.verify(keyid, MESSAGE, vsig(bad))  # cannot refresh: no verdict
+
+
 def test_unknown_keyid_refreshes_once_then_retries(tmp_path: Path) -> None:
     v1, v2 = LocalSigner.generate(tmp_path / "a"), LocalSigner.generate(tmp_path / "b")
-    source = KeySource({"vault:k:v1": v1.public_key_bytes()})
+    source = KeySource(dict([vkey(v1, 1)]))
     cache = tmp_path / "keyring.json"
     ring = Keyring.from_file(cache, refresher=source)
     ring.refresh()
-    assert ring.keyids() == ["vault:k:v1"]
+    assert ring.keyids() == [vkey(v1, 1)[0]]
 
-    source.keys["vault:k:v2"] = v2.public_key_bytes()
-    assert ring.verify("vault:k:v2", MESSAGE, sig_bytes(v2.sign(MESSAGE)))
-    assert source.calls == ["", "vault:k:v2"]
-    assert sorted(json.loads(cache.read_text())["keys"]) == ["vault:k:v1", "vault:k:v2"]
+    source.keys.update([vkey(v2, 2)])
+    assert ring.verify(vkey(v2, 2)[0], MESSAGE, vsig(v2))
+    assert source.calls == ["", vkey(v2, 2)[0]]
+    cached = json.loads(cache.read_text())["sources"][source.source]["keys"]
+    assert sorted(cached) == sorted([vkey(v1, 1)[0], vkey(v2, 2)[0]])
 
     # A bogus key id is looked up once, then refused from memory for a while.
+    bogus = vault_keyid("k", 9, bytes(32))
     for _ in range(3):
-        with pytest.raises(ManifestError, match="^unknown signing key vault:k:v9 "):
-            ring.verify("vault:k:v9", MESSAGE, bytes(64))
-    assert source.calls == ["", "vault:k:v2", "vault:k:v9"]
+        with pytest.raises(ManifestError, match=f"^unknown signing key {bogus} "):
+            ring.verify(bogus, MESSAGE, bytes(64))
+    assert source.calls == ["", vkey(v2, 2)[0], bogus]
 
 
-def test_refresh_drops_retired_versions_but_not_pinned_or_other_sources(tmp_path: Path) -> None:
+def test_refresh_drops_retired_versions_but_not_pinned_keys(tmp_path: Path) -> None:
     v1, v2 = LocalSigner.generate(tmp_path / "a"), LocalSigner.generate(tmp_path / "b")
     local = LocalSigner.generate(tmp_path / "local")
-    source = KeySource({"vault:k:v1": v1.public_key_bytes(), "vault:k:v2": v2.public_key_bytes()})
+    source = KeySource(dict([vkey(v1, 1), vkey(v2, 2)]))
     ring = Keyring(refresher=source)
     ring.add(local.keyid, local.public_key_bytes(), persist=False)
-    ring.add("vault:other:v1", bytes(32))
     ring.refresh()
-    old_sig = sig_bytes(v1.sign(MESSAGE))
-    assert ring.verify("vault:k:v1", MESSAGE, old_sig)
+    assert ring.verify(vkey(v1, 1)[0], MESSAGE, vsig(v1))
 
-    del source.keys["vault:k:v1"]  # min_decryption_version moved past v1
+    del source.keys[vkey(v1, 1)[0]]  # min_decryption_version moved past v1
     ring.refresh()
-    assert ring.keyids() == sorted([local.keyid, "vault:k:v2", "vault:other:v1"])
+    assert ring.keyids() == sorted([local.keyid, vkey(v2, 2)[0]])
     with pytest.raises(ManifestError) as exc:
-        ring.verify("vault:k:v1", MESSAGE, old_sig)
-    assert str(exc.value).startswith("unknown signing key vault:k:v1 (retired by policy, ")
+        ring.verify(vkey(v1, 1)[0], MESSAGE, vsig(v1))
+    assert str(exc.value).startswith(f"unknown signing key {vkey(v1, 1)[0]} (retired by policy, ")
 
 
 def test_source_down_is_transient_not_a_refusal(signer: LocalSigner) -> None:
     source = KeySource({})
     source.down = True
     ring = Keyring(refresher=source)
-    ring.add(signer.keyid, signer.public_key_bytes())
+    keyid, raw = vkey(signer, 1)
+    ring.add(keyid, raw)
     # The stale-cache refresh fails quietly: cached keys keep working offline.
-    assert ring.verify(signer.keyid, MESSAGE, sig_bytes(signer.sign(MESSAGE)))
+    assert ring.verify(keyid, MESSAGE, vsig(signer))
     # An unknown key while the source is down cannot be judged yet.
     with pytest.raises(KeyringUnavailable, match="^cannot refresh signing keys: cannot reach"):
-        ring.verify("vault:k:v3", MESSAGE, bytes(64))
+        ring.verify(vault_keyid("k", 3, bytes(32)), MESSAGE, bytes(64))
     assert source.calls == [""]  # no second wait on a source that just failed
 
 
 def test_stale_cache_is_refreshed_before_verifying(tmp_path: Path) -> None:
-    v1 = LocalSigner.generate(tmp_path / "a")
+    v1, v2 = LocalSigner.generate(tmp_path / "a"), LocalSigner.generate(tmp_path / "b")
     cache = tmp_path / "keyring.json"
-    old = Keyring()
-    old.add("vault:k:v1", v1.public_key_bytes())
+    source = KeySource(dict([vkey(v1, 1)]))
+    old = Keyring(refresher=source)
+    old.refresh()
     old.refreshed_at = 0.0  # long ago
     old.save(cache)
-    source = KeySource({"vault:k:v2": bytes(32)})  # v1 retired meanwhile
+    source.keys = dict([vkey(v2, 2)])  # v1 retired meanwhile
+    source.calls.clear()
     ring = Keyring.from_file(cache, refresher=source)
     with pytest.raises(ManifestError, match="retired by policy"):
-        ring.verify("vault:k:v1", MESSAGE, sig_bytes(v1.sign(MESSAGE)))
-    assert source.calls[0] == ""
+        ring.verify(vkey(v1, 1)[0], MESSAGE, vsig(v1))
+    assert source.calls == [""]  # the stale refresh, and no second one for the lookup
 
 
 # --- configuration from the environment ------------------------------------------------
@@ -264,7 +345,7 @@ def test_local_signer_and_trusted_key_from_env(signer: LocalSigner, tmp_path: Pa
     assert ring.keyids() == [signer.keyid]
     assert ring.verify(signer.keyid, MESSAGE, sig_bytes(loaded.sign(MESSAGE)))
     ring.save(tmp_path / "ring.json")
-    assert json.loads((tmp_path / "ring.json").read_text())["keys"] == {}  # pinned, not cached
+    assert not (tmp_path / "ring.json").exists()  # pinned keys are never cached
 
 
 def test_keyring_from_env_needs_some_source(tmp_path: Path) -> None:
@@ -323,8 +404,11 @@ def test_vault_tokens_are_least_privilege(stack) -> None:  # noqa: ANN001
         f"Vault refused to sign with transit key '{key}' (permission denied): "
         f"the token needs `update` on transit/sign/{key}"
     )
+    # Public keys are not secret: the publisher reads them to name its signatures' keys.
+    assert vault_key_refresher(stack.vault_addr, publisher, key, stack.vault_cacert)("")
+    analyst = stack.roles["analyst"].vault_token
     with pytest.raises(FiolakeError) as exc:
-        vault_key_refresher(stack.vault_addr, publisher, key, stack.vault_cacert)("")
+        vault_key_refresher(stack.vault_addr, analyst, key, stack.vault_cacert)("")
     assert str(exc.value) == (
         f"Vault refused to read transit key '{key}' (permission denied): "
         f"the token needs `read` on transit/keys/{key}"
@@ -339,7 +423,9 @@ def rotating_key(stack):  # noqa: ANN001, ANN201
     name = f"rotation-{secrets.token_hex(4)}"
     root.secrets.transit.create_key(name, key_type="ed25519")
     root.sys.create_or_update_policy(
-        f"{name}-sign", f'path "transit/sign/{name}" {{ capabilities = ["update"] }}'
+        f"{name}-sign",
+        f'path "transit/sign/{name}" {{ capabilities = ["update"] }}\n'
+        f'path "transit/keys/{name}" {{ capabilities = ["read"] }}',
     )
     root.sys.create_or_update_policy(
         f"{name}-read", f'path "transit/keys/{name}" {{ capabilities = ["read"] }}'
@@ -364,30 +450,31 @@ def test_vault_rotation_and_retirement(stack, rotating_key, tmp_path: Path) -> N
     cache = tmp_path / "keyring.json"
 
     s1 = publisher.sign(MESSAGE)
-    assert s1.keyid == f"vault:{name}:v1"
+    assert s1.keyid.startswith(f"vault:{name}:v1:")
     runner = Keyring.from_file(cache, refresher)
     runner.refresh()
-    assert runner.keyids() == [f"vault:{name}:v1"]
+    assert runner.keyids() == [s1.keyid]
 
     root.secrets.transit.rotate_key(name)
     s2 = publisher.sign(MESSAGE)
-    assert s2.keyid == f"vault:{name}:v2"
+    assert s2.keyid.startswith(f"vault:{name}:v2:")
     # Only v1 is cached; seeing v2 makes the runner fetch it, then verify.
     assert runner.verify(s2.keyid, MESSAGE, sig_bytes(s2))
-    assert runner.keyids() == [f"vault:{name}:v1", f"vault:{name}:v2"]
+    assert runner.keyids() == [s1.keyid, s2.keyid]
     assert runner.verify(s1.keyid, MESSAGE, sig_bytes(s1))  # v1 still trusted
 
     # Retire v1: transit drops it from keys/<name>, so the next refresh drops it too.
     root.secrets.transit.update_key_configuration(name, min_decryption_version=2)
     runner.refresh()
-    assert runner.keyids() == [f"vault:{name}:v2"]
+    assert runner.keyids() == [s2.keyid]
     with pytest.raises(ManifestError) as exc:
         runner.verify(s1.keyid, MESSAGE, sig_bytes(s1))
-    assert str(exc.value) == (
-        f"unknown signing key vault:{name}:v1 (retired by policy, trusted: vault:{name}:v2)"
+    assert (
+        str(exc.value) == f"unknown signing key {s1.keyid} (retired by policy, trusted: {s2.keyid})"
     )
     # The cache forgot v1 as well: a restarted runner cannot be talked back into it.
-    assert list(json.loads(cache.read_text())["keys"]) == [f"vault:{name}:v2"]
+    sections = json.loads(cache.read_text())["sources"]
+    assert [list(v["keys"]) for v in sections.values()] == [[s2.keyid]]
     restarted = Keyring.from_file(cache, refresher)
-    with pytest.raises(ManifestError, match=f"^unknown signing key vault:{name}:v1"):
+    with pytest.raises(ManifestError, match=f"^unknown signing key {s1.keyid}"):
         restarted.verify(s1.keyid, MESSAGE, sig_bytes(s1))

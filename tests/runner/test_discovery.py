@@ -65,7 +65,7 @@ def publish(store: LocalStore, signer: LocalSigner, campaign: str, backend: str,
 
 def runner(store: LocalStore, signer: LocalSigner, tmp_path: Path, backend: str) -> Runner:
     ring = Keyring()
-    ring.add(*load_public_key(public_key_path(tmp_path / "key")))
+    ring.add(*load_public_key(public_key_path(tmp_path / "key")), persist=False)
     config = RunnerConfig(backend, tmp_path / "target", "r1", tmp_path / "spool")
     return Runner(store, ring, config, "")
 
