@@ -219,7 +219,8 @@ def run(
                 rows = job_summaries(outcome.tables["results"].to_pylist())
                 flags = outcome.tables["runs"].column("flags")[0].as_py()
                 if flags:
-                    click.echo(f"[{name}] flagged: {', '.join(flags)}", err=True)
+                    note = ", ".join(flags)
+                    click.echo(f"Warning: run {outcome.run_id} ({name}) flagged {note}", err=True)
                 if outcome.status == "failed":
                     failed += 1
                     click.echo(f"[{name}] run {outcome.run_id} failed: {outcome.error}", err=True)
