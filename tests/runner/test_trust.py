@@ -35,10 +35,17 @@ def runs(lake: Path) -> list[dict]:
 
 
 def fio_pids_under(parent: int) -> list[int]:
-    """fio processes started by `parent` (and fio's own job processes)."""
+    """The benchmark fio processes started by `parent` (not `fio --parse-only`)."""
     others = other_fio_pids(ours=parent)
     everyone = other_fio_pids(ours=-1)  # -1 is nobody's ancestor: every fio on the host
-    return sorted(everyone - others)
+    ours = []
+    for pid in sorted(everyone - others):
+        try:
+            if b"--output-format" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                ours.append(pid)
+        except OSError:
+            continue
+    return ours
 
 
 @pytest.fixture
