@@ -302,7 +302,13 @@ def keygen(path: Path) -> None:
     from fiolake.signing import LocalSigner, public_key_path
 
     try:
-        signer = LocalSigner.generate(path)
+        try:
+            signer = LocalSigner.generate(path)
+        except OSError as exc:
+            raise FiolakeError(
+                f"cannot write key {path}: {exc.strerror} — choose a path in an existing "
+                "directory you may write to"
+            ) from None
     except FiolakeError as exc:
         raise fail(exc) from None
     click.echo(f"{signer.keyid}\t{public_key_path(path)}")
