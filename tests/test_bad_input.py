@@ -83,7 +83,8 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         ["run", "{job}/tiny.fio", "--dir", "/dev/shm", "--expect-fs", "xfs"],
         {},
         2,
-        "Error: --dir /dev/shm is on mount point /dev/shm, tmpfs on tmpfs; expected file system xfs",
+        "Error: --dir /dev/shm is on mount point /dev/shm, tmpfs on tmpfs; "
+        "expected file system xfs",
     ),
     (["run", "{job}/tiny.fio"], {}, 2, "Error: Missing option '--dir'."),
     # -- run: job files and profiles
