@@ -88,8 +88,13 @@ class Target:
 
 
 def inspect(path: Path) -> Target:
-    """The mount and free space of an existing directory."""
-    st = os.statvfs(path)
+    """The mount and free space of an existing directory (UsageProblem if it is gone)."""
+    try:
+        st = os.statvfs(path)
+    except OSError as exc:
+        raise UsageProblem(
+            f"--dir {path}: {exc.strerror} — create it on the storage under test"
+        ) from None
     return Target(Path(path).resolve(), sysinfo.mount_info(path), st.f_bavail * st.f_frsize)
 
 
