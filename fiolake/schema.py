@@ -37,6 +37,7 @@ RUNS = pa.schema(
         ("cpu_count", pa.int32()),
         ("mem_bytes", pa.int64()),
         ("target_dir", pa.string()),
+        ("mount_point", pa.string()),  # mount point of the file system target_dir lands on
         ("fs_type", pa.string()),
         ("mount_options", pa.string()),
         ("device", pa.string()),  # block device backing target_dir, when visible
@@ -46,11 +47,19 @@ RUNS = pa.schema(
         ("size_bytes", pa.int64()),  # size override applied to every job, if any
         ("started_at", TS),
         ("finished_at", TS),
-        ("status", pa.string()),  # ok | failed | rejected
+        ("status", pa.string()),  # ok | failed | rejected | interrupted (SIGTERM/SIGINT)
         ("error", pa.string()),  # why it failed or was rejected; null when ok
         ("exit_code", pa.int32()),  # fio's exit code; null if fio never ran
         ("watchdog", pa.string()),  # null, 'sigint' or 'sigkill' when the watchdog fired
         ("signer_keyid", pa.string()),  # key that signed the manifest (distributed runs)
+        # Was the run alone, and did it measure the storage? (runner.contention, .target)
+        ("other_fio_procs", pa.int32()),  # other fio processes seen on the host while fio ran
+        ("outside_cpu_pct", pa.float64()),  # CPU used by other work, % of one core (avg)
+        ("steal_pct", pa.float64()),  # CPU steal during the run, % of all CPU time
+        ("page_cache_bytes", pa.int64()),  # buffered files that fit in free memory; else null
+        # other-fio, cpu-busy (outside_cpu_pct > 25), steal (> 5), page-cache, cut-short
+        # (fio stopped at the injected runtime cap before the workload was done)
+        ("flags", pa.list_(pa.string())),
     ]
 )
 

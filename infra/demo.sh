@@ -38,7 +38,7 @@ for backend in disk tmpfs; do
   (
     eval "$(role_env runner)"
     export FIOLAKE_KEYRING="$work/keyring-$backend.json"
-    exec $FIOLAKE runner --backend "$backend" --dir "$dir" --spool-dir "$work/spool-$backend" \
+    exec $FIOLAKE runner --backend "$backend" --create-dir --dir "$dir" --spool-dir "$work/spool-$backend" \
       --label demo=1 --poll 0.5 2> "$work/runner-$backend.log"
   ) &
   pids+=($!)

@@ -20,11 +20,12 @@ from pathlib import Path
 import pyarrow as pa
 
 from fiolake import schema
-from fiolake.errors import FioError
+from fiolake.errors import FioError, FiolakeError
 from fiolake.manifest import job_file_sha256
-from fiolake.runner import fio_logs, fio_output, policy, sysinfo
+from fiolake.runner import contention, fio_logs, fio_output, policy, sysinfo, target
 from fiolake.runner.fio_binary import find_fio
 from fiolake.runner.fio_exec import FioRun, Progress, deadline_for, run_fio
+from fiolake.units import seconds_or_none
 
 LOG_PREFIX = "fio"
 
@@ -52,6 +53,8 @@ class RunRequest:
     labels: Mapping[str, str] = field(default_factory=dict)
     signer_keyid: str | None = None
     caps: policy.Caps = field(default_factory=policy.Caps)
+    expect_mount: str | None = None  # the target must be this mount point
+    expect_fs: str | None = None  # the target must be on this file-system type
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,18 @@ class PreparedJob:
     request: RunRequest
     job: policy.JobFile
     expected_s: float
+    # Jobs whose runtime is the policy's cap (they set none): stopped there = cut short.
+    capped_jobs: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """What is known about the target before fio starts."""
+
+    target: target.Target
+    layout_bytes: int
+    page_cache_bytes: int | None  # buffered files that fit in free memory (measures RAM)
+    warnings: list[str]
 
 
 @dataclass
@@ -68,7 +83,7 @@ class RunOutcome:
     """Everything one attempt produced: the four tables and fio's raw output."""
 
     run_id: str
-    status: str  # ok | failed | rejected
+    status: str  # ok | failed | rejected | interrupted
     error: str | None
     started_at: datetime
     tables: dict[str, pa.Table]
@@ -79,12 +94,35 @@ class RunOutcome:
 def prepare(request: RunRequest, fio: str = "fio") -> PreparedJob:
     """Check the job file (policy, then `fio --parse-only`); raises PolicyError."""
     job = policy.check_job_file(request.job_file_text, request.caps)
+    capped = frozenset(
+        s.name for s in job.jobs if request.runtime_s is None and not _runtime_s(s.options)
+    )
     job = policy.apply_overrides(
         job, runtime_s=request.runtime_s, size_bytes=request.size_bytes, caps=request.caps
     )
     text = policy.canonical_job_file(job, target_dir=request.target_dir, log_prefix=LOG_PREFIX)
     _parse_only(text, find_fio(fio).path)
-    return PreparedJob(request, job, policy.expected_seconds(job))
+    return PreparedJob(request, job, policy.expected_seconds(job), capped)
+
+
+def _runtime_s(options: Mapping[str, str]) -> float | None:
+    return seconds_or_none(options.get("runtime", ""))
+
+
+def preflight(prepared: PreparedJob) -> Preflight:
+    """Check where the job would run: expectations and free space (UsageProblem /
+    FiolakeError), and the warnings to show before it starts (root fs, page cache)."""
+    request = prepared.request
+    where = target.inspect(request.target_dir)
+    warnings = target.check_expectations(
+        where, expect_mount=request.expect_mount, expect_fs=request.expect_fs
+    )
+    need = target.check_space(where, prepared.job, request.profile)
+    cache_warning = target.page_cache_warning(prepared.job, sysinfo.mem_available_bytes())
+    if cache_warning:
+        warnings.append(f"{request.profile}: {cache_warning}")
+    cached = target.buffered_bytes(prepared.job) if cache_warning else None
+    return Preflight(where, need, cached, warnings)
 
 
 @functools.lru_cache(maxsize=256)
@@ -142,14 +180,24 @@ def execute(
     workdir: Path | None = None,
     fio: str = "fio",
     on_progress: Callable[[Progress], None] | None = None,
-    should_stop: Callable[[], bool] | None = None,
+    should_stop: Callable[[], bool | str | None] | None = None,
     grace_s: float = 10.0,
 ) -> RunOutcome:
-    """Run fio once and turn its output into lake tables; failures become status='failed'."""
+    """Run fio once and turn its output into lake tables; failures become status='failed'.
+
+    A target that fails the preflight (wrong mount or file system, no room) is recorded as
+    failed without running fio. `should_stop` returning 'interrupted' stops fio and records
+    status='interrupted'.
+    """
     request = prepared.request
     run_id = new_run_id()
     binary = find_fio(fio)
+    try:
+        checked = preflight(prepared)
+    except FiolakeError as exc:
+        return _outcome_without_fio(request, run_id, "failed", str(exc))
     env_cols = sysinfo.environment_columns(request.target_dir, binary)
+    env_cols["page_cache_bytes"] = checked.page_cache_bytes
     outdir = Path(tempfile.mkdtemp(prefix=f"fiolake-{run_id}-", dir=workdir))
     # fio's data files go in a per-run subdirectory we remove afterwards.
     data_dir = Path(request.target_dir) / f".fiolake-{run_id}"
@@ -164,17 +212,27 @@ def execute(
         )
         job_path = outdir / "job.fio"
         job_path.write_text(canonical)
-        fio_run = run_fio(
-            job_path,
-            outdir,
-            deadline_s=deadline_for(prepared.expected_s),
-            expected_s=prepared.expected_s,
-            grace_s=grace_s,
-            fio=binary.path,
-            on_progress=on_progress,
-            should_stop=should_stop,
+        monitor = contention.Monitor().start()
+        try:
+            fio_run = run_fio(
+                job_path,
+                outdir,
+                deadline_s=deadline_for(prepared.expected_s),
+                expected_s=prepared.expected_s,
+                grace_s=grace_s,
+                fio=binary.path,
+                on_progress=on_progress,
+                should_stop=should_stop,
+            )
+        finally:
+            alone = monitor.stop()
+        env_cols.update(
+            other_fio_procs=alone.other_fio_procs,
+            outside_cpu_pct=alone.outside_cpu_pct,
+            steal_pct=alone.steal_pct,
         )
-        return _collect(prepared, run_id, env_cols, canonical, fio_run, outdir)
+        flags = alone.flags() + (["page-cache"] if checked.page_cache_bytes else [])
+        return _collect(prepared, run_id, env_cols, canonical, fio_run, outdir, flags)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
         shutil.rmtree(outdir, ignore_errors=True)
@@ -187,6 +245,7 @@ def _collect(
     canonical: str,
     fio_run: FioRun,
     outdir: Path,
+    flags: list[str],
 ) -> RunOutcome:
     request = prepared.request
     text = fio_run.output_text
@@ -231,6 +290,13 @@ def _collect(
             "timeseries",
             fio_logs.timeseries_rows(outdir, run_id=run_id, report=report, prefix=LOG_PREFIX),
         )
+    if _cut_short(prepared, tables["results"]):
+        flags = [*flags, "cut-short"]
+    if fio_run.watchdog == "interrupted":
+        row.update(status="interrupted", flags=flags, error="stopped by a signal to fiolake")
+        tables["runs"] = schema.to_table("runs", [row])
+        why = "stopped by a signal to fiolake"
+        return RunOutcome(run_id, "interrupted", why, fio_run.started_at, tables, raw, fio_run)
     if fio_run.watchdog:
         errors.append(f"watchdog stopped fio ({fio_run.watchdog})")
     elif fio_run.exit_code not in (0, None) and not errors:
@@ -240,9 +306,26 @@ def _collect(
         errors.append(f"fio stderr: {fio_run.stderr.strip()[-1500:]}")
     status = "failed" if errors else "ok"
     error = "; ".join(errors) or None
-    row.update(status=status, error=error)
+    row.update(status=status, error=error, flags=flags)
     tables["runs"] = schema.to_table("runs", [row])
     return RunOutcome(run_id, status, error, fio_run.started_at, tables, raw, fio_run)
+
+
+def _cut_short(prepared: PreparedJob, results: pa.Table) -> bool:
+    """Did fio stop a job at the runtime the policy injected, before its work was done?
+
+    A job that is not time_based ends when its work is done; if it ran for the whole
+    injected cap instead, the cap ended it.
+    """
+    for row in results.select(["job_name", "job_runtime_ms"]).to_pylist():
+        name = row["job_name"]
+        if name not in prepared.capped_jobs or row["job_runtime_ms"] is None:
+            continue
+        options = prepared.job.options_for(name)
+        cap_s = _runtime_s(options) or 0
+        if options.get("time_based", "0") == "0" and row["job_runtime_ms"] >= cap_s * 1000 * 0.99:
+            return True
+    return False
 
 
 def _archive(paths: list[Path]) -> bytes:

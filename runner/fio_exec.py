@@ -8,6 +8,8 @@ file for progress, and asks `should_stop` (a lost lease) once per tick.
 
 from __future__ import annotations
 
+import ctypes
+import os
 import re
 import signal
 import subprocess
@@ -95,6 +97,33 @@ def _throttled(on_progress: Callable[[Progress], None], expected_s: float) -> Ca
     return report
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    """preexec_fn: fio gets SIGTERM when the thread that started it dies, however it dies.
+
+    SIGTERM, not SIGKILL: fio then stops its job processes and exits. If the parent died
+    before prctl took effect, the child is already orphaned and exits itself.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def preexec() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    # fio runs in its own session; its job processes share its process group.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def clean_env(tmpdir: Path) -> dict[str, str]:
     """The whole environment fio sees: no secrets, no FIO_* or $-expansion inputs."""
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": str(tmpdir), "LC_ALL": "C"}
@@ -109,10 +138,15 @@ def run_fio(
     grace_s: float = 10.0,
     fio: str = "fio",
     on_progress: Callable[[Progress], None] | None = None,
-    should_stop: Callable[[], bool] | None = None,
+    should_stop: Callable[[], bool | str | None] | None = None,
     tick_s: float = 1.0,
 ) -> FioRun:
-    """Run fio on `job_file` with cwd=`outdir`; JSON lands in `outdir/fio.json`."""
+    """Run fio on `job_file` with cwd=`outdir`; JSON lands in `outdir/fio.json`.
+
+    `should_stop` is asked once per tick: True (a lost lease) or a reason such as
+    'interrupted' stops fio with SIGINT and becomes FioRun.watchdog. fio dies with the
+    thread that started it (PR_SET_PDEATHSIG), so it never outlives fiolake.
+    """
     output = outdir / OUTPUT_NAME
     tmpdir = outdir / "tmp"
     tmpdir.mkdir(parents=True, exist_ok=True)
@@ -135,6 +169,7 @@ def run_fio(
                 stdout=subprocess.PIPE if on_progress else subprocess.DEVNULL,
                 stderr=stderr_fh,
                 start_new_session=True,  # our Ctrl-C must not reach fio twice
+                preexec_fn=_die_with_parent(os.getpid()),
             )
         except OSError as exc:
             raise FioError(f"cannot start {fio}: {exc.strerror} — {FIO_INSTALL_HINT}") from None
@@ -163,7 +198,7 @@ def _supervise(
     proc: subprocess.Popen[bytes],
     deadline_s: float,
     grace_s: float,
-    should_stop: Callable[[], bool] | None,
+    should_stop: Callable[[], bool | str | None] | None,
     tick_s: float,
 ) -> str | None:
     start = time.monotonic()
@@ -181,13 +216,13 @@ def _supervise(
             if interrupted_at is None:
                 if elapsed >= deadline_s:
                     fired = "sigint"
-                elif should_stop is not None and should_stop():
-                    fired = "lease-lost"
+                elif should_stop is not None and (why := should_stop()):
+                    fired = why if isinstance(why, str) else "lease-lost"
                 if fired:
                     proc.send_signal(signal.SIGINT)
                     interrupted_at = now
             elif now - interrupted_at >= grace_s:
-                proc.kill()
+                _kill_group(proc)
                 fired = "sigkill" if fired == "sigint" else fired
                 proc.wait()
                 return fired
@@ -198,7 +233,7 @@ def _supervise(
             try:
                 proc.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                _kill_group(proc)
                 proc.wait()
         raise
 

@@ -26,6 +26,7 @@ from fiolake.runner.jobfile import (
     scan_job_file,
 )
 from fiolake.runner.policy_checks import CAP_FLAGS, Caps, above, job_caps, occurrence_problem
+from fiolake.runner.policy_duration import too_long
 from fiolake.units import seconds_or_none
 
 __all__ = [
@@ -79,6 +80,9 @@ def apply_overrides(
 ) -> JobFile:
     """Apply --runtime/--size to every job and give every job a runtime, so fio always ends.
 
+    A job without a runtime gets the runtime cap; one whose rate, loops or thinktime mean it
+    could not finish within that cap is refused (runner.policy_duration).
+
     --size sets size= and drops filesize/io_size (they were relative to the old size; fio
     then splits size evenly over nrfiles). time_based stays as the job file had it.
     """
@@ -108,11 +112,14 @@ def apply_overrides(
             opts["size"] = str(size_bytes)
             opts.pop("filesize", None)
             opts.pop("io_size", None)
-        if not seconds_or_none(opts.get("runtime", "")):
-            opts["runtime"] = str(caps.max_runtime_s)
         sections.append(JobSection(name=section.name, options=opts))
+    # Before the cap becomes their runtime: a job that could not finish within it is refused.
+    messages = too_long(JobFile(jobs=sections), caps.max_runtime_s)
+    for section in sections:
+        if not seconds_or_none(section.options.get("runtime", "")):
+            section.options["runtime"] = str(caps.max_runtime_s)
     result = JobFile(jobs=sections)
-    messages = job_caps(result, caps)
+    messages += job_caps(result, caps)
     if messages:
         raise PolicyError(messages)
     return result

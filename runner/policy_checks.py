@@ -281,3 +281,15 @@ def job_caps(job: JobFile, caps: Caps) -> list[str]:
             f"{above(caps.max_total_bytes, 'max_total_bytes', 'bytes')}"
         )
     return problems
+
+
+def layout_bytes(job: JobFile) -> int:
+    """Bytes the job file's files take in the target dir: data per job × numjobs, summed.
+
+    What the free-space check before a run compares with the file system's free bytes.
+    """
+    total = 0
+    for section in job.jobs:
+        data, _ = _job_data(section.options, Caps())
+        total += data * (_size_of(section.options, "numjobs") or 1)
+    return total

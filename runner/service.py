@@ -56,6 +56,8 @@ class RunnerConfig:
     caps: Caps = field(default_factory=Caps)
     fio: str = "fio"
     grace_s: float = 10.0
+    expect_mount: str | None = None  # re-checked before every job (runner.target)
+    expect_fs: str | None = None
 
 
 @dataclass
@@ -230,6 +232,8 @@ class Runner:
             runner=self.config.runner_id,
             labels=self.config.labels,
             caps=self.config.caps,
+            expect_mount=self.config.expect_mount,
+            expect_fs=self.config.expect_fs,
         )
         lease = claim_lease(self.store, job_id, self.config.runner_id, self.config.ttl_s)
         if lease is None:

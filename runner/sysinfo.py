@@ -101,14 +101,23 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def _mem_bytes() -> int | None:
+def _meminfo(field: str) -> int | None:
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
     except (OSError, ValueError):
         pass
     return None
+
+
+def _mem_bytes() -> int | None:
+    return _meminfo("MemTotal")
+
+
+def mem_available_bytes() -> int | None:
+    """Memory the kernel could give without swapping (free + reclaimable cache)."""
+    return _meminfo("MemAvailable")
 
 
 def host_info() -> HostInfo:
@@ -131,6 +140,7 @@ def environment_columns(target_dir: Path, fio: FioBinary) -> dict[str, object]:
         fio_version=fio.version,
         fio_path=fio.path,
         target_dir=str(Path(target_dir).resolve()),
+        mount_point=mount.mount_point,
         fs_type=mount.fs_type,
         mount_options=mount.mount_options,
         device=mount.device,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 import click
 
 from fiolake import layout
 from fiolake.errors import FiolakeError
-from fiolake.units import parse_duration, parse_size
+from fiolake.units import human_bytes, parse_duration, parse_size
 
 
 class IdParam(click.ParamType):
@@ -118,3 +119,69 @@ class DurationParam(click.ParamType):
             return parse_duration(str(value))
         except FiolakeError as exc:
             self.fail(str(exc), param, ctx)
+
+
+def target_options(fn: Any) -> Any:
+    """`--create-dir`, `--expect-mount`, `--expect-fs`: measure what the user named."""
+    fn = click.option(
+        "--expect-fs",
+        metavar="TYPE",
+        help="File-system type --dir must be on (e.g. xfs, ext4, nfs4, tmpfs); else exit 2.",
+    )(fn)
+    fn = click.option(
+        "--expect-mount",
+        metavar="PATH",
+        help="Mount point --dir must be on (e.g. /mnt/nvme); else exit 2 before fio starts.",
+    )(fn)
+    return click.option(
+        "--create-dir",
+        is_flag=True,
+        help="Create --dir if it is missing (its mount is still checked).",
+    )(fn)
+
+
+def announce_target(checks: list[Any]) -> None:
+    """Name on stderr where the target lands, then every warning (once each)."""
+    if not checks:
+        return
+    where = checks[0].target
+    free = human_bytes(where.free_bytes)
+    click.echo(f"target {where.path}: {where.describe()}, {free} free", err=True)
+    for warning in dict.fromkeys(w for c in checks for w in c.warnings):
+        click.echo(f"Warning: {warning}", err=True)
+
+
+class RunStop:
+    """SIGTERM/SIGINT while `fiolake run` runs: remember the signal so fio is stopped and
+    the run recorded as interrupted, instead of dying with fio left behind."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> RunStop:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.signum = signum
+
+    def reason(self) -> str | None:
+        """What `execute(should_stop=...)` asks each second."""
+        return "interrupted" if self.signum else None
+
+    def exit_error(self, not_started: int, lake: str) -> click.ClickException:
+        """The error to end with: exit 128 + signal number (130 SIGINT, 143 SIGTERM)."""
+        assert self.signum is not None
+        name = signal.Signals(self.signum).name
+        err = click.ClickException(
+            f"stopped by {name}: fio was stopped and the run recorded with status "
+            f"'interrupted' in {lake}; {not_started} run(s) not started — run again to finish"
+        )
+        err.exit_code = 128 + self.signum
+        return err

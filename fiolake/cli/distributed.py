@@ -21,6 +21,7 @@ from fiolake.cli.common import (
     current_caps,
     parse_labels,
     resolve_job_files,
+    target_options,
 )
 from fiolake.cli.output import render
 from fiolake.errors import FiolakeError, PolicyError
@@ -136,9 +137,11 @@ def publish(
     "--dir",
     "target_dir",
     required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Directory on that backend's storage (fio files go in a subdir, removed after).",
+    type=click.Path(path_type=Path),
+    help="Existing, writable directory on that backend's storage (fio files go in a "
+    "subdir, removed after).",
 )
+@target_options
 @lake_option
 @click.option(
     "--runner-id",
@@ -194,6 +197,9 @@ def runner(
     idle_exit: float | None,
     spool_dir: Path | None,
     upload_deadline: float,
+    create_dir: bool,
+    expect_mount: str | None,
+    expect_fs: str | None,
 ) -> None:
     """Pull signed jobs for --backend from the lake, run them, upload and commit results.
 
@@ -210,11 +216,18 @@ def runner(
     """
     from fiolake.campaigns import store_bucket
     from fiolake.config import Settings
+    from fiolake.runner import target as tg
     from fiolake.runner.service import Runner, RunnerConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:
-        target_dir.mkdir(parents=True, exist_ok=True)
+        # Measure what the user named: checked once at start, before any job is claimed.
+        tg.ensure_dir(target_dir, create=create_dir)
+        where = tg.inspect(target_dir)
+        warnings = tg.check_expectations(where, expect_mount=expect_mount, expect_fs=expect_fs)
+        click.echo(f"target {where.path}: {where.describe()}", err=True)
+        for warning in warnings:
+            click.echo(f"Warning: {warning}", err=True)
         settings = Settings.from_env(lake=lake)
         store = settings.store()
         config = RunnerConfig(
@@ -230,6 +243,8 @@ def runner(
             idle_exit_s=idle_exit,
             once=once,
             caps=current_caps(),
+            expect_mount=expect_mount,
+            expect_fs=expect_fs,
         )
         worker = Runner(store, settings.keyring(), config, store_bucket(store))
         signal.signal(signal.SIGTERM, lambda *_: worker.stop_requested.set())
@@ -287,7 +302,13 @@ def keygen(path: Path) -> None:
     from fiolake.signing import LocalSigner, public_key_path
 
     try:
-        signer = LocalSigner.generate(path)
+        try:
+            signer = LocalSigner.generate(path)
+        except OSError as exc:
+            raise FiolakeError(
+                f"cannot write key {path}: {exc.strerror} — choose a path in an existing "
+                "directory you may write to"
+            ) from None
     except FiolakeError as exc:
         raise fail(exc) from None
     click.echo(f"{signer.keyid}\t{public_key_path(path)}")

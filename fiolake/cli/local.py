@@ -13,11 +13,14 @@ from fiolake import units
 from fiolake.cli import fail, format_option, lake_option
 from fiolake.cli.common import (
     IdParam,
+    RunStop,
     SizeParam,
+    announce_target,
     caps_options,
     current_caps,
     parse_labels,
     resolve_job_files,
+    target_options,
 )
 from fiolake.cli.output import render
 from fiolake.errors import FiolakeError, PolicyError
@@ -71,9 +74,11 @@ def _summary_output(profile: str, run_id: str, status: str, rows: list[dict[str,
     "--dir",
     "target_dir",
     required=True,
-    type=click.Path(file_okay=False, writable=True, path_type=Path),
-    help="Directory on the storage under test (fio's files go in a subdir, removed after).",
+    type=click.Path(path_type=Path),
+    help="Existing, writable directory on the storage under test (fio's files go in a "
+    "subdir, removed after).",
 )
+@target_options
 @click.option(
     "--backend",
     default="local",
@@ -118,6 +123,9 @@ def run(
     label: tuple[str, ...],
     progress: bool | None,
     fmt: str,
+    create_dir: bool,
+    expect_mount: str | None,
+    expect_fs: str | None,
 ) -> None:
     """Run fio job files against --dir and store results in the lake.
 
@@ -132,17 +140,24 @@ def run(
       fiolake run my-own.fio --dir /data --format json
       fiolake run --dir "$(mktemp -d)" --runtime 2 --size 16M     # smoke test
 
+    Before fio starts, stderr names the mount point, file system and device --dir
+    lands on; --expect-mount/--expect-fs make a mismatch an error.
+
     Exit status: 0 when every run is ok, 1 when a job file is refused (nothing
-    runs) or any fio run failed (it is still recorded with status 'failed').
+    runs) or any fio run failed (it is still recorded with status 'failed'),
+    2 for bad usage (e.g. a missing --dir, a target on the wrong file system),
+    130/143 after SIGINT/SIGTERM: fio is stopped, the run is recorded with
+    status 'interrupted', and the remaining runs do not start.
     """
     from fiolake.config import Settings
     from fiolake.manifest import new_campaign_id
     from fiolake.runner import execute as ex
+    from fiolake.runner import target as tg
     from fiolake.runner.lake_writer import commit_outcome, upload_outcome
     from fiolake.runner.summary import job_summaries
 
+    created: list[Path] = []
     try:
-        target_dir.mkdir(parents=True, exist_ok=True)
         caps = current_caps()
         labels = parse_labels(label)
         campaign_id = campaign or new_campaign_id()
@@ -162,11 +177,16 @@ def run(
                     size_bytes=size,
                     labels=labels,
                     caps=caps,
+                    expect_mount=expect_mount,
+                    expect_fs=expect_fs,
                 )
                 try:
                     prepared.append(ex.prepare(request))
                 except PolicyError as exc:
                     raise PolicyError([f"{profile}: {v}" for v in exc.violations]) from None
+        # Everything about the target is checked before anything is created or run.
+        created = tg.ensure_dir(target_dir, create=create_dir)
+        announce_target([ex.preflight(p) for p in prepared])
         show = progress if progress is not None else sys.stderr.isatty()
         total = sum(p.expected_s for p in prepared)
         click.echo(
@@ -175,41 +195,57 @@ def run(
             err=True,
         )
         all_rows: list[dict[str, Any]] = []
-        failed = 0
-        for p in prepared:
-            name = p.request.profile
-            outcome = ex.execute(p, on_progress=_progress_printer(name) if show else None)
-            upload_outcome(store, outcome)
-            commit_outcome(
-                store,
-                outcome,
-                job_id=p.request.job_id,
-                campaign_id=campaign_id,
-                runner=p.request.runner,
-            )
-            rows = job_summaries(outcome.tables["results"].to_pylist())
-            if outcome.status != "ok":
-                failed += 1
-                click.echo(f"[{name}] run {outcome.run_id} failed: {outcome.error}", err=True)
-            if fmt == "table":
-                click.echo(_summary_output(name, outcome.run_id, outcome.status, rows))
-            all_rows += [
-                {
-                    "campaign_id": campaign_id,
-                    "run_id": outcome.run_id,
-                    "profile": name,
-                    "backend": backend,
-                    "repetition": p.request.repetition,
-                    "status": outcome.status,
-                }
-                | r
-                for r in rows
-            ]
+        failed = done = 0
+        # SIGTERM/SIGINT stop fio and end the loop; the stopped run is still recorded.
+        with RunStop() as stop:
+            for p in prepared:
+                if stop.signum:
+                    break
+                name = p.request.profile
+                outcome = ex.execute(
+                    p,
+                    on_progress=_progress_printer(name) if show else None,
+                    should_stop=stop.reason,
+                )
+                upload_outcome(store, outcome)
+                commit_outcome(
+                    store,
+                    outcome,
+                    job_id=p.request.job_id,
+                    campaign_id=campaign_id,
+                    runner=p.request.runner,
+                )
+                done += 1
+                rows = job_summaries(outcome.tables["results"].to_pylist())
+                flags = outcome.tables["runs"].column("flags")[0].as_py()
+                if flags:
+                    note = ", ".join(flags)
+                    click.echo(f"Warning: run {outcome.run_id} ({name}) flagged {note}", err=True)
+                if outcome.status == "failed":
+                    failed += 1
+                    click.echo(f"[{name}] run {outcome.run_id} failed: {outcome.error}", err=True)
+                if fmt == "table":
+                    click.echo(_summary_output(name, outcome.run_id, outcome.status, rows))
+                all_rows += [
+                    {
+                        "campaign_id": campaign_id,
+                        "run_id": outcome.run_id,
+                        "profile": name,
+                        "backend": backend,
+                        "repetition": p.request.repetition,
+                        "status": outcome.status,
+                    }
+                    | r
+                    for r in rows
+                ]
     except FiolakeError as exc:
+        tg.remove_created(created)
         raise fail(exc) from None
     if fmt != "table" and all_rows:
         columns = list(all_rows[0])
         click.echo(render(columns, [[r[c] for c in columns] for r in all_rows], fmt), nl=False)
+    if stop.signum:
+        raise stop.exit_error(len(prepared) - done, store.url)
     if failed:
         raise click.ClickException(
             f"{failed} of {len(prepared)} run(s) failed; see runs.error in the lake ({store.url})"

@@ -33,7 +33,7 @@ def test_two_backends_three_repetitions(tmp_path: Path) -> None:
     for backend in ("disk-a", "disk-b"):
         target = tmp_path / backend
         target.mkdir()
-        args = ["run", "random-reads", "--dir", str(target), "--backend", backend]
+        args = ["run", "random-reads", "--create-dir", "--dir", str(target), "--backend", backend]
         args += ["--lake", str(lake), "--runtime", "1", "--size", "4M", "--repeat", "3"]
         res = CliRunner().invoke(cli, [*args, "--campaign", "real", "--format", "csv"])
         assert res.exit_code == 0, res.output

@@ -80,7 +80,8 @@ def time_to_first_commit(env: dict[str, str], root: Path, name: str) -> float:
     target.mkdir(exist_ok=True)
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-m", "fiolake", "runner", "--backend", "mine", "--dir", str(target),
+        [sys.executable, "-m", "fiolake", "runner", "--backend", "mine", "--create-dir",
+         "--dir", str(target),
          "--runner-id", name, "--spool-dir", str(root / f"spool-{name}"), "--max-jobs", "1",
          "--poll", "0.2"],
         env=env, check=True, capture_output=True, timeout=300,

@@ -58,6 +58,7 @@ def via_fiolake(job: Path, target: Path, lake: Path) -> float:
             "fiolake",
             "run",
             str(job),
+            "--create-dir",
             "--dir",
             str(target),
             "--lake",
@@ -103,7 +104,7 @@ def fio_child(parent: int) -> int | None:
 def cpu_share(job: Path, target: Path, lake: Path) -> tuple[float, float]:
     """(fiolake's CPU seconds while fio ran, fio's wall seconds) for one `fiolake run`."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fiolake", "run", str(job), "--dir", str(target),
+        [sys.executable, "-m", "fiolake", "run", str(job), "--create-dir", "--dir", str(target),
          "--lake", str(lake), "--format", "json", "--no-progress"],
         stdout=subprocess.DEVNULL,
     )  # fmt: skip

@@ -74,7 +74,8 @@ def main() -> None:
             target = root / "target"
             target.mkdir()
             runner = subprocess.Popen(
-                [sys.executable, "-m", "fiolake", "runner", "--backend", "b", "--dir",
+                [sys.executable, "-m", "fiolake", "runner", "--backend", "b", "--create-dir",
+                 "--dir",
                  str(target), "--runner-id", "cost", "--spool-dir", str(root / "spool"),
                  "--max-jobs", str(args.jobs), "--poll", "0.2"],
                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

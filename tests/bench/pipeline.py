@@ -82,6 +82,7 @@ class Bench:
                 "runner",
                 "--backend",
                 "b",
+                "--create-dir",
                 "--dir",
                 str(self.root / f"t-{name}"),
                 "--runner-id",

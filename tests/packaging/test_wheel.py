@@ -111,7 +111,7 @@ def test_validate_run_and_stack_help_work_from_the_wheel(wheel_venv: Path, tmp_p
     target = tmp_path / "target"
     target.mkdir()
     ran = run_installed(
-        wheel_venv, tmp_path, "run", "random-reads", "--dir", str(target),
+        wheel_venv, tmp_path, "run", "random-reads", "--create-dir", "--dir", str(target),
         "--runtime", "1", "--size", "4M", "--format", "json",
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr

@@ -74,6 +74,7 @@ class LakeEnv:
                 "runner",
                 "--backend",
                 backend,
+                "--create-dir",
                 "--dir",
                 str(target),
                 "--runner-id",

@@ -54,6 +54,7 @@ def test_run_stores_what_fio_reported(tmp_path: Path, tiny_job: Path) -> None:
     result = invoke(
         "run",
         str(tiny_job),
+        "--create-dir",
         "--dir",
         str(target),
         "--lake",
@@ -104,7 +105,15 @@ def test_run_stores_what_fio_reported(tmp_path: Path, tiny_job: Path) -> None:
 def test_table_summary_shows_human_units_and_dashes(tmp_path: Path) -> None:
     job = tmp_path / "reads.fio"
     job.write_text("[r]\nrw=read\nbs=64k\nsize=4M\nioengine=psync\nruntime=1\ntime_based=1\n")
-    result = invoke("run", str(job), "--dir", str(tmp_path / "t"), "--lake", str(tmp_path / "lake"))
+    result = invoke(
+        "run",
+        str(job),
+        "--create-dir",
+        "--dir",
+        str(tmp_path / "t"),
+        "--lake",
+        str(tmp_path / "lake"),
+    )
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert "Read bandwidth" in out and "/s" in out
@@ -119,7 +128,7 @@ def test_exec_prerun_is_refused_and_never_runs(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     for args in (
         ("validate", str(job)),
-        ("run", str(job), "--dir", str(tmp_path / "t"), "--lake", str(lake)),
+        ("run", str(job), "--create-dir", "--dir", str(tmp_path / "t"), "--lake", str(lake)),
     ):
         result = invoke(*args)
         assert result.exit_code == 1
@@ -141,7 +150,7 @@ def test_validate_reports_every_violation(tmp_path: Path) -> None:
 
 
 def test_unknown_profile_names_the_known_ones(tmp_path: Path) -> None:
-    result = invoke("run", "no-such-profile", "--dir", str(tmp_path))
+    result = invoke("run", "no-such-profile", "--create-dir", "--dir", str(tmp_path))
     assert result.exit_code == 2
     known = ", ".join(p.name for p in list_profiles())
     assert result.output.endswith(
@@ -151,25 +160,41 @@ def test_unknown_profile_names_the_known_ones(tmp_path: Path) -> None:
 
 
 def test_fio_failure_is_recorded_as_failed(tmp_path: Path) -> None:
+    # Reading back files fio laid out without verify headers: fio fails the job (EILSEQ).
+    job = tmp_path / "verify.fio"
+    job.write_text("[v]\nrw=read\nbs=4k\nsize=1M\nverify=crc32c\nioengine=psync\n")
+    lake = tmp_path / "lake"
+    result = invoke(
+        "run", str(job), "--create-dir", "--dir", str(tmp_path / "t"), "--lake", str(lake),
+        "--format", "json",
+    )  # fmt: skip
+    assert result.exit_code == 1
+    assert "1 of 1 run(s) failed" in result.output
+    runs = sql(lake, "SELECT status, error FROM runs")
+    assert runs[0]["status"] == "failed"
+    assert "verify: bad magic header" in runs[0]["error"]
+
+
+def test_too_little_free_space_is_refused_with_the_numbers(tmp_path: Path) -> None:
     small = tmp_path / "small"
     small.mkdir()
     mounted = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)], capture_output=True
     )
     if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tiny tmpfs for ENOSPC: {mounted.stderr.decode().strip()}")
+        pytest.skip(f"cannot mount a tiny tmpfs: {mounted.stderr.decode().strip()}")
     try:
         job = tmp_path / "fill.fio"
-        job.write_text("[fill]\nrw=write\nbs=64k\nsize=8M\nioengine=psync\n")
+        job.write_text("[fill]\nrw=write\nbs=64k\nsize=8M\nnumjobs=2\nioengine=psync\n")
         lake = tmp_path / "lake"
-        result = invoke(
-            "run", str(job), "--dir", str(small), "--lake", str(lake), "--format", "json"
-        )
+        result = invoke("run", str(job), "--dir", str(small), "--lake", str(lake))
         assert result.exit_code == 1
-        assert "1 of 1 run(s) failed" in result.output
-        runs = sql(lake, "SELECT status, error FROM runs")
-        assert runs[0]["status"] == "failed"
-        assert "No space left on device" in runs[0]["error"]
+        assert result.output.endswith(
+            f"Error: not enough free space in {small}: fill lays out 16.0 MiB (16777216 bytes), "
+            f"{small} has 1.0 MiB (1048576 bytes) free — free some space, scale the job down "
+            "with --size, or choose another --dir\n"
+        )
+        assert not lake.exists() and list(small.iterdir()) == []
     finally:
         subprocess.run(["umount", str(small)], check=False)
 
@@ -180,7 +205,16 @@ def test_default_suite_runs_every_profile(tmp_path: Path) -> None:
 
     lake = tmp_path / "lake"
     result = invoke(
-        "run", "--dir", str(tmp_path / "t"), "--lake", str(lake), "--runtime", "1", "--size", "4M"
+        "run",
+        "--create-dir",
+        "--dir",
+        str(tmp_path / "t"),
+        "--lake",
+        str(lake),
+        "--runtime",
+        "1",
+        "--size",
+        "4M",
     )
     assert result.exit_code == 0, result.output
     for profile in DEFAULT_SUITE:
@@ -195,6 +229,7 @@ def test_progress_lines_show_elapsed_expected_and_fio_rates(tmp_path: Path) -> N
     result = invoke(
         "run",
         str(job),
+        "--create-dir",
         "--dir",
         str(tmp_path / "t"),
         "--lake",
@@ -215,6 +250,7 @@ def test_no_progress_when_stderr_is_not_a_terminal(tmp_path: Path, tiny_job: Pat
     result = invoke(
         "run",
         str(tiny_job),
+        "--create-dir",
         "--dir",
         str(tmp_path / "t"),
         "--lake",

@@ -49,6 +49,7 @@ def test_lease_taken_over_during_upload_means_no_commit(tmp_path: Path) -> None:
     publish_manifests(store, manifests, signer)
     keyring = Keyring()
     keyring.add(signer.keyid, signer.public_key_bytes(), persist=False)
+    (tmp_path / "t").mkdir()  # `fiolake runner` checks --dir at start; the library trusts it
     config = RunnerConfig(
         backend="b",
         target_dir=tmp_path / "t",
