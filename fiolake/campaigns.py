@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from fiolake import layout
 from fiolake.commits import Commit
 from fiolake.errors import FiolakeError, NotFound, PreconditionFailed, UsageProblem
 from fiolake.lease import is_expired, lease_age_s, read_lease
-from fiolake.manifest import Manifest, new_manifest, sign_manifests
+from fiolake.manifest import Manifest, manifest_in_envelope, new_manifest, sign_manifests
 from fiolake.signing import Signer
 from fiolake.store import ObjectStore
 
@@ -100,15 +101,30 @@ class JobStatus:
     """Where one job of a campaign stands."""
 
     job_id: str
-    state: str  # pending | running | stale-lease | ok | failed | rejected
+    state: str  # pending | running | stale-lease | ok | failed | rejected | interrupted
     runner: str | None
     run_id: str | None
     lease_age_s: float | None
     epoch: int | None
+    reason: str | None = None  # why it failed / was rejected, or why runners left it waiting
+    key: str = ""  # the manifest's object key
+
+
+def _waiting_reasons(store: ObjectStore, job_id: str) -> str | None:
+    """The notes runners left on a job they could not judge, as one line (None if none)."""
+    notes = []
+    for key in store.list(layout.waiting_prefix(job_id)):
+        try:
+            note = json.loads(store.get(key)[0])
+            notes.append(f"{note['runner']}: {note['reason']}")
+        except (NotFound, ValueError, KeyError, TypeError):
+            continue  # gone or not ours to explain
+    return "; ".join(sorted(notes)) or None
 
 
 def campaign_status(store: ObjectStore, campaign_id: str) -> list[JobStatus]:
-    """The state of every job of a campaign (commit marker first, then its lease)."""
+    """The state of every job of a campaign (commit marker first, then its lease, then
+    the notes of runners that left it waiting)."""
     keys = campaign_job_keys(store, campaign_id)
     if not keys:
         raise FiolakeError(
@@ -120,15 +136,66 @@ def campaign_status(store: ObjectStore, campaign_id: str) -> list[JobStatus]:
         _, job_id = layout.parse_job_key(key)
         try:
             commit = Commit.from_bytes(store.get(layout.commit_key(job_id))[0])
-            out.append(JobStatus(job_id, commit.status, commit.runner, commit.run_id, None, None))
+            out.append(
+                JobStatus(
+                    job_id,
+                    commit.status,
+                    commit.runner,
+                    commit.run_id,
+                    None,
+                    None,
+                    commit.reason or None,
+                    key,
+                )
+            )
             continue
         except NotFound:
             pass
         current = read_lease(store, job_id)
         if current is None:
-            out.append(JobStatus(job_id, "pending", None, None, None, None))
+            reason = _waiting_reasons(store, job_id)
+            out.append(JobStatus(job_id, "pending", None, None, None, None, reason, key))
             continue
         lease, info = current
         state = "stale-lease" if is_expired(lease, info) else "running"
-        out.append(JobStatus(job_id, state, lease.runner, None, lease_age_s(info), lease.epoch))
+        out.append(
+            JobStatus(job_id, state, lease.runner, None, lease_age_s(info), lease.epoch, None, key)
+        )
+    return out
+
+
+def plan_rerun(
+    store: ObjectStore,
+    campaign_id: str,
+    states: Sequence[str],
+    *,
+    new_campaign_id: str,
+    expires_in: timedelta,
+) -> list[Manifest]:
+    """New attempts, in a new campaign, of the jobs of `campaign_id` that ended in one of
+    `states`: same job file, backend, overrides and repetition, each linked to the job it
+    re-runs (`rerun_of`). The original jobs and their runs stay as they are."""
+    jobs = [j for j in campaign_status(store, campaign_id) if j.state in states]
+    if not jobs:
+        raise UsageProblem(
+            f"campaign {campaign_id} has no {'/'.join(states)} jobs to re-run — "
+            f"see `fiolake status --campaign {campaign_id}`"
+        )
+    out = []
+    for job in jobs:
+        old = manifest_in_envelope(store.get(job.key)[0])
+        out.append(
+            new_manifest(
+                campaign_id=new_campaign_id,
+                backend=old.backend,
+                profile=old.profile,
+                job_file_text=old.job_file,
+                runtime_s=old.runtime_s,
+                size_bytes=old.size_bytes,
+                repetition=old.repetition,
+                bucket=store_bucket(store),
+                expires_in=expires_in,
+                rerun_of=old.job_id,
+            )
+        )
     return out

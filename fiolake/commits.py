@@ -19,10 +19,13 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from fiolake import layout
 from fiolake.errors import PreconditionFailed
-from fiolake.store import ObjectStore
+
+if TYPE_CHECKING:  # the CLI imports this module for RERUNNABLE: keep it light
+    from fiolake.store import ObjectStore
 
 
 @dataclass(frozen=True)
@@ -33,8 +36,9 @@ class Commit:
     run_id: str
     campaign_id: str
     runner: str
-    status: str  # ok | failed | rejected, as in the runs row
+    status: str  # ok | failed | rejected | interrupted, as in the runs row
     committed_at: str  # ISO 8601 UTC
+    reason: str = ""  # why a run failed or was rejected (short; the runs row has it all)
 
     def to_bytes(self) -> bytes:
         """Canonical JSON bytes (sorted keys) written create-only."""
@@ -45,15 +49,23 @@ class Commit:
         """Parse a marker; raises ValueError on anything malformed."""
         try:
             obj = json.loads(data)
-            return cls(**{k: obj[k] for k in cls.__dataclass_fields__})
+            # `reason` came later: markers without it are still markers.
+            return cls(**{k: obj[k] for k in cls.__dataclass_fields__ if k != "reason" or k in obj})
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"malformed commit marker: {exc}") from exc
 
 
-def new_commit(job_id: str, run_id: str, campaign_id: str, runner: str, status: str) -> Commit:
+REASON_CHARS = 300
+# Ended states a campaign's jobs can be re-run from (`fiolake publish --rerun`).
+RERUNNABLE = ("rejected", "failed", "interrupted")
+
+
+def new_commit(
+    job_id: str, run_id: str, campaign_id: str, runner: str, status: str, reason: str = ""
+) -> Commit:
     """A marker stamped with the current UTC time."""
     now = datetime.now(UTC).isoformat(timespec="milliseconds")
-    return Commit(job_id, run_id, campaign_id, runner, status, now)
+    return Commit(job_id, run_id, campaign_id, runner, status, now, reason[:REASON_CHARS])
 
 
 COMMIT_LOG_SLACK = timedelta(minutes=5)

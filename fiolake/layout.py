@@ -16,6 +16,9 @@ BY_BACKEND_PREFIX = f"{JOBS_PREFIX}by-backend/"
 # that backend is committed, so no runner lists the campaign's jobs again.
 DONE_PREFIX = "done/"
 CLAIMS_PREFIX = "claims/"
+# waiting/<job_id>/<runner>.json: why a runner left a job unjudged (e.g. Vault unreachable),
+# overwritten by that runner, read by `fiolake status` for jobs still pending.
+WAITING_PREFIX = "waiting/"
 COMMITS_PREFIX = "commits/"
 # commit-log/<store time>-<job_id>.json: a copy of each marker written just after it,
 # keyed by the store's clock, so readers find commits made since a compaction with one
@@ -106,6 +109,17 @@ def campaign_from_done_key(key: str) -> str | None:
 def claim_key(job_id: str) -> str:
     """Lease object of one job."""
     return f"{CLAIMS_PREFIX}{check_id('job id', job_id)}.json"
+
+
+def waiting_prefix(job_id: str) -> str:
+    """Prefix of the notes runners left about a job they could not judge."""
+    return f"{WAITING_PREFIX}{check_id('job id', job_id)}/"
+
+
+def waiting_key(job_id: str, runner_id: str) -> str:
+    """One runner's note about `job_id` (the runner id made key-safe)."""
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", runner_id).strip("._-")[:100] or "runner"
+    return f"{waiting_prefix(job_id)}{safe}.json"
 
 
 def commit_key(job_id: str) -> str:

@@ -42,6 +42,8 @@ _STR_FIELDS = (
     "key",
 )
 _OPTIONAL_INT_FIELDS = ("runtime_s", "size_bytes")
+# Fields a payload may leave out (then None); each is a string when present.
+_OPTIONAL_FIELDS = ("rerun_of",)
 
 
 def _utc_text(t: datetime) -> str:
@@ -82,10 +84,17 @@ class Manifest:
     bucket: str
     key: str
     schema: int = MANIFEST_SCHEMA
+    # The job id this job re-runs (`publish --rerun`); absent from the payload when None,
+    # so manifests without it are byte-identical to those of earlier versions.
+    rerun_of: str | None = None
 
     def payload(self) -> bytes:
         """Canonical JSON (sorted keys, no whitespace, UTF-8): the bytes that get signed."""
-        return _canonical(dataclasses.asdict(self))
+        doc = dataclasses.asdict(self)
+        for name in _OPTIONAL_FIELDS:
+            if doc[name] is None:
+                del doc[name]
+        return _canonical(doc)
 
     def place(self) -> str:
         return _place(self.bucket, self.key)
@@ -117,6 +126,7 @@ def new_manifest(
     bucket: str,
     expires_in: timedelta,
     now: datetime | None = None,
+    rerun_of: str | None = None,
 ) -> Manifest:
     """Build the manifest of one job; its id is `<campaign>-<profile>-<backend>-r<rep>`."""
     layout.check_id("campaign id", campaign_id)
@@ -138,6 +148,7 @@ def new_manifest(
         expires_at=_utc_text(now + expires_in),
         bucket=bucket,
         key=layout.job_key(campaign_id, job_id, backend),
+        rerun_of=rerun_of,
     )
 
 
@@ -250,9 +261,13 @@ def _manifest_from_payload(payload: bytes) -> Manifest:
     if schema != MANIFEST_SCHEMA:
         raise ManifestError(f"unsupported manifest schema {schema}")
     names = {f.name for f in dataclasses.fields(Manifest)}
-    if set(doc) != names:
-        missing, extra = sorted(names - set(doc)), sorted(set(doc) - names)
+    required = names - set(_OPTIONAL_FIELDS)
+    if not required <= set(doc) <= names:
+        missing, extra = sorted(required - set(doc)), sorted(set(doc) - names)
         raise _malformed(f"payload fields differ (missing {missing}, unexpected {extra})")
+    for name in _OPTIONAL_FIELDS:
+        if name in doc and not isinstance(doc[name], str):
+            raise _malformed(f"{name} is not a string")
     for name in _STR_FIELDS:
         if not isinstance(doc[name], str):
             raise _malformed(f"{name} is not a string")
@@ -263,6 +278,15 @@ def _manifest_from_payload(payload: bytes) -> Manifest:
         if not isinstance(value, int) or isinstance(value, bool) or value < 0:
             raise _malformed(f"{name} is not a non-negative integer")
     return Manifest(**doc)
+
+
+def manifest_in_envelope(data: bytes) -> Manifest:
+    """The manifest inside an envelope, its signature NOT checked: for a publisher
+    re-publishing jobs it signs again (`publish --rerun`), never for running one."""
+    payload_type, payload, _ = _read_envelope(data)
+    if payload_type != PAYLOAD_TYPE:
+        raise ManifestError(f"wrong payload type {payload_type!r}, expected {PAYLOAD_TYPE!r}")
+    return _manifest_from_payload(payload)
 
 
 def verify_envelope(

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from fiolake import layout
-from fiolake.commits import new_commit
+from fiolake.commits import REASON_CHARS, new_commit
 from fiolake.errors import (
     FiolakeError,
     ManifestError,
@@ -123,6 +123,7 @@ class Runner:
         self.spool = Spool(config.spool_dir)
         self._done: set[str] = set()  # job ids known to be committed (never re-HEADed)
         self._done_campaigns: set[str] = set()  # campaigns with every job committed
+        self._waiting: dict[str, str] = {}  # job id -> reason last noted in waiting/
 
     # -- discovery -----------------------------------------------------------------------
     def open_jobs(self) -> Iterator[tuple[str, str, str]]:
@@ -202,8 +203,10 @@ class Runner:
         try:
             manifest = verify_envelope(data, keyring=self.keyring, bucket=self.bucket, key=key)
         except KeyringUnavailable as exc:
-            # Vault is unreachable for a key we lack: not the manifest's fault; retry later.
+            # Vault unreachable, or no source here for such keys: not the manifest's
+            # fault. Leave the job (another runner or a later try judges it) and say why.
             log.warning("cannot verify %s yet: %s", job_id, exc)
+            self._note_waiting(job_id, f"cannot verify the manifest yet: {exc}")
             return None
         except ManifestError as exc:
             request = ex.RunRequest(
@@ -290,6 +293,23 @@ class Runner:
         finally:
             heartbeat.stop()
 
+    def _note_waiting(self, job_id: str, reason: str) -> None:
+        """Tell `fiolake status` why this runner leaves `job_id` waiting (once per reason)."""
+        if self._waiting.get(job_id) == reason:
+            return
+        note = {
+            "runner": self.config.runner_id,
+            "reason": reason[:REASON_CHARS],
+            "at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        try:
+            self.store.put(
+                layout.waiting_key(job_id, self.config.runner_id), json.dumps(note).encode()
+            )
+            self._waiting[job_id] = reason
+        except StoreError as exc:
+            log.warning("cannot leave a note on %s: %s", job_id, exc)
+
     def _reject(self, request: ex.RunRequest, reason: str) -> str | None:
         lease = claim_lease(self.store, request.job_id, self.config.runner_id, self.config.ttl_s)
         if lease is None:
@@ -305,6 +325,7 @@ class Runner:
             "campaign_id": request.campaign_id,
             "runner": self.config.runner_id,
             "status": outcome.status,
+            "reason": (outcome.error or "")[:REASON_CHARS],
         }
         return self.spool.add(outcome.run_id, outcome_objects(outcome), meta)
 
@@ -315,7 +336,12 @@ class Runner:
     def _commit(self, entry: SpoolEntry) -> str | None:
         meta = entry.meta
         commit = new_commit(
-            meta["job_id"], entry.run_id, meta["campaign_id"], meta["runner"], meta["status"]
+            meta["job_id"],
+            entry.run_id,
+            meta["campaign_id"],
+            meta["runner"],
+            meta["status"],
+            meta.get("reason", ""),  # spooled by an older runner: no reason
         )
         won = commit_marker(self.store, commit, deadline_s=self.config.upload_deadline_s)
         self.spool.remove(entry)

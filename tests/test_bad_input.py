@@ -247,7 +247,12 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         "invalid campaign id 'bad id'",
     ),
     (["publish", "random-reads", "--backend", "bad id"], {}, 2, "invalid backend 'bad id'"),
-    (["publish", "random-reads"], {}, 2, "Error: Missing option '--backend'."),
+    (
+        ["publish", "random-reads"],
+        {},
+        2,
+        "Error: Missing option '--backend' (or --rerun CAMPAIGN).",
+    ),
     (["publish", "nope", "--backend", "x"], {}, 2, "Error: no job file or profile named 'nope'"),
     (["publish", "random-reads", "--backend", "x", "--expires", "5x"], {}, 2, "'5x'"),
     (["publish", "random-reads", "--backend", "x", "--repeat", "0"], {}, 2, "'--repeat'"),

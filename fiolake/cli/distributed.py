@@ -24,6 +24,7 @@ from fiolake.cli.common import (
     target_options,
 )
 from fiolake.cli.output import render
+from fiolake.commits import RERUNNABLE
 from fiolake.errors import FiolakeError, PolicyError
 
 CTX = {"help_option_names": ["-h", "--help"]}
@@ -35,7 +36,6 @@ CTX = {"help_option_names": ["-h", "--help"]}
     "--backend",
     "backends",
     multiple=True,
-    required=True,
     type=IdParam("backend"),
     help="Backend that must run the jobs (repeat for several); runners pick theirs.",
 )
@@ -58,6 +58,19 @@ CTX = {"help_option_names": ["-h", "--help"]}
 @click.option(
     "--campaign", type=IdParam("campaign id"), help="Campaign id (default: a new, sortable one)."
 )
+@click.option(
+    "--rerun",
+    type=IdParam("campaign id"),
+    help="Publish new attempts of the jobs of this campaign that ended as --status, in a "
+    "new campaign, each linked to the job it re-runs (no job files or --backend then).",
+)
+@click.option(
+    "--status",
+    "rerun_states",
+    multiple=True,
+    type=click.Choice(RERUNNABLE),
+    help="With --rerun: which ended jobs to re-run (repeatable) [default: all three].",
+)
 @lake_option
 @caps_options
 def publish(
@@ -68,6 +81,8 @@ def publish(
     size: int | None,
     expires: float,
     campaign: str | None,
+    rerun: str | None,
+    rerun_states: tuple[str, ...],
     lake: str,
 ) -> None:
     """Publish one signed manifest per (job file, backend, repetition); print the campaign id.
@@ -77,10 +92,27 @@ def publish(
     VAULT_TOKEN, FIOLAKE_TRANSIT_KEY) or FIOLAKE_SIGNER=local (FIOLAKE_SIGNING_KEY).
 
     \b
-    Example:
+    Examples:
       eval "$(fiolake stack env --role publisher)"
       fiolake publish database-oltp random-reads --backend disk --backend tmpfs --repeat 3
+      fiolake publish --rerun c-20261123-070000-ab12 --status rejected
     """
+    if rerun is not None:
+        if job_files or backends or campaign:
+            raise click.UsageError(
+                "--rerun takes no job files, --backend or --campaign — it re-publishes the "
+                "selected jobs of that campaign as they were"
+            )
+        _publish_rerun(rerun, rerun_states or RERUNNABLE, expires, lake)
+        return
+    if rerun_states:
+        raise click.UsageError("--status selects jobs for --rerun — add --rerun CAMPAIGN")
+    if not backends:
+        raise click.UsageError("Missing option '--backend' (or --rerun CAMPAIGN).")
+    if not job_files:
+        raise click.UsageError(
+            "no job files given — name profiles (see `fiolake profiles`) or .fio files"
+        )
     from fiolake.campaigns import plan_campaign, publish_manifests, store_bucket
     from fiolake.config import Settings
     from fiolake.manifest import new_campaign_id
@@ -127,6 +159,29 @@ def publish(
         raise fail(exc) from None
     click.echo(f"published {len(manifests)} job(s) to {store.url}", err=True)
     click.echo(campaign_id)
+
+
+def _publish_rerun(campaign: str, states: tuple[str, ...], expires: float, lake: str) -> None:
+    from fiolake.campaigns import plan_rerun, publish_manifests
+    from fiolake.config import Settings
+    from fiolake.manifest import new_campaign_id
+
+    try:
+        settings = Settings.from_env(lake=lake)
+        store = settings.store()
+        new_id = new_campaign_id()
+        manifests = plan_rerun(
+            store, campaign, states, new_campaign_id=new_id, expires_in=timedelta(seconds=expires)
+        )
+        publish_manifests(store, manifests, settings.signer())
+    except FiolakeError as exc:
+        raise fail(exc) from None
+    click.echo(
+        f"published {len(manifests)} re-run job(s) of campaign {campaign} "
+        f"({'/'.join(states)}) to {store.url}",
+        err=True,
+    )
+    click.echo(new_id)
 
 
 @click.command(context_settings=CTX)
@@ -280,7 +335,7 @@ def status(campaign: str, lake: str, fmt: str) -> None:
         jobs = campaign_status(Settings.from_env(lake=lake).store(), campaign)
     except FiolakeError as exc:
         raise fail(exc) from None
-    columns = ["job_id", "state", "runner", "run_id", "lease_age_s", "epoch"]
+    columns = ["job_id", "state", "runner", "run_id", "lease_age_s", "epoch", "reason"]
     rows = [[getattr(j, c) for c in columns] for j in jobs]
     click.echo(
         render(columns, rows, fmt, {"lease_age_s": lambda v: "---" if v is None else f"{v:.0f}s"}),
@@ -288,6 +343,11 @@ def status(campaign: str, lake: str, fmt: str) -> None:
     )
     counts = Counter(j.state for j in jobs)
     click.echo(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), err=True)
+    reasons = Counter((j.state, j.reason) for j in jobs if j.reason)
+    for (state, reason), n in sorted(reasons.items(), key=lambda item: -item[1]):
+        click.echo(f"  {n} {state}: {reason}", err=True)
+    if any(j.state in RERUNNABLE for j in jobs):
+        click.echo(f"re-run them: fiolake publish --rerun {campaign} [--status ...]", err=True)
 
 
 @click.command(context_settings=CTX)

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import hvac
@@ -17,12 +18,14 @@ import requests
 from botocore.exceptions import ClientError
 from click.testing import CliRunner
 
+from fiolake.aggregator.compact import compact
 from fiolake.cli import cli
 from fiolake.errors import AccessDenied, FiolakeError, NotFound, PreconditionFailed, StoreError
 from fiolake.stack.env import StackEnv
 from fiolake.stack.local import load_stack, restart_minio, stack_down, stack_status, stack_up
 from fiolake.stack.process import free_ports, port_free
 from fiolake.store import S3Settings, S3Store, s3_client
+from tests.aggregator import lakegen
 
 pytestmark = pytest.mark.stack
 
@@ -94,6 +97,27 @@ def test_analyst_is_read_only(stack: StackEnv) -> None:
             analyst.put(_key(prefix), b"{}")
 
 
+def test_compactor_compacts_and_can_touch_nothing_else(stack: StackEnv) -> None:
+    prefix = f"compactor-{uuid.uuid4().hex[:8]}"
+    admin = S3Store(stack.bucket, prefix, stack.s3_settings("admin"))
+    for i in range(3):
+        lakegen.write_run(admin, run_id=f"run-{i}", job_id=f"job-{i}")
+    compactor = S3Store(stack.bucket, prefix, stack.s3_settings("compactor"))
+    report = compact(compactor, grace=timedelta(0))
+    assert report.generation == 1 and report.commits == 3 and report.unlogged == 0
+    again = compact(compactor, grace=timedelta(0))  # cleanup path: lists and may delete
+    assert again.cleanup_errors == []
+    for key in ("jobs/c/j.json", "results/runs/date=2026-01-01/x.parquet", "commits/j.json",
+                "claims/j.json", "raw/r/fio.json", "commit-log/x.json"):  # fmt: skip
+        with pytest.raises(AccessDenied, match="access denied"):
+            compactor.put(key, b"{}")
+    with pytest.raises(AccessDenied):
+        compactor.get("jobs/c/j.json")
+    runner = S3Store(stack.bucket, prefix, stack.s3_settings("runner"))
+    with pytest.raises(AccessDenied):
+        runner.put("compacted/x.parquet", b"x")
+
+
 def test_plain_http_is_refused(stack: StackEnv) -> None:
     plain = stack.endpoint.replace("https://", "http://")
     resp = requests.get(f"{plain}/{stack.bucket}/", timeout=5)
@@ -143,13 +167,16 @@ def _bao(stack: StackEnv, role: str) -> hvac.Client:
     return hvac.Client(url=stack.vault_addr, token=token, verify=str(stack.vault_cacert))
 
 
-def test_publisher_signs_but_cannot_read_or_rotate_the_key(stack: StackEnv) -> None:
+def test_publisher_signs_reads_public_keys_but_cannot_export_or_rotate(stack: StackEnv) -> None:
     publisher = _bao(stack, "publisher")
     data = base64.b64encode(b"manifest").decode()
     sig = publisher.secrets.transit.sign_data(stack.transit_key, hash_input=data)
     assert sig["data"]["signature"].startswith("vault:v")
+    # The public half names each signature's key by fingerprint; nothing private is in it.
+    key = publisher.secrets.transit.read_key(stack.transit_key)["data"]
+    assert set(key["keys"]["1"]) >= {"public_key"} and key["exportable"] is False
     with pytest.raises(hvac.exceptions.Forbidden):
-        publisher.secrets.transit.read_key(stack.transit_key)
+        publisher.secrets.transit.export_key(stack.transit_key, "signing-key")
     with pytest.raises(hvac.exceptions.Forbidden):
         publisher.secrets.transit.rotate_key(stack.transit_key)
     secret = publisher.secrets.kv.v2.read_secret_version(

@@ -1,0 +1,195 @@
+"""A runner commits `rejected` only for what is definitely bad; what it cannot judge it
+leaves waiting, with its reason for `fiolake status`; `publish --rerun` recovers a campaign.
+
+In-process runners on a local lake with real fio (null engine); key sources are stand-ins
+whose outage the test switches (the real Vault cases are in tests/runner/test_protocol.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from fiolake import layout
+from fiolake.campaigns import campaign_status, plan_campaign, publish_manifests
+from fiolake.cli import cli
+from fiolake.errors import FiolakeError
+from fiolake.manifest import manifest_in_envelope
+from fiolake.runner.policy_checks import Caps
+from fiolake.runner.service import Runner, RunnerConfig
+from fiolake.signing import Keyring, LocalSigner, Signature, vault_keyid
+from fiolake.store import LocalStore
+
+JOB = "[n]\nioengine=null\nrw=read\nbs=4k\nsize=1M\n"
+
+
+class VaultLikeSigner:
+    """Signs with a local key under a Vault-style key id (transit is tested elsewhere)."""
+
+    def __init__(self, key: LocalSigner, version: int = 1):
+        self.key = key
+        self.keyid = vault_keyid("manifests", version, key.public_key_bytes())
+
+    def sign(self, message: bytes) -> Signature:
+        return Signature(self.keyid, self.key.sign(message).sig)
+
+    def sign_batch(self, messages: Sequence[bytes]) -> list[Signature]:
+        return [self.sign(m) for m in messages]
+
+
+class Source:
+    """A Vault key source whose outage the test controls."""
+
+    source = "vault https://vault.test transit/keys/manifests"
+
+    def __init__(self, signer: VaultLikeSigner):
+        self.keys = {signer.keyid: signer.key.public_key_bytes()}
+        self.down = False
+
+    def covers(self, keyid: str) -> bool:
+        return keyid.startswith("vault:")
+
+    def __call__(self, wanted: str) -> dict[str, bytes]:
+        if self.down:
+            raise FiolakeError("cannot reach Vault at https://vault.test")
+        return dict(self.keys)
+
+
+def publish(store: LocalStore, signer: object, campaign: str) -> None:
+    manifests = plan_campaign(
+        [("n", JOB)],
+        ["b"],
+        campaign_id=campaign,
+        repeat=2,
+        runtime_s=None,
+        size_bytes=None,
+        bucket="",
+        expires_in=timedelta(hours=1),
+    )
+    publish_manifests(store, manifests, signer)  # type: ignore[arg-type]
+
+
+def runner(tmp_path: Path, store: LocalStore, keyring: Keyring, name: str, **cfg: object) -> Runner:
+    target = tmp_path / "target"
+    target.mkdir(exist_ok=True)
+    config = RunnerConfig(
+        backend="b", target_dir=target, runner_id=name, spool_dir=tmp_path / name, once=True
+    )
+    return Runner(store, keyring, replace(config, **cfg), bucket="")
+
+
+def states(store: LocalStore, campaign: str) -> list[tuple[str, str | None]]:
+    return [(j.state, j.reason) for j in campaign_status(store, campaign)]
+
+
+def test_vault_down_leaves_jobs_waiting_with_the_reason_then_they_run(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "lake")
+    signer = VaultLikeSigner(LocalSigner.generate(tmp_path / "k"))
+    publish(store, signer, "c-1")
+    source = Source(signer)
+    source.down = True
+    stats = runner(tmp_path, store, Keyring(source), "r1").serve()
+    assert (stats.ok, stats.rejected) == (0, 0)
+    assert list(store.list(layout.COMMITS_PREFIX)) == []
+    waiting = states(store, "c-1")
+    assert [s for s, _ in waiting] == ["pending", "pending"]
+    assert all(
+        r.startswith(
+            "r1: cannot verify the manifest yet: cannot refresh signing keys: "
+            "cannot reach Vault at https://vault.test"
+        )
+        for _, r in waiting
+    )
+    source.down = False
+    stats = runner(tmp_path, store, Keyring(source), "r2").serve()
+    assert stats.ok == 2 and states(store, "c-1") == [("ok", None), ("ok", None)]
+
+
+def test_no_trust_source_for_the_key_is_not_a_verdict(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "lake")
+    signer = LocalSigner.generate(tmp_path / "k")
+    publish(store, signer, "c-1")
+    other = VaultLikeSigner(LocalSigner.generate(tmp_path / "v"))
+    stats = runner(tmp_path, store, Keyring(Source(other)), "vault-only").serve()
+    assert (stats.ok, stats.rejected) == (0, 0)
+    reasons = {r for _, r in states(store, "c-1")}
+    assert reasons == {
+        f"vault-only: cannot verify the manifest yet: no trust source for local key "
+        f"{signer.keyid} on this runner — configure FIOLAKE_TRUSTED_KEY"
+    }
+
+
+def test_a_key_unknown_after_a_good_refresh_is_rejected(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path / "lake")
+    trusted = VaultLikeSigner(LocalSigner.generate(tmp_path / "t"))
+    forger = VaultLikeSigner(LocalSigner.generate(tmp_path / "f"), version=7)
+    publish(store, forger, "c-1")
+    stats = runner(tmp_path, store, Keyring(Source(trusted)), "r1").serve()
+    assert stats.rejected == 2
+    assert (
+        states(store, "c-1")
+        == [
+            (
+                "rejected",
+                f"manifest refused: unknown signing key {forger.keyid} (trusted: {trusted.keyid})",
+            )
+        ]
+        * 2
+    )
+
+
+def test_rerun_publishes_linked_attempts_and_keeps_history(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    store = LocalStore(lake)
+    key = tmp_path / "signing.key"
+    signer = LocalSigner.generate(key)
+    publish(store, signer, "c-1")
+    keyring = Keyring()
+    keyring.add(signer.keyid, signer.public_key_bytes(), persist=False)
+    tight = Caps(max_size_bytes=2**10)  # this runner refuses the 1 MiB job file
+    assert runner(tmp_path, store, keyring, "strict", caps=tight).serve().rejected == 2
+    env = {"FIOLAKE_SIGNER": "local", "FIOLAKE_SIGNING_KEY": str(key)}
+    res = CliRunner().invoke(
+        cli, ["status", "--campaign", "c-1", "--lake", str(lake), "--format", "json"], env=env
+    )
+    assert res.exit_code == 0, res.output
+    assert {r["state"] for r in json.loads(res.stdout)} == {"rejected"}
+    assert "re-run them: fiolake publish --rerun c-1 [--status ...]" in res.stderr
+
+    res = CliRunner().invoke(
+        cli, ["publish", "--rerun", "c-1", "--status", "failed", "--lake", str(lake)], env=env
+    )
+    assert res.exit_code == 2
+    assert "Error: campaign c-1 has no failed jobs to re-run — see `fiolake status" in res.stderr
+    res = CliRunner().invoke(
+        cli, ["publish", "--rerun", "c-1", "--status", "rejected", "--lake", str(lake)], env=env
+    )
+    assert res.exit_code == 0, res.output
+    new = res.stdout.strip()
+    assert new != "c-1" and "published 2 re-run job(s) of campaign c-1 (rejected)" in res.stderr
+    keys = [j.key for j in campaign_status(store, new)]
+    links = {manifest_in_envelope(store.get(k)[0]).rerun_of for k in keys}
+    assert links == {j.job_id for j in campaign_status(store, "c-1")}
+    assert runner(tmp_path, store, keyring, "relaxed").serve().ok == 2
+    assert [s for s, _ in states(store, new)] == ["ok", "ok"]
+    assert [s for s, _ in states(store, "c-1")] == ["rejected", "rejected"]  # history kept
+
+
+def test_rerun_usage_errors(tmp_path: Path) -> None:
+    lake = str(tmp_path / "lake")
+    cases = [
+        (["publish", "--rerun", "c-1", "random-reads"], "--rerun takes no job files"),
+        (["publish", "--status", "failed", "random-reads", "--backend", "b"], "add --rerun"),
+        (["publish", "random-reads"], "Missing option '--backend' (or --rerun CAMPAIGN)."),
+        (["publish", "--backend", "b"], "no job files given — name profiles"),
+    ]
+    for argv, message in cases:
+        res = CliRunner().invoke(cli, [*argv, "--lake", lake])
+        assert res.exit_code == 2, argv
+        assert message in res.stderr, (argv, res.stderr)
+    assert not (tmp_path / "lake").exists()
