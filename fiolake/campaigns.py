@@ -32,6 +32,8 @@ def plan_campaign(
     size_bytes: int | None,
     bucket: str,
     expires_in: timedelta,
+    expect_mount: str | None = None,
+    expect_fs: str | None = None,
 ) -> list[Manifest]:
     """One manifest per (job file, backend, repetition), in a stable order."""
     return [
@@ -45,6 +47,8 @@ def plan_campaign(
             repetition=rep,
             bucket=bucket,
             expires_in=expires_in,
+            expect_mount=expect_mount,
+            expect_fs=expect_fs,
         )
         for profile, text in job_files
         for backend in backends
@@ -196,6 +200,8 @@ def plan_rerun(
                 bucket=store_bucket(store),
                 expires_in=expires_in,
                 rerun_of=old.job_id,
+                expect_mount=old.expect_mount,
+                expect_fs=old.expect_fs,
             )
         )
     return out

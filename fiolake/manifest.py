@@ -43,7 +43,7 @@ _STR_FIELDS = (
 )
 _OPTIONAL_INT_FIELDS = ("runtime_s", "size_bytes")
 # Fields a payload may leave out (then None); each is a string when present.
-_OPTIONAL_FIELDS = ("rerun_of",)
+_OPTIONAL_FIELDS = ("rerun_of", "expect_mount", "expect_fs")
 
 
 def _utc_text(t: datetime) -> str:
@@ -87,6 +87,10 @@ class Manifest:
     # The job id this job re-runs (`publish --rerun`); absent from the payload when None,
     # so manifests without it are byte-identical to those of earlier versions.
     rerun_of: str | None = None
+    # Where the job must run (`publish --expect-mount/--expect-fs`): a runner whose target
+    # is elsewhere leaves the job to another runner instead of measuring the wrong disk.
+    expect_mount: str | None = None
+    expect_fs: str | None = None
 
     def payload(self) -> bytes:
         """Canonical JSON (sorted keys, no whitespace, UTF-8): the bytes that get signed."""
@@ -127,6 +131,8 @@ def new_manifest(
     expires_in: timedelta,
     now: datetime | None = None,
     rerun_of: str | None = None,
+    expect_mount: str | None = None,
+    expect_fs: str | None = None,
 ) -> Manifest:
     """Build the manifest of one job; its id is `<campaign>-<profile>-<backend>-r<rep>`."""
     layout.check_id("campaign id", campaign_id)
@@ -149,6 +155,8 @@ def new_manifest(
         bucket=bucket,
         key=layout.job_key(campaign_id, job_id, backend),
         rerun_of=rerun_of,
+        expect_mount=expect_mount,
+        expect_fs=expect_fs,
     )
 
 

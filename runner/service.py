@@ -27,8 +27,9 @@ from fiolake.errors import (
     StoreError,
 )
 from fiolake.lease import Lease, LeaseLost, claim_lease, release_lease, renew_lease, still_ours
-from fiolake.manifest import verify_envelope
+from fiolake.manifest import Manifest, verify_envelope
 from fiolake.runner import execute as ex
+from fiolake.runner import target
 from fiolake.runner.lake_writer import commit_marker, outcome_objects
 from fiolake.runner.policy import Caps
 from fiolake.runner.spool import Spool, SpoolEntry, put_with_retry
@@ -222,6 +223,11 @@ class Runner:
             return self._reject(request, f"manifest refused: {exc}")
         if manifest.backend != self.config.backend:
             return None
+        misplaced = self._misplaced(manifest)
+        if misplaced:
+            log.warning("leaving %s to another runner: %s", job_id, misplaced)
+            self._note_waiting(job_id, f"not run here: {misplaced}")
+            return None
         request = ex.RunRequest(
             job_file_text=manifest.job_file,
             profile=manifest.profile,
@@ -235,8 +241,8 @@ class Runner:
             runner=self.config.runner_id,
             labels=self.config.labels,
             caps=self.config.caps,
-            expect_mount=self.config.expect_mount,
-            expect_fs=self.config.expect_fs,
+            expect_mount=manifest.expect_mount or self.config.expect_mount,
+            expect_fs=manifest.expect_fs or self.config.expect_fs,
         )
         lease = claim_lease(self.store, job_id, self.config.runner_id, self.config.ttl_s)
         if lease is None:
@@ -292,6 +298,20 @@ class Runner:
             return self._commit(entry)
         finally:
             heartbeat.stop()
+
+    def _misplaced(self, manifest: Manifest) -> str | None:
+        """Why this runner's target is not where the manifest says the job must run."""
+        if manifest.expect_mount is None and manifest.expect_fs is None:
+            return None
+        try:
+            target.check_expectations(
+                target.inspect(self.config.target_dir),
+                expect_mount=manifest.expect_mount,
+                expect_fs=manifest.expect_fs,
+            )
+        except FiolakeError as exc:
+            return str(exc)
+        return None
 
     def _note_waiting(self, job_id: str, reason: str) -> None:
         """Tell `fiolake status` why this runner leaves `job_id` waiting (once per reason)."""

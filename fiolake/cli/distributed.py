@@ -59,6 +59,16 @@ CTX = {"help_option_names": ["-h", "--help"]}
     "--campaign", type=IdParam("campaign id"), help="Campaign id (default: a new, sortable one)."
 )
 @click.option(
+    "--expect-mount",
+    metavar="PATH",
+    help="Runners whose --dir is not on this mount point leave the jobs to others.",
+)
+@click.option(
+    "--expect-fs",
+    metavar="TYPE",
+    help="Runners whose --dir is not on this file-system type (e.g. nfs4) leave the jobs.",
+)
+@click.option(
     "--rerun",
     type=IdParam("campaign id"),
     help="Publish new attempts of the jobs of this campaign that ended as --status, in a "
@@ -81,6 +91,8 @@ def publish(
     size: int | None,
     expires: float,
     campaign: str | None,
+    expect_mount: str | None,
+    expect_fs: str | None,
     rerun: str | None,
     rerun_states: tuple[str, ...],
     lake: str,
@@ -98,10 +110,10 @@ def publish(
       fiolake publish --rerun c-20261123-070000-ab12 --status rejected
     """
     if rerun is not None:
-        if job_files or backends or campaign:
+        if job_files or backends or campaign or expect_mount or expect_fs:
             raise click.UsageError(
-                "--rerun takes no job files, --backend or --campaign — it re-publishes the "
-                "selected jobs of that campaign as they were"
+                "--rerun takes no job files, --backend, --campaign or --expect-* — it "
+                "re-publishes the selected jobs of that campaign as they were"
             )
         _publish_rerun(rerun, rerun_states or RERUNNABLE, expires, lake)
         return
@@ -153,6 +165,8 @@ def publish(
             size_bytes=size,
             bucket=store_bucket(store),
             expires_in=timedelta(seconds=expires),
+            expect_mount=expect_mount,
+            expect_fs=expect_fs,
         )
         publish_manifests(store, manifests, signer)
     except FiolakeError as exc:

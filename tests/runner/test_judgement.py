@@ -8,6 +8,8 @@ whose outage the test switches (the real Vault cases are in tests/runner/test_pr
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
@@ -193,3 +195,37 @@ def test_rerun_usage_errors(tmp_path: Path) -> None:
         assert res.exit_code == 2, argv
         assert message in res.stderr, (argv, res.stderr)
     assert not (tmp_path / "lake").exists()
+
+
+def test_a_published_expectation_leaves_the_job_to_a_runner_on_that_storage(
+    tmp_path: Path,
+) -> None:
+    store = LocalStore(tmp_path / "lake")
+    signer = LocalSigner.generate(tmp_path / "k")
+    manifests = plan_campaign(
+        [("n", JOB)],
+        ["b"],
+        campaign_id="c-1",
+        repeat=1,
+        runtime_s=None,
+        size_bytes=None,
+        bucket="",
+        expires_in=timedelta(hours=1),
+        expect_fs="tmpfs",
+    )
+    publish_manifests(store, manifests, signer)
+    keyring = Keyring()
+    keyring.add(signer.keyid, signer.public_key_bytes(), persist=False)
+    on_disk = runner(tmp_path, store, keyring, "disk")  # tmp_path is not on tmpfs here
+    assert on_disk.serve().ok == 0
+    [(state, reason)] = states(store, "c-1")
+    assert state == "pending"
+    assert reason.startswith("disk: not run here: --dir ")
+    assert "expected file system tmpfs" in reason
+    shm = Path(tempfile.mkdtemp(dir="/dev/shm"))
+    try:
+        on_shm = runner(tmp_path, store, keyring, "shm", target_dir=shm)
+        assert on_shm.serve().ok == 1
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
+    assert states(store, "c-1")[0][0] == "ok"
