@@ -320,7 +320,7 @@ def test_vault_round_trip_from_environment(stack, tmp_path: Path) -> None:  # no
     m = make_manifest()
     data = sign_manifest(m, Settings.from_env(publisher_env).signer())
     keyid = json.loads(data)["signatures"][0]["keyid"]
-    assert re.fullmatch(rf"vault:{stack.transit_key}:v\d+:[0-9a-f]{16}", keyid)
+    assert re.fullmatch(rf"vault:{stack.transit_key}:v\d+:[0-9a-f]{{16}}", keyid)
 
     ring = Settings.from_env(runner_env).keyring()
     assert ring.keyids() == []  # nothing cached yet: fetched on first sight of the key id
