@@ -325,10 +325,12 @@ def test_vault_round_trip_from_environment(stack, tmp_path: Path) -> None:  # no
     ring = Settings.from_env(runner_env).keyring()
     assert ring.keyids() == []  # nothing cached yet: fetched on first sight of the key id
     assert verify(data, ring) == m
-    assert keyid in json.loads((tmp_path / "keyring.json").read_text())["keys"]
+    sections = json.loads((tmp_path / "keyring.json").read_text())["sources"]
+    assert [keyid in v["keys"] for v in sections.values()] == [True]
 
-    # A fresh runner with the cache verifies offline (no Vault needed).
-    offline = Keyring.from_file(tmp_path / "keyring.json")
+    # A fresh runner of the same trust source starts from the cache: no Vault read needed.
+    offline = Settings.from_env(runner_env).keyring()
+    assert offline.keyids() == [keyid]
     assert verify(data, offline) == m
     tampered = rewrap(data, payload=base64.b64encode(m.payload().replace(b"r0", b"r1")).decode())
     assert refused(tampered, offline) == f"bad signature (keyid {keyid})"
