@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 from fiolake.aggregator.filters import RunFilter, validate
 from fiolake.aggregator.lake import Lake
+from fiolake.jobhash import effective_job_sha256, job_differences
 
 # `runs` columns that describe where and how a run happened (not what it measured).
 ENV_COLUMNS = (
@@ -53,9 +53,8 @@ def _environment(lake: Lake, run_id: str) -> dict[str, Any]:
     labels, canonical = row[len(ENV_COLUMNS)], row[len(ENV_COLUMNS) + 1]
     for key, value in (labels or {}).items():
         env[f"labels.{key}"] = value
-    env["canonical_job_file_sha256"] = (
-        hashlib.sha256(canonical.encode()).hexdigest() if canonical is not None else None
-    )
+    env["effective_job_sha256"] = effective_job_sha256(canonical)
+    env["_canonical"] = canonical
     return env
 
 
@@ -66,5 +65,14 @@ def env_diff(lake: Lake, run_a: str, run_b: str) -> list[EnvDifference]:
     fields = list(ENV_COLUMNS) + sorted(
         k for k in a.keys() | b.keys() if k not in ENV_COLUMNS and k.startswith("labels.")
     )
-    fields.append("canonical_job_file_sha256")
-    return [EnvDifference(f, a.get(f), b.get(f)) for f in fields if a.get(f) != b.get(f)]
+    fields.append("effective_job_sha256")
+    out = [EnvDifference(f, a.get(f), b.get(f)) for f in fields if a.get(f) != b.get(f)]
+    if (
+        a["_canonical"]
+        and b["_canonical"]
+        and a["effective_job_sha256"] != b["effective_job_sha256"]
+    ):
+        # Name what differs in the job fio ran, e.g. `runtime=30 vs 5`.
+        for item in job_differences(a["_canonical"], b["_canonical"], limit=20):
+            out.append(EnvDifference("job", item, None))
+    return out

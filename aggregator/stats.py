@@ -1,126 +1,151 @@
-"""Student's t distribution and Welch's t-test, with `math` only (no scipy).
+"""The statistics behind `compare` and `regressions`, on scipy (docs/statistics.md).
 
-The t CDF comes from the regularized incomplete beta function (Lentz's continued
-fraction, as in Numerical Recipes §6.4); quantiles invert the CDF by bisection,
-which is exact to ~1e-12 and fast enough for the few hundred calls a comparison makes.
+Storage results are ratios ("tmpfs is 6.3× disk"), and repetitions of a benchmark vary
+multiplicatively, so every test works on log values: the geometric mean summarises the
+repetitions, Welch's t on logs gives the ratio's confidence interval (never below zero),
+and two one-sided tests (TOST) on logs decide equivalence within ±min-effect. p-values
+are adjusted across a whole table (Holm, or Benjamini–Hochberg through scipy). Holm is
+written here because scipy has none (checked against statsmodels in the tests).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
-_EPS = 1e-15
-_TINY = 1e-300
+import numpy as np
+from scipy import stats as sps
 
-
-def _beta_cf(a: float, b: float, x: float) -> float:
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > _TINY else _TINY)
-    h = d
-    for m in range(1, 500):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > _TINY else _TINY)
-        c = 1.0 + aa / c if abs(1.0 + aa / c) > _TINY else _TINY
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > _TINY else _TINY)
-        c = 1.0 + aa / c if abs(1.0 + aa / c) > _TINY else _TINY
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < _EPS:
-            break
-    return h
-
-
-def betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    ln_front = (
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
-    front = math.exp(ln_front)
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _beta_cf(a, b, x) / a
-    return 1.0 - front * _beta_cf(b, a, 1.0 - x) / b
-
-
-def t_sf(t: float, df: float) -> float:
-    """P(T > t) for Student's t with `df` degrees of freedom (df may be fractional)."""
-    if math.isinf(t):
-        return 0.0 if t > 0 else 1.0
-    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
-    return tail if t >= 0 else 1.0 - tail
-
-
-def t_cdf(t: float, df: float) -> float:
-    """P(T <= t)."""
-    return 1.0 - t_sf(t, df)
-
-
-@lru_cache(maxsize=4096)
-def t_ppf(p: float, df: float) -> float:
-    """The p-quantile of Student's t with `df` degrees of freedom, 0 < p < 1."""
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"quantile probability must be in (0, 1), got {p}")
-    if df <= 0:
-        raise ValueError(f"degrees of freedom must be positive, got {df}")
-    if p == 0.5:
-        return 0.0
-    if p < 0.5:
-        return -t_ppf(1.0 - p, df)
-    lo, hi = 0.0, 1.0
-    while t_cdf(hi, df) < p:
-        lo, hi = hi, hi * 2.0
-        if hi > 1e12:
-            return math.inf
-    for _ in range(200):
-        mid = (lo + hi) / 2.0
-        if t_cdf(mid, df) < p:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * max(1.0, hi):
-            break
-    return (lo + hi) / 2.0
-
-
-def ci_half_width(stddev: float | None, n: int, confidence: float = 0.95) -> float | None:
-    """Half-width of the two-sided t confidence interval of a mean (None when n < 2)."""
-    if n < 2 or stddev is None:
-        return None
-    return t_ppf(0.5 + confidence / 2.0, n - 1) * stddev / math.sqrt(n)
+DEFAULT_MIN_EFFECT = 0.05  # ±5 %: smaller differences are "equivalent" when shown to be
+DEFAULT_POWER = 0.8
+ALPHA = 0.05
+OUTLIER_Z = 3.5  # robust z (Iglewicz & Hoaglin) above which a repetition is an outlier
+OUTLIER_MIN_N = 5  # below this, the spread is shown instead
 
 
 @dataclass(frozen=True)
-class Welch:
-    """Welch's unequal-variance t-test of mean(b) - mean(a)."""
+class LogComparison:
+    """One group against the baseline for one metric, in ratio terms."""
 
-    t: float
-    df: float
-    p_value: float  # two-sided
+    n: int
+    n_base: int
+    geomean: float
+    geomean_base: float
+    ratio: float  # geomean / geomean_base
+    ratio_ci_low: float | None  # 95 % CI of the ratio (Welch on logs; unadjusted)
+    ratio_ci_high: float | None
+    p_value: float | None  # Welch two-sided, on logs
+    p_tost: float | None  # equivalence within ±min_effect (max of the two one-sided p)
+    reps_needed: int | None  # per group, for 80 % power at min_effect (observed variance)
 
 
-def welch_test(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b: int) -> Welch:
-    """Welch's t-test from summary statistics; both samples need n >= 2."""
-    if n_a < 2 or n_b < 2:
-        raise ValueError("Welch's t-test needs at least 2 observations per sample")
-    va, vb = sd_a * sd_a / n_a, sd_b * sd_b / n_b
-    se2 = va + vb
-    diff = mean_b - mean_a
-    if se2 == 0.0:
-        # No spread on either side: identical means are no evidence, different ones are.
-        if diff == 0.0:
-            return Welch(0.0, float(n_a + n_b - 2), 1.0)
-        return Welch(math.copysign(math.inf, diff), float(n_a + n_b - 2), 0.0)
-    t = diff / math.sqrt(se2)
-    df = se2 * se2 / (va * va / (n_a - 1) + vb * vb / (n_b - 1))
-    return Welch(t, df, min(1.0, 2.0 * t_sf(abs(t), df)))
+def positive(values: Sequence[float]) -> bool:
+    """Whether every value can be logged."""
+    return all(v is not None and v > 0 and math.isfinite(v) for v in values)
+
+
+def geomean(values: Sequence[float]) -> float:
+    """Geometric mean of positive values."""
+    return float(sps.gmean(np.asarray(values, dtype=float)))
+
+
+def _bounds(min_effect: float) -> float:
+    # Symmetric on the log scale: ratios within [1/(1+δ), 1+δ] are "within ±δ".
+    return math.log1p(min_effect)
+
+
+def reps_for_power(
+    sd_log: float, min_effect: float, alpha: float = ALPHA, power: float = DEFAULT_POWER
+) -> int:
+    """Repetitions per group for a two-sided Welch test to detect a `min_effect` ratio
+    with `power`, given the per-run standard deviation of log values (normal approx.)."""
+    if sd_log <= 0:
+        return 2
+    z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)
+    return max(2, math.ceil(2 * (z * sd_log / _bounds(min_effect)) ** 2))
+
+
+def compare_logs(
+    base: Sequence[float],
+    other: Sequence[float],
+    *,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    confidence: float = 0.95,
+) -> LogComparison:
+    """Ratio of geometric means of `other` to `base`, with Welch's t on log values.
+
+    With fewer than two values on a side there is no test (p-values and CI None).
+    """
+    x, y = np.log(np.asarray(other, dtype=float)), np.log(np.asarray(base, dtype=float))
+    diff = float(x.mean() - y.mean())
+    ratio = math.exp(diff)
+    gm, gm_base = math.exp(float(x.mean())), math.exp(float(y.mean()))
+    if len(x) < 2 or len(y) < 2:
+        return LogComparison(len(x), len(y), gm, gm_base, ratio, None, None, None, None, None)
+    vx, vy = float(x.var(ddof=1)), float(y.var(ddof=1))
+    se = math.sqrt(vx / len(x) + vy / len(y))
+    sd_log = math.sqrt((vx + vy) / 2)
+    reps = reps_for_power(sd_log, min_effect)
+    bound = _bounds(min_effect)
+    if se == 0.0:  # identical repetitions on both sides: the difference is exact
+        p = 1.0 if diff == 0.0 else 0.0
+        p_tost = 0.0 if abs(diff) < bound else 1.0
+        return LogComparison(len(x), len(y), gm, gm_base, ratio, ratio, ratio, p, p_tost, reps)
+    test = sps.ttest_ind(x, y, equal_var=False)
+    ci = test.confidence_interval(confidence)
+    df = float(test.df)
+    p_low = float(sps.t.sf((diff + bound) / se, df))  # H0: diff <= -bound
+    p_high = float(sps.t.cdf((diff - bound) / se, df))  # H0: diff >= +bound
+    return LogComparison(
+        len(x),
+        len(y),
+        gm,
+        gm_base,
+        ratio,
+        math.exp(float(ci.low)),
+        math.exp(float(ci.high)),
+        float(test.pvalue),
+        max(p_low, p_high),
+        reps,
+    )
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm–Bonferroni adjusted p-values (step-down, monotone, capped at 1)."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: pvalues[i])
+    out = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        out[i] = running
+    return out
+
+
+def adjust(pvalues: Sequence[float], method: str = "holm") -> list[float]:
+    """p-values adjusted across a family: 'holm' (FWER) or 'fdr' (Benjamini–Hochberg)."""
+    if not pvalues:
+        return []
+    if method == "holm":
+        return holm(pvalues)
+    if method == "fdr":
+        return [float(p) for p in sps.false_discovery_control(np.asarray(pvalues), method="bh")]
+    raise ValueError(f"unknown adjustment {method!r}")
+
+
+def robust_z(values: Sequence[float]) -> list[float]:
+    """Modified z-scores of log values (0.6745 (x − median) / MAD); 0 when MAD is 0."""
+    logs = np.log(np.asarray(values, dtype=float))
+    med = float(np.median(logs))
+    mad = float(np.median(np.abs(logs - med)))
+    if mad == 0.0:
+        return [0.0] * len(logs)
+    return [float(0.6745 * (v - med) / mad) for v in logs]
+
+
+def outliers(values: Sequence[float]) -> list[int] | None:
+    """Indexes of outlying repetitions (|robust z| > 3.5), or None below five values."""
+    if len(values) < OUTLIER_MIN_N or not positive(values):
+        return None
+    return [i for i, z in enumerate(robust_z(values)) if abs(z) > OUTLIER_Z]

@@ -28,6 +28,9 @@ RUNS = pa.schema(
         ("profile", pa.string()),  # job file stem, e.g. random-reads
         ("job_file_sha256", pa.string()),  # of the job file as submitted
         ("canonical_job_file", pa.string()),  # what fio actually ran
+        # sha256 of that job minus per-run parts (fiolake.jobhash): runs that share it
+        # measured the same thing; `compare` never pools runs that do not
+        ("effective_job_sha256", pa.string()),
         ("fio_version", pa.string()),  # `fio --version` of the binary that ran
         ("fio_path", pa.string()),  # that binary's absolute path
         ("fio_argv", pa.list_(pa.string())),
@@ -119,6 +122,10 @@ RESULTS = pa.schema(
         ("ioengine", pa.string()),
         ("direct", pa.bool_()),
         ("group_reporting", pa.bool_()),
+        # fiolake.steady over the per-second IOPS: last 5 s flat (PTS rule), or null when
+        # the series is shorter than the window; seconds before the first flat window
+        ("steady_state", pa.bool_()),
+        ("warmup_s", pa.int32()),
     ]
 )
 

@@ -21,10 +21,12 @@ import pyarrow as pa
 
 from fiolake import schema
 from fiolake.errors import FioError, FiolakeError
+from fiolake.jobhash import effective_job_sha256
 from fiolake.manifest import job_file_sha256
 from fiolake.runner import contention, fio_logs, fio_output, policy, sysinfo, target
 from fiolake.runner.fio_binary import find_fio
 from fiolake.runner.fio_exec import FioRun, Progress, deadline_for, run_fio
+from fiolake.steady import steady_state
 from fiolake.units import seconds_or_none
 
 LOG_PREFIX = "fio"
@@ -238,6 +240,36 @@ def execute(
         shutil.rmtree(outdir, ignore_errors=True)
 
 
+def with_steady_state(results: pa.Table, timeseries: pa.Table) -> pa.Table:
+    """`results` with steady_state and warmup_s from each job × direction's per-second IOPS
+    (threads summed; the short last window left out)."""
+    per_second: dict[tuple[str, str], dict[int, float]] = {}
+    wanted = ["job_name", "direction", "second", "iops", "partial"]
+    for row in timeseries.select(wanted).to_pylist():
+        if row["partial"] or row["iops"] is None:
+            continue
+        series = per_second.setdefault((row["job_name"], row["direction"]), {})
+        series[row["second"]] = series.get(row["second"], 0.0) + row["iops"]
+    verdicts = {
+        key: steady_state([v for _, v in sorted(series.items())])
+        for key, series in per_second.items()
+    }
+    keys = zip(
+        results.column("job_name").to_pylist(), results.column("direction").to_pylist(), strict=True
+    )
+    found = [verdicts.get(k, (None, None)) for k in keys]
+    results = results.set_column(
+        results.schema.get_field_index("steady_state"),
+        "steady_state",
+        pa.array([f[0] for f in found], pa.bool_()),
+    )
+    return results.set_column(
+        results.schema.get_field_index("warmup_s"),
+        "warmup_s",
+        pa.array([f[1] for f in found], pa.int32()),
+    )
+
+
 def _collect(
     prepared: PreparedJob,
     run_id: str,
@@ -259,6 +291,7 @@ def _collect(
     row.update(env_cols)
     row.update(
         canonical_job_file=canonical,
+        effective_job_sha256=effective_job_sha256(canonical),
         fio_argv=fio_run.argv,
         started_at=fio_run.started_at,
         finished_at=fio_run.finished_at,
@@ -290,6 +323,7 @@ def _collect(
             "timeseries",
             fio_logs.timeseries_rows(outdir, run_id=run_id, report=report, prefix=LOG_PREFIX),
         )
+        tables["results"] = with_steady_state(tables["results"], tables["timeseries"])
     if _cut_short(prepared, tables["results"]):
         flags = [*flags, "cut-short"]
     if fio_run.watchdog == "interrupted":

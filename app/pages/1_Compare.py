@@ -1,4 +1,4 @@
-"""Compare backends: mean ± 95% CI per job and direction, Welch's t-test against a baseline."""
+"""Compare backends: ratios of geometric means to a baseline, with 95% CIs and verdicts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from fiolake.aggregator.columns import display_scale, format_value
+from fiolake.aggregator.columns import format_value
 from fiolake.aggregator.compare import compare, metric_columns
 from fiolake.aggregator.filters import RunFilter
 from fiolake.aggregator.series import distinct
@@ -40,7 +40,16 @@ filt = RunFilter(
 )
 result = run_or_stop(compare, lake, metrics=[metric], filt=filt, baseline=baseline)
 
-marks = {"better": "▲ better", "worse": "▼ worse"}
+marks = {"better": "▲ better", "worse": "▼ worse", "equivalent": "= equivalent"}
+
+
+def _ratio(r) -> str:  # noqa: ANN001
+    if r.ratio is None:
+        return "baseline" if r.verdict == "baseline" else ""
+    ci = "" if r.ratio_ci_low is None else f" [{r.ratio_ci_low:.3g}×, {r.ratio_ci_high:.3g}×]"
+    return f"{r.ratio:.3g}×{ci}"
+
+
 table = pd.DataFrame(
     [
         {
@@ -49,9 +58,9 @@ table = pd.DataFrame(
             "job": r.job_name,
             "dir": r.direction,
             "n": r.n,
-            "mean": format_value(metric, r.mean),
-            "± 95% CI": format_value(metric, r.ci_half),
-            "Δ% vs " + result.baseline: "" if r.delta_pct is None else f"{r.delta_pct:+.1f}%",
+            "geomean": format_value(metric, r.geomean),
+            f"vs {result.baseline} [95% CI]": _ratio(r),
+            "p (adjusted)": "" if r.p_adjusted is None else f"{r.p_adjusted:.2g}",
             "verdict": marks.get(r.verdict, r.verdict),
         }
         for r in result.rows
@@ -59,39 +68,45 @@ table = pd.DataFrame(
 )
 st.dataframe(table, hide_index=True)
 
-divisor, unit = display_scale(metric, max((r.mean or 0.0) for r in result.rows))
 chart_data = pd.DataFrame(
     [
         {
             "backend": r.group,
             "case": f"{r.profile} · {r.job_name} · {r.direction}",
-            "mean": (r.mean or 0.0) / divisor,
-            "low": ((r.mean or 0.0) - (r.ci_half or 0.0)) / divisor,
-            "high": ((r.mean or 0.0) + (r.ci_half or 0.0)) / divisor,
+            "ratio": r.ratio if r.ratio is not None else 1.0,
+            "low": r.ratio_ci_low if r.ratio_ci_low is not None else r.ratio or 1.0,
+            "high": r.ratio_ci_high if r.ratio_ci_high is not None else r.ratio or 1.0,
+            "verdict": r.verdict,
+            "p_adjusted": r.p_adjusted,
             "n": r.n,
         }
         for r in result.rows
     ]
 )
-title = f"{metric} ({unit})" if unit else metric
+title = f"{metric}: ratio to {result.baseline} (log scale)"
 bars = (
     alt.Chart()
-    .mark_bar()
+    .mark_point(filled=True, size=80)
     .encode(
         x=alt.X("backend:N", sort=result.groups, title=None),
-        y=alt.Y("mean:Q", title=title),
-        color=alt.Color("backend:N", sort=result.groups),
-        tooltip=["backend", "case", "mean", "low", "high", "n"],
+        y=alt.Y("ratio:Q", title=title, scale=alt.Scale(type="log")),
+        color=alt.Color("verdict:N"),
+        tooltip=["backend", "case", "ratio", "low", "high", "p_adjusted", "verdict", "n"],
     )
 )
 errors = (
     alt.Chart()
     .mark_errorbar(ticks=True)
-    .encode(x=alt.X("backend:N", sort=result.groups), y=alt.Y("low:Q", title=title), y2="high:Q")
+    .encode(
+        x=alt.X("backend:N", sort=result.groups),
+        y=alt.Y("low:Q", title=title, scale=alt.Scale(type="log")),
+        y2="high:Q",
+    )
 )
 chart = alt.layer(bars, errors, data=chart_data).facet(column=alt.Column("case:N", title=None))
 st.altair_chart(chart)
 st.caption(
-    "Bars: mean of repetitions; whiskers: 95% confidence interval (Student t). "
-    "Verdicts: Welch's t-test at α = 0.05; n < 2 on either side cannot be tested."
+    "Points: ratio of geometric means to the baseline; whiskers: 95% CI (Welch on log "
+    "values, unadjusted; never below zero). Verdicts use p-values adjusted across the "
+    "table (Holm) and a ±5 % minimum effect: see docs/statistics.md."
 )

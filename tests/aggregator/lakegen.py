@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from fiolake import layout
 from fiolake.commits import Commit, log_commit
+from fiolake.jobhash import effective_job_sha256
 from fiolake.schema import RESULTS, parquet_bytes, to_table
 from fiolake.store import LocalStore, ObjectStore
 
@@ -67,6 +68,7 @@ def run_row(
         "exit_code": 0 if status == "ok" else 1,
     }
     row.update(extra)
+    row.setdefault("effective_job_sha256", effective_job_sha256(row["canonical_job_file"]))
     return row
 
 

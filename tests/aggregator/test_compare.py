@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
+from scipy import stats as scipy_stats
+from statsmodels.stats.multitest import multipletests
 
 from fiolake.aggregator.compare import compare
 from fiolake.aggregator.filters import RunFilter
@@ -32,10 +37,12 @@ def test_twenty_percent_fewer_iops_is_worse(tmp_path: Path) -> None:
     with connect(root) as lake:
         rows = rows_by(compare(lake, metrics=["iops", "clat_p99_ns"]), "iops")
     assert rows["a"].verdict == "baseline"
-    assert rows["b"].verdict == "worse"
-    assert rows["b"].delta_pct == pytest.approx(-20.0)
-    assert rows["b"].p_value < 1e-6
-    assert rows["b"].n == 5
+    b = rows["b"]
+    assert b.verdict == "worse"
+    assert b.ratio == pytest.approx(0.8)
+    assert 0 < b.ratio_ci_low < 0.8 < b.ratio_ci_high < 1
+    assert b.p_adjusted < 1e-6 and b.p_adjusted >= b.p_value
+    assert (b.n, b.n_baseline) == (5, 5)
 
 
 def test_lower_latency_is_better(tmp_path: Path) -> None:
@@ -48,23 +55,38 @@ def test_lower_latency_is_better(tmp_path: Path) -> None:
         5,
     )
     with connect(root) as lake:
-        assert (
-            rows_by(compare(lake, metrics=["clat_p99_ns"]), "clat_p99_ns")["b"].verdict == "better"
-        )
+        row = rows_by(compare(lake, metrics=["clat_p99_ns"]), "clat_p99_ns")["b"]
+    assert row.verdict == "better" and row.ratio == pytest.approx(0.75)
 
 
-def test_identical_data_is_no_significant_difference(tmp_path: Path) -> None:
+def test_identical_data_is_equivalent(tmp_path: Path) -> None:
     root = lake_with(tmp_path, {"a": {READ: {"iops": 1000}}, "b": {READ: {"iops": 1000}}}, 5)
     with connect(root) as lake:
         row = rows_by(compare(lake, metrics=["iops"]), "iops")["b"]
-    assert (row.verdict, row.delta_pct, row.p_value) == ("no significant difference", 0.0, 1.0)
+    assert (row.verdict, row.ratio, row.p_value) == ("equivalent", pytest.approx(1.0), 1.0)
+    assert row.p_equivalence_adjusted < 0.05
+
+
+def test_noisy_small_difference_is_inconclusive_with_the_reps_needed(tmp_path: Path) -> None:
+    root = lake_with(
+        tmp_path, {"a": {READ: {"iops": 1000}}, "b": {READ: {"iops": 1030}}}, 3, jitter=0.3
+    )
+    with connect(root) as lake:
+        row = rows_by(compare(lake, metrics=["iops"]), "iops")["b"]
+    assert row.verdict == "inconclusive"
+    assert row.reps_needed > 3
 
 
 def test_single_repetition_is_not_enough(tmp_path: Path) -> None:
     root = lake_with(tmp_path, {"a": {READ: {"iops": 1000}}, "b": {READ: {"iops": 500}}}, 1)
     with connect(root) as lake:
         row = rows_by(compare(lake, metrics=["iops"]), "iops")["b"]
-    assert (row.verdict, row.ci_half, row.p_value) == ("not enough repetitions", None, None)
+    assert (row.verdict, row.ratio, row.ratio_ci_low, row.p_value) == (
+        "too few repetitions",
+        pytest.approx(0.5),
+        None,
+        None,
+    )
 
 
 def test_two_runs_directly(tmp_path: Path) -> None:
@@ -73,38 +95,105 @@ def test_two_runs_directly(tmp_path: Path) -> None:
         result = compare(lake, metrics=["iops"], filt=RunFilter(runs=("c1-b-r0", "c1-a-r0")))
     assert (result.by, result.groups) == ("run_id", ["c1-b-r0", "c1-a-r0"])
     row = rows_by(result, "iops")["c1-a-r0"]
-    assert row.verdict == "single runs: no significance test"
-    assert row.n == 1
+    assert (row.verdict, row.n, row.ratio) == ("too few repetitions", 1, pytest.approx(1.25))
 
 
-def test_numbers_equal_hand_written_sql(tmp_path: Path) -> None:
-    root = lake_with(
-        tmp_path,
-        {
-            "a": {READ: {"iops": 1000}, ("job2", "write"): {"iops": 50}},
-            "b": {READ: {"iops": 700}, ("job2", "write"): {"iops": 55}},
-        },
-        4,
-        jitter=0.1,
-    )
-    hand = """
-        SELECT r.backend, x.job_name, x.direction, count(*), avg(x.iops), stddev_samp(x.iops),
-               min(x.iops), max(x.iops), median(x.iops), avg(x.clat_p99_ns)
-        FROM results x JOIN runs r USING (run_id)
-        WHERE r.status = 'ok' GROUP BY ALL ORDER BY ALL
-    """
+def seeded_lake(tmp_path: Path, runs: int, sigma: float, seed: int, label) -> str:  # noqa: ANN001
+    """`runs` runs of 3 jobs × 2 directions with lognormal noise; `label(i)` names the backend."""
+    rng = np.random.default_rng(seed)
+    store = lakegen.local_store(tmp_path)
+    for i in range(runs):
+        metrics = {
+            (f"job{j}", d): {
+                "iops": 1000 * (j + 1) * rng.lognormal(0, sigma),
+                "bw_bytes": 4096e3 * (j + 1) * rng.lognormal(0, sigma),
+                "clat_p99_ns": 2e6 * rng.lognormal(0, sigma),
+            }
+            for j in range(3)
+            for d in ("read", "write")
+        }
+        lakegen.write_run(
+            store,
+            run_id=f"r{i:03d}",
+            job_id=f"j{i:03d}",
+            backend=label(i),
+            metrics=metrics,
+            started_at=lakegen.T0 + timedelta(minutes=i),
+        )
+    return str(tmp_path)
+
+
+def test_a_a_no_difference_is_declared_after_adjustment(tmp_path: Path) -> None:
+    """One job, one target, runs alternately labelled as two backends (σ = 5 %)."""
+    root = seeded_lake(tmp_path, 20, 0.05, seed=7, label=lambda i: "a" if i % 2 else "b")
     with connect(root) as lake:
-        expected = lake.con.sql(hand).fetchall()
-        result = compare(lake, metrics=["iops", "clat_p99_ns"])
-    got = {(r.group, r.job_name, r.direction, r.metric): r for r in result.rows}
-    assert len(expected) == 4
-    for backend, job, direction, n, mean, sd, lo, hi, med, p99 in expected:
-        row = got[(backend, job, direction, "iops")]
-        assert (row.n, row.min, row.max) == (n, lo, hi)
-        assert row.mean == pytest.approx(mean)
-        assert row.stddev == pytest.approx(sd)
-        assert row.median == pytest.approx(med)
-        assert got[(backend, job, direction, "clat_p99_ns")].mean == pytest.approx(p99)
+        result = compare(lake, metrics=["iops", "bw_bytes", "clat_p99_ns"])
+    judged = [r for r in result.rows if r.verdict != "baseline"]
+    assert len(judged) == 18
+    assert not [r for r in judged if r.verdict in ("better", "worse")]
+
+
+def test_one_row_equals_an_independent_scipy_computation(tmp_path: Path) -> None:
+    root = seeded_lake(tmp_path, 12, 0.1, seed=3, label=lambda i: "a" if i < 6 else "b")
+    sql = """SELECT r.backend, x.iops FROM results x JOIN runs r USING (run_id)
+             WHERE x.job_name = 'job1' AND x.direction = 'write' ORDER BY r.run_id"""
+    with connect(root) as lake:
+        values = lake.con.sql(sql).fetchall()
+        result = compare(lake, metrics=["clat_p99_ns", "iops"])
+    a = np.array([v for b, v in values if b == "a"])
+    b = np.array([v for b, v in values if b == "b"])
+    row = next(
+        r
+        for r in result.rows
+        if (r.group, r.job_name, r.direction, r.metric) == ("b", "job1", "write", "iops")
+    )
+    test = scipy_stats.ttest_ind(np.log(b), np.log(a), equal_var=False)
+    ci = test.confidence_interval(0.95)
+    assert row.geomean == pytest.approx(scipy_stats.gmean(b))
+    assert row.ratio == pytest.approx(scipy_stats.gmean(b) / scipy_stats.gmean(a))
+    assert (row.ratio_ci_low, row.ratio_ci_high) == (
+        pytest.approx(np.exp(ci.low)),
+        pytest.approx(np.exp(ci.high)),
+    )
+    assert row.p_value == pytest.approx(test.pvalue)
+    # Holm across the table: one test per group × job × direction × metric here.
+    judged = [r for r in result.rows if r.p_value is not None]
+    expected = multipletests([r.p_value for r in judged], method="holm")[1]
+    assert [r.p_adjusted for r in judged] == pytest.approx(list(expected))
+    fdr = compare(lake_handle := connect(root), metrics=["clat_p99_ns", "iops"], adjustment="fdr")
+    lake_handle.close()
+    judged = [r for r in fdr.rows if r.p_value is not None]
+    expected = multipletests([r.p_value for r in judged], method="fdr_bh")[1]
+    assert [r.p_adjusted for r in judged] == pytest.approx(list(expected))
+
+
+def test_runs_of_different_runtimes_are_never_pooled(tmp_path: Path) -> None:
+    store = lakegen.local_store(tmp_path)
+    for i, runtime in enumerate((30, 30, 30, 5, 5, 5)):
+        for backend in ("a", "b"):
+            lakegen.write_run(
+                store,
+                run_id=f"{backend}{i}",
+                job_id=f"{backend}{i}",
+                backend=backend,
+                metrics={READ: {"iops": 1000.0 + i}},
+                canonical_job_file=f"[global]\ndirectory=/x/{backend}{i}\n[random-reads]\n"
+                f"rw=randread\nruntime={runtime}\n",
+            )
+    with connect(str(tmp_path)) as lake:
+        split = compare(lake, metrics=["iops"])
+        pooled = compare(lake, metrics=["iops"], allow_mixed=True)
+    assert sorted(r.n for r in split.rows) == [3, 3, 3, 3]
+    assert len({r.effective_job_sha256 for r in split.rows}) == 2
+    notes = {n for r in split.rows for n in r.notes}
+    assert notes == {
+        "not pooled with 1 other job version(s): runtime=30 vs 5",
+        "not pooled with 1 other job version(s): runtime=5 vs 30",
+    }
+    assert sorted(r.n for r in pooled.rows) == [6, 6]
+    assert all(
+        "pooled on purpose (--allow-mixed): job versions mixed" in r.notes for r in pooled.rows
+    )
 
 
 def test_threads_of_one_job_are_summed_for_throughput(tmp_path: Path) -> None:
@@ -129,7 +218,7 @@ def test_threads_of_one_job_are_summed_for_throughput(tmp_path: Path) -> None:
         row = rows_by(compare(lake, metrics=["iops", "lat_mean_ns"]), "iops")["nvme"]
         lat = rows_by(compare(lake, metrics=["lat_mean_ns"]), "lat_mean_ns")["nvme"]
     assert (row.min, row.max) == (100.0, 200.0)  # r1: one thread, r0: two threads summed
-    assert lat.mean == pytest.approx(1e7)  # latencies are averaged, not summed
+    assert lat.geomean == pytest.approx(1e7)  # latencies are averaged, not summed
 
 
 def test_orphans_and_second_attempts_are_not_counted(tmp_path: Path) -> None:
@@ -143,7 +232,7 @@ def test_orphans_and_second_attempts_are_not_counted(tmp_path: Path) -> None:
     )
     with connect(str(tmp_path)) as lake:
         row = rows_by(compare(lake, metrics=["iops"]), "iops")["nvme"]
-    assert (row.n, row.mean) == (1, 100.0)
+    assert (row.n, row.geomean) == (1, pytest.approx(100.0))
 
 
 def test_baseline_option_and_by_column(tmp_path: Path) -> None:
@@ -169,28 +258,25 @@ def test_cli_table_csv_json(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert lines[0].split() == [
-        "backend",
-        "profile",
-        "job",
-        "dir",
-        "metric",
-        "n",
-        "mean",
-        "±",
-        "95%",
-        "CI",
-        "Δ%",
-        "vs",
-        "a",
-        "verdict",
-    ]
-    b_bw = next(line for line in lines if line.startswith("b ") and "bw_bytes" in line)
-    assert "3.1 MiB/s ± 62.8 KiB/s" in b_bw and "-20.0%" in b_bw and b_bw.endswith("▼ worse")
-    res = cli_compare(root, "--metric", "iops", "--format", "csv")
-    assert res.stdout.splitlines()[2].startswith("b,random-reads,job1,read,iops,5,800.0,")
-    assert res.stdout.splitlines()[2].endswith(",worse")
+        "backend", "profile", "job", "dir", "metric", "n", "geomean", "vs", "a", "[95%",
+        "CI]", "p", "adj", "verdict", "steady",
+    ]  # fmt: skip
+    b_iops = next(line for line in lines if line.startswith("b ") and " iops " in line)
+    assert "0.8× (20 % lower) [0.7" in b_iops and "▼ worse" in b_iops
+    assert "p adj: Holm across 4 rows; min effect ±5%" in res.stderr
     res = cli_compare(root, "--metric", "iops", "--format", "json")
-    assert '"verdict": "baseline"' in res.stdout
+    rows = json.loads(res.stdout)
+    b = next(r for r in rows if r["backend"] == "b")
+    assert {k: b[k] for k in ("baseline", "n", "n_baseline", "verdict")} == {
+        "baseline": "a",
+        "n": 5,
+        "n_baseline": 5,
+        "verdict": "worse",
+    }
+    assert b["ratio"] == pytest.approx(0.8) and b["ratio_ci_low"] < 0.8 < b["ratio_ci_high"]
+    assert b["p_adjusted"] < 0.05 and len(b["effective_job_sha256"]) == 64
+    res = cli_compare(root, "--metric", "iops", "--fdr")
+    assert "p adj: Benjamini–Hochberg across 2 rows" in res.stderr
 
 
 def test_cli_errors(tmp_path: Path) -> None:

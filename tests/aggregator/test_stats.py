@@ -1,48 +1,69 @@
-"""Student-t quantiles and Welch's test against published values (R / scipy)."""
+"""The statistics module against scipy and statsmodels, on fixed seeds."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
+from scipy import stats as scipy_stats
+from statsmodels.stats.multitest import multipletests
 
-from fiolake.aggregator.stats import ci_half_width, t_cdf, t_ppf, welch_test
-
-
-@pytest.mark.parametrize(
-    "p, df, expected",
-    [
-        (0.975, 1, 12.706204736),
-        (0.975, 2, 4.302652730),
-        (0.975, 4, 2.776445105),
-        (0.975, 10, 2.228138852),
-        (0.975, 30, 2.042272456),
-        (0.975, 1000, 1.962339081),
-        (0.995, 5, 4.032142984),
-        (0.95, 3, 2.353363435),
-        (0.05, 3, -2.353363435),
-        (0.9, 7.5, 1.4052118),  # fractional df (checked by integrating the pdf)
-    ],
-)
-def test_t_quantiles(p: float, df: float, expected: float) -> None:
-    assert t_ppf(p, df) == pytest.approx(expected, rel=1e-5)
-    assert t_cdf(t_ppf(p, df), df) == pytest.approx(p, abs=1e-10)
+from fiolake.aggregator import stats
 
 
-def test_ci_half_width() -> None:
-    assert ci_half_width(2.0, 4) == pytest.approx(2.0 * 3.182446305 / 2.0)
-    assert ci_half_width(2.0, 1) is None
+def test_ratio_and_ci_are_welch_on_logs() -> None:
+    rng = np.random.default_rng(1)
+    base, other = rng.lognormal(0, 0.1, 6) * 100, rng.lognormal(0, 0.1, 4) * 250
+    got = stats.compare_logs(base, other)
+    test = scipy_stats.ttest_ind(np.log(other), np.log(base), equal_var=False)
+    ci = test.confidence_interval(0.95)
+    assert got.ratio == pytest.approx(scipy_stats.gmean(other) / scipy_stats.gmean(base))
+    assert (got.ratio_ci_low, got.ratio_ci_high) == (
+        pytest.approx(math.exp(ci.low)),
+        pytest.approx(math.exp(ci.high)),
+    )
+    assert got.p_value == pytest.approx(test.pvalue)
+    assert got.ratio_ci_low > 0  # a ratio CI never crosses zero
 
 
-def test_welch_known_value() -> None:
-    # scipy.stats.ttest_ind_from_stats(20, 1, 10, 22, 2, 12, equal_var=False)
-    w = welch_test(20.0, 1.0, 10, 22.0, 2.0, 12)
-    assert w.t == pytest.approx(3.0382181, rel=1e-6)
-    assert w.df == pytest.approx(16.747748, rel=1e-6)
-    assert w.p_value == pytest.approx(0.0075206, rel=1e-3)
+def test_tost_is_the_90_percent_ci_inside_the_bounds() -> None:
+    rng = np.random.default_rng(2)
+    for shift in (0.0, 0.02, 0.04, 0.08):
+        base = rng.lognormal(0, 0.02, 8)
+        other = rng.lognormal(shift, 0.02, 8)
+        got = stats.compare_logs(base, other, min_effect=0.05)
+        ci90 = stats.compare_logs(base, other, confidence=0.90)
+        inside = 1 / 1.05 < ci90.ratio_ci_low and ci90.ratio_ci_high < 1.05
+        assert (got.p_tost < 0.05) == inside, shift
 
 
-def test_welch_without_spread() -> None:
-    assert welch_test(5.0, 0.0, 3, 5.0, 0.0, 3).p_value == 1.0
-    w = welch_test(5.0, 0.0, 3, 4.0, 0.0, 3)
-    assert (w.p_value, w.t) == (0.0, -math.inf)
+def test_holm_matches_statsmodels_and_fdr_is_scipys_bh() -> None:
+    rng = np.random.default_rng(3)
+    for size in (1, 2, 7, 40):
+        p = list(rng.uniform(0, 0.2, size))
+        assert stats.adjust(p, "holm") == pytest.approx(list(multipletests(p, method="holm")[1]))
+        expected = multipletests(p, method="fdr_bh")[1]
+        assert stats.adjust(p, "fdr") == pytest.approx(list(expected))
+    with pytest.raises(ValueError, match="unknown adjustment"):
+        stats.adjust([0.1], "bonferroni")
+
+
+def test_reps_for_power_grows_with_noise_and_shrinks_with_effect() -> None:
+    assert stats.reps_for_power(0.02, 0.05) < stats.reps_for_power(0.1, 0.05)
+    assert stats.reps_for_power(0.1, 0.2) < stats.reps_for_power(0.1, 0.05)
+    # 2 (z_.975 + z_.8)^2 σ^2 / ln(1.05)^2 with σ = 0.05
+    assert stats.reps_for_power(0.05, 0.05) == math.ceil(2 * (2.8016 * 0.05 / math.log(1.05)) ** 2)
+
+
+def test_outliers_need_five_repetitions() -> None:
+    assert stats.outliers([100, 101, 99, 500]) is None
+    assert stats.outliers([100, 101, 99, 102, 100, 500]) == [5]
+    assert stats.outliers([100, 101, 99, 102, 100]) == []
+
+
+def test_identical_repetitions_give_exact_answers() -> None:
+    same = stats.compare_logs([5.0, 5.0, 5.0], [5.0, 5.0, 5.0])
+    assert (same.ratio, same.p_value, same.p_tost) == (1.0, 1.0, 0.0)
+    apart = stats.compare_logs([5.0, 5.0], [10.0, 10.0])
+    assert (apart.ratio, apart.p_value, apart.p_tost) == (pytest.approx(2.0), 0.0, 1.0)

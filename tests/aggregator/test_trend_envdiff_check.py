@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -13,7 +15,8 @@ from fiolake.aggregator.check import check_lake
 from fiolake.aggregator.envdiff import env_diff
 from fiolake.aggregator.filters import RunFilter
 from fiolake.aggregator.lake import connect
-from fiolake.aggregator.trend import regressions, trend
+from fiolake.aggregator.regressions import regressions
+from fiolake.aggregator.trend import trend
 from fiolake.cli import cli
 from tests.aggregator import lakegen
 
@@ -21,78 +24,80 @@ READ = ("job1", "read")
 T0 = lakegen.T0
 
 
-def history(tmp_path: Path, recent_iops: float) -> str:
-    """Backend a: 8 daily runs at ~1000 iops, then 3 runs in the last day at `recent_iops`."""
+def history(tmp_path: Path, step_at: int | None, factor: float = 0.7, n: int = 40) -> str:
+    """Backend nvme: `n` runs, one every 6 h, σ = 3 % lognormal noise (seeded); from run
+    `step_at` on, iops × `factor` and a newer kernel."""
+    rng = np.random.default_rng(11)
     store = lakegen.local_store(tmp_path)
-    for day in range(8):
-        iops = 1000.0 * (1 + 0.01 * ((day % 3) - 1))
+    for i in range(n):
+        after = step_at is not None and i >= step_at
+        iops = 1000.0 * (factor if after else 1.0) * rng.lognormal(0, 0.03)
         lakegen.write_run(
             store,
-            run_id=f"h{day}",
-            job_id=f"h{day}",
-            started_at=T0 + timedelta(days=day),
+            run_id=f"r{i:02d}",
+            job_id=f"j{i:02d}",
+            started_at=T0 + timedelta(hours=6 * i),
             metrics={READ: {"iops": iops}},
-        )
-    for i in range(3):
-        iops = recent_iops * (1 + 0.01 * (i - 1))
-        lakegen.write_run(
-            store,
-            run_id=f"n{i}",
-            job_id=f"n{i}",
-            started_at=T0 + timedelta(days=8, hours=i),
-            metrics={READ: {"iops": iops}},
+            kernel="6.8.0" if after else "6.1.0-18-amd64",
         )
     return str(tmp_path)
 
 
-def test_trend_per_run_and_per_day(tmp_path: Path) -> None:
-    root = history(tmp_path, 1000.0)
+def test_trend_per_run_and_per_day_marks_the_change_point(tmp_path: Path) -> None:
+    root = history(tmp_path, 24)
     with connect(root) as lake:
         points = trend(lake, "iops")
-        assert [p.run_id for p in points][:2] == ["h0", "h1"]
-        assert len(points) == 11 and all(p.n == 1 for p in points)
+        assert [p.run_id for p in points][:2] == ["r00", "r01"]
+        assert len(points) == 40 and all(p.n == 1 for p in points)
+        assert [p.run_id for p in points if p.change_point] == ["r24"]
         days = trend(lake, "iops", bucket="day")
-        assert len(days) == 9
-        assert days[-1].n == 3 and days[-1].value == pytest.approx(1000.0)
+        assert len(days) == 11 and days[1].n == 4  # T0 is 12:00: two runs on the first day
 
 
-def test_regression_found_and_sized(tmp_path: Path) -> None:
-    root = history(tmp_path, 700.0)
+def test_regression_found_sized_and_explained(tmp_path: Path) -> None:
+    root = history(tmp_path, 24)
     with connect(root) as lake:
-        report = regressions(
-            lake,
-            since=timedelta(days=10),
-            window=timedelta(days=1),
-            metrics=["iops", "lat_mean_ns"],
-        )
-    assert [(r.metric, r.recent_n, r.baseline_n) for r in report.rows] == [
-        ("lat_mean_ns", 3, 8),
-        ("iops", 3, 8),
+        report = regressions(lake, since=None, metrics=["iops", "lat_mean_ns"])
+    assert [(r.metric, r.run_before, r.run_after) for r in report.rows] == [
+        ("lat_mean_ns", "r23", "r24"),
+        ("iops", "r23", "r24"),
     ]
     iops = report.rows[1]
-    assert iops.change_pct == pytest.approx(-30.0, abs=0.5)
-    assert report.rows[0].change_pct == pytest.approx(42.9, abs=0.5)  # 1/0.7 - 1
+    assert iops.ratio == pytest.approx(0.7, abs=0.03)
+    assert iops.ratio_ci_low < iops.ratio < iops.ratio_ci_high < 1
+    assert (iops.n_before, iops.n_after, iops.verdict) == (24, 16, "worse")
+    assert iops.p_value <= 0.001
+    assert "kernel 6.1.0-18-amd64 → 6.8.0" in iops.env_changes
 
 
-def test_no_regression_when_stable(tmp_path: Path) -> None:
-    root = history(tmp_path, 1000.0)
+def test_no_change_point_when_stable(tmp_path: Path) -> None:
+    root = history(tmp_path, None)
     with connect(root) as lake:
-        assert regressions(lake, since=timedelta(days=10)).rows == []
-    res = CliRunner().invoke(cli, ["regressions", "--lake", root, "--since", "10d"])
-    assert res.exit_code == 0
-    assert "0 significant slow-down(s)" in res.stderr
-
-
-def test_cli_regressions_lists_slowdowns(tmp_path: Path) -> None:
-    root = history(tmp_path, 500.0)
-    res = CliRunner().invoke(
-        cli,
-        ["regressions", "--lake", root, "--since", "10d", "--metric", "iops", "--format", "csv"],
-    )
+        assert regressions(lake, since=None).rows == []
+    res = CliRunner().invoke(cli, ["regressions", "--lake", root, "--since", "all"])
     assert res.exit_code == 0, res.output
-    lines = res.stdout.splitlines()
-    assert lines[1].startswith("nvme,random-reads,job1,read,iops,")
-    assert "1 significant slow-down(s)" in res.stderr
+    assert "0 change point(s) in 4 series (0 too short to test)" in res.stderr
+
+
+def test_improvements_only_with_all(tmp_path: Path) -> None:
+    root = history(tmp_path, 20, factor=1.5)
+    with connect(root) as lake:
+        assert regressions(lake, since=None, metrics=["iops"]).rows == []
+        better = regressions(lake, since=None, metrics=["iops"], include_better=True).rows
+    assert [(r.verdict, r.run_after) for r in better] == [("better", "r20")]
+
+
+def test_cli_regressions_lists_change_points(tmp_path: Path) -> None:
+    root = history(tmp_path, 24, factor=0.5)
+    args = ["regressions", "--lake", root, "--since", "all", "--metric", "iops"]
+    res = CliRunner().invoke(cli, [*args, "--format", "json"])
+    assert res.exit_code == 0, res.output
+    [row] = json.loads(res.stdout)
+    assert (row["backend"], row["run_after"], row["verdict"]) == ("nvme", "r24", "worse")
+    assert row["ratio"] == pytest.approx(0.5, abs=0.03)
+    assert "1 change point(s) in 1 series" in res.stderr
+    res = CliRunner().invoke(cli, args)
+    assert "0.5" in res.stdout and "kernel 6.1.0-18-amd64 → 6.8.0" in res.stdout
 
 
 def test_env_diff(tmp_path: Path) -> None:
@@ -115,7 +120,8 @@ def test_env_diff(tmp_path: Path) -> None:
     assert diffs.pop("mount_options") == ("rw,relatime", "rw,noatime")
     assert diffs.pop("labels.rack") == ("r1", "r2")
     assert diffs.pop("labels.zone") == (None, "z1")
-    assert set(diffs) == {"canonical_job_file_sha256"}
+    assert set(diffs) == {"effective_job_sha256", "job"}
+    assert diffs["job"] == ("rw=randread vs (unset)", None)
     res = CliRunner().invoke(cli, ["env-diff", "--lake", str(tmp_path), "--run", "a", "--run", "c"])
     assert (res.exit_code, res.output) == (0, "no environment differences\n")
     res = CliRunner().invoke(cli, ["env-diff", "--lake", str(tmp_path), "--run", "a", "--run", "x"])
@@ -141,7 +147,7 @@ def test_lake_check(tmp_path: Path) -> None:
 
 
 def test_filters_since(tmp_path: Path) -> None:
-    root = history(tmp_path, 1000.0)
+    root = history(tmp_path, None)
     with connect(root) as lake:
-        points = trend(lake, "iops", filt=RunFilter(since=T0 + timedelta(days=8)))
-    assert [p.run_id for p in points] == ["n0", "n1", "n2"]
+        points = trend(lake, "iops", filt=RunFilter(since=T0 + timedelta(hours=6 * 37)))
+    assert [p.run_id for p in points] == ["r37", "r38", "r39"]

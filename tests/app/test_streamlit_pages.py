@@ -46,7 +46,9 @@ def test_compare_page_shows_the_backends(lake: Path) -> None:
     table = at.dataframe[0].value
     assert table["backend"].tolist() == ["ceph", "nvme"]  # baseline (first picked) first
     assert table["verdict"].tolist() == ["baseline", "▲ better"]
-    assert table["mean"].tolist() == ["594", "990"]  # ±2% jitter over 3 repetitions
+    assert table["geomean"].tolist() == ["594.0", "990.0"]  # geometric: ±2% jitter, 3 reps
+    assert table["vs ceph [95% CI]"].tolist()[0] == "baseline"
+    assert table["vs ceph [95% CI]"].tolist()[1].startswith("1.67× [1.6")
     assert len(at.get("vega_lite_chart")) == 1
 
 

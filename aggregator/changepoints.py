@@ -1,0 +1,113 @@
+"""Change points in a series of comparable runs: E-Divisive means, as Apache Otava does it.
+
+Otava (formerly Hunter; Fleming et al., "Hunter: Using Change Point Detection to Hunt for
+Performance Regressions", ICPE 2023) finds candidates with E-Divisive means (Matteson &
+James 2014, energy statistic with α = 1) over windows of the series at a relaxed
+threshold, then merges: each candidate is re-tested with a t-test between the segments
+on either side of it (bounded by its neighbouring candidates), the weakest is dropped
+while its p-value is above the threshold, and the rest re-tested. Written here on numpy
+and scipy because the packages that ship it pin numpy < 2 (signal-processing-algorithms)
+or numpy 2.2.* and scipy < 1.17 (apache-otava); docs/statistics.md records the
+agreement with Otava. Values are tested as logs (benchmark noise is multiplicative).
+The p-value at a chosen split is post-selection: the split is where the segments differ
+most, so the t-test's p-value is too small. Unlike Otava, each p-value here is
+multiplied by the number of positions the split could have taken (Bonferroni), which
+keeps the false-alarm rate of flat series under the threshold (tests/aggregator).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats as sps
+
+DEFAULT_MAX_PVALUE = 0.001
+WINDOW = 30  # points per E-Divisive window (windows overlap by half)
+MIN_SIZE = 3  # points on each side of a change point
+RELAXED = 10.0  # candidate threshold = RELAXED × max_pvalue
+
+
+def _energy_split(x: np.ndarray, min_size: int) -> int | None:
+    """The split τ (first index of the right part) maximising the E-Divisive statistic."""
+    n = len(x)
+    if n < 2 * min_size:
+        return None
+    d = np.abs(x[:, None] - x[None, :])
+    # 2-D prefix sums: the sum over any block of d in O(1), every τ at once.
+    p = np.zeros((n + 1, n + 1))
+    p[1:, 1:] = d.cumsum(0).cumsum(1)
+    tau = np.arange(min_size, n - min_size + 1)
+    left, right = tau.astype(float), (n - tau).astype(float)
+    between = p[tau, n] - p[tau, tau]  # rows [0, τ), columns [τ, n)
+    within_l = p[tau, tau]
+    within_r = p[n, n] - p[tau, n] - p[n, tau] + p[tau, tau]
+    q = (
+        left * right / n
+        * (
+            2.0 * between / (left * right)
+            - within_l / np.maximum(left * (left - 1), 1.0)
+            - within_r / np.maximum(right * (right - 1), 1.0)
+        )
+    )  # fmt: skip
+    return int(tau[int(np.argmax(q))])
+
+
+def _pvalue(left: np.ndarray, right: np.ndarray) -> float:
+    """Two-sided Student t-test between two segments (as Otava's significance tester),
+    times the number of places the split could have been chosen (Bonferroni): the split
+    maximises the difference, so the raw p-value would be too small (see module doc)."""
+    if len(left) < 2 or len(right) < 2:
+        return 1.0
+    positions = max(len(left) + len(right) - 2 * MIN_SIZE + 1, 1)
+    if np.ptp(left) == 0 and np.ptp(right) == 0:
+        return 0.0 if left[0] != right[0] else 1.0
+    return min(1.0, positions * float(sps.ttest_ind(left, right).pvalue))
+
+
+def _candidates(x: np.ndarray, offset: int, threshold: float, out: set[int]) -> None:
+    """Recursive binary segmentation of one window at the relaxed threshold."""
+    tau = _energy_split(x, MIN_SIZE)
+    if tau is None or _pvalue(x[:tau], x[tau:]) > threshold:
+        return
+    out.add(offset + tau)
+    _candidates(x[:tau], offset, threshold, out)
+    _candidates(x[tau:], offset + tau, threshold, out)
+
+
+def _merge(x: np.ndarray, points: list[int], max_pvalue: float) -> dict[int, float]:
+    """Drop the weakest change point while it fails the threshold; re-test the rest."""
+    points = sorted(p for p in points if MIN_SIZE <= p <= len(x) - MIN_SIZE)
+    while points:
+        bounds = [0, *points, len(x)]
+        pvalues = [
+            _pvalue(x[bounds[i - 1] : bounds[i]], x[bounds[i] : bounds[i + 1]])
+            for i in range(1, len(bounds) - 1)
+        ]
+        worst = int(np.argmax(pvalues))
+        if pvalues[worst] <= max_pvalue:
+            return dict(zip(points, pvalues, strict=True))
+        points.pop(worst)
+    return {}
+
+
+def change_points(
+    values: Sequence[float], max_pvalue: float = DEFAULT_MAX_PVALUE
+) -> dict[int, float]:
+    """Change points of a series of positive values: index of the first point after each
+    change -> its p-value (after the merge pass)."""
+    x = np.log(np.asarray(values, dtype=float))
+    n = len(x)
+    found: set[int] = set()
+    step = max(WINDOW // 2, 1)
+    starts = range(0, max(n - WINDOW, 0) + 1, step) if n > WINDOW else [0]
+    for start in starts:
+        _candidates(x[start : start + WINDOW], start, RELAXED * max_pvalue, found)
+    if n > WINDOW and (n - WINDOW) % step:
+        _candidates(x[n - WINDOW :], n - WINDOW, RELAXED * max_pvalue, found)
+    # Overlapping windows may propose neighbours of one change: keep the first of a run.
+    merged: list[int] = []
+    for p in sorted(found):
+        if not merged or p - merged[-1] >= MIN_SIZE:
+            merged.append(p)
+    return _merge(x, merged, max_pvalue)

@@ -1,0 +1,146 @@
+"""Regressions as change points: where a series of comparable runs changed level, and
+what else changed between the last run before and the first run after.
+
+A series is one backend × profile × job × direction × effective job × metric, in time
+order (`compare.per_run_values`); change points come from `changepoints.change_points`;
+each is described by the ratio of the geometric means after/before with its 95 % CI
+(`stats.compare_logs`) and the environment differences across it (`envdiff`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from fiolake.aggregator import columns, stats
+from fiolake.aggregator.changepoints import DEFAULT_MAX_PVALUE, change_points
+from fiolake.aggregator.compare import (
+    BETTER,
+    DEFAULT_METRICS,
+    WORSE,
+    RunValue,
+    check_metrics,
+    per_run_values,
+)
+from fiolake.aggregator.envdiff import env_diff
+from fiolake.aggregator.filters import RunFilter, validate
+from fiolake.aggregator.lake import Lake
+from fiolake.errors import LakeError
+
+MIN_POINTS = 6  # two segments of MIN_SIZE
+
+
+@dataclass
+class ChangePoint:
+    """One change of level in one series."""
+
+    backend: str
+    profile: str
+    job_name: str
+    direction: str
+    metric: str
+    effective_job_sha256: str | None
+    at: datetime | None  # start of the first run after the change
+    n_before: int
+    n_after: int
+    ratio: float  # geomean after / geomean before (segments between neighbouring changes)
+    ratio_ci_low: float | None
+    ratio_ci_high: float | None
+    p_value: float  # after the merge pass (selection-corrected; see changepoints)
+    verdict: str  # worse | better
+    run_before: str
+    run_after: str
+    env_changes: list[str] = field(default_factory=list)  # e.g. "kernel 6.1 → 6.8"
+
+
+@dataclass(frozen=True)
+class RegressionReport:
+    """Change points, worst first, and how many series were looked at."""
+
+    rows: list[ChangePoint]
+    series: int
+    too_short: int  # series with fewer than MIN_POINTS runs
+
+
+def _describe(lake: Lake, before: str, after: str) -> list[str]:
+    return [
+        f"{d.field} {d.a} → {d.b}" if d.b is not None or d.field != "job" else f"job: {d.a}"
+        for d in env_diff(lake, before, after)
+    ]
+
+
+def _series_points(
+    key: tuple[Any, ...], metric: str, values: list[RunValue], max_pvalue: float
+) -> list[ChangePoint]:
+    backend, (profile, job, direction, sha) = key
+    numbers = [v.value for v in values]
+    found = change_points(numbers, max_pvalue)
+    bounds = [0, *sorted(found), len(values)]
+    out = []
+    for i, at in enumerate(sorted(found), start=1):
+        before, after = numbers[bounds[i - 1] : at], numbers[at : bounds[i + 1]]
+        test = stats.compare_logs(before, after)
+        up = test.ratio > 1.0
+        word = BETTER if up == columns.higher_is_better(metric) else WORSE
+        out.append(
+            ChangePoint(
+                backend,
+                profile,
+                job,
+                direction,
+                metric,
+                sha,
+                values[at].started_at,
+                len(before),
+                len(after),
+                test.ratio,
+                test.ratio_ci_low,
+                test.ratio_ci_high,
+                found[at],
+                word,
+                values[at - 1].run_id,
+                values[at].run_id,
+            )  # fmt: skip
+        )
+    return out
+
+
+def regressions(
+    lake: Lake,
+    *,
+    since: timedelta | None = timedelta(days=30),
+    metrics: list[str] | tuple[str, ...] = DEFAULT_METRICS,
+    filt: RunFilter | None = None,
+    max_pvalue: float = DEFAULT_MAX_PVALUE,
+    include_better: bool = False,
+    now: datetime | None = None,
+) -> RegressionReport:
+    """Change points per series over the runs of the last `since` (all when None)."""
+    filt = filt or RunFilter()
+    metrics = check_metrics(lake, metrics)
+    if since is not None:
+        anchor = now or datetime.now().astimezone()
+        filt = RunFilter(
+            filt.campaign, filt.backends, filt.profile, filt.runs, anchor - since, None, filt.status
+        )
+    validate(lake, filt)
+    data, _ = per_run_values(lake, "r.backend", filt, metrics)
+    if not data:
+        raise LakeError(f"no successful runs with results match {filt.describe()}")
+    rows: list[ChangePoint] = []
+    series = too_short = 0
+    for key, by_metric in sorted(data.items(), key=lambda kv: str(kv[0])):
+        for metric in metrics:
+            values = [v for v in by_metric[metric] if v.value is not None and v.value > 0]
+            series += 1
+            if len(values) < MIN_POINTS:
+                too_short += 1
+                continue
+            rows += _series_points(key, metric, values, max_pvalue)
+    if not include_better:
+        rows = [r for r in rows if r.verdict == WORSE]
+    for row in rows:
+        row.env_changes = _describe(lake, row.run_before, row.run_after)
+    rows.sort(key=lambda r: (-abs(r.ratio - 1.0 if r.ratio >= 1 else 1 / r.ratio - 1.0), r.backend))
+    return RegressionReport(rows, series, too_short)
