@@ -73,6 +73,15 @@ RESULT_PERCENTILES: dict[str, float] = {
     "clat_p9999_ns": 99.99,
 }
 
+# Per-second completion-latency percentiles (fio's histogram log) in `timeseries`.
+SECOND_PERCENTILES: dict[str, float] = {
+    "clat_p50_ns": 50.0,
+    "clat_p90_ns": 90.0,
+    "clat_p99_ns": 99.0,
+    "clat_p999_ns": 99.9,
+    "clat_p9999_ns": 99.99,
+}
+
 RESULTS = pa.schema(
     [
         ("run_id", pa.string()),
@@ -127,7 +136,13 @@ TIMESERIES = pa.schema(
         ("clat_mean_ns", pa.int64()),
         ("slat_mean_ns", pa.int64()),
         ("zero_filled", pa.bool_()),  # fio logged no row for this window: no I/O happened
-        ("partial", pa.bool_()),  # the last window of the job, shorter than a second
+        ("partial", pa.bool_()),  # a window shorter than log_avg_msec (the job's last)
+        ("window_ms", pa.int32()),  # the window's length: from fio's previous stamp to this one
+        ("io_bytes", pa.int64()),  # bytes moved in the window (Σ per series = fio's io_bytes)
+        ("ios", pa.int64()),  # I/Os completed in the window
+        ("from_totals", pa.bool_()),  # fio did not log the window: bytes are totals − logged
+        ("clat_samples", pa.int64()),  # completions in the window's latency histogram
+        *[(name, pa.int64()) for name in SECOND_PERCENTILES],
     ]
 )
 

@@ -214,6 +214,7 @@ def _collect(
         detail = (fio_run.stderr.strip() or str(exc))[:2000]
         errors.append(f"fio exited {fio_run.exit_code} without a JSON report: {detail}")
     else:
+        sections = [(section.name, section.options) for section in prepared.job.jobs]
         errors += fio_output.job_errors(report)
         tables["results"] = schema.to_table(
             "results",
@@ -229,7 +230,9 @@ def _collect(
         )
         tables["timeseries"] = schema.to_table(
             "timeseries",
-            fio_logs.timeseries_rows(outdir, run_id=run_id, report=report, prefix=LOG_PREFIX),
+            fio_logs.timeseries_rows(
+                outdir, run_id=run_id, report=report, prefix=LOG_PREFIX, sections=sections
+            ),
         )
     if fio_run.watchdog:
         errors.append(f"watchdog stopped fio ({fio_run.watchdog})")

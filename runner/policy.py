@@ -47,6 +47,7 @@ __all__ = [
 # The runner's own [global]: logs land in fio's cwd (the private output dir).
 RUNNER_GLOBAL = (
     ("log_avg_msec", "1000"),
+    ("log_hist_msec", "1000"),  # per-second completion-latency histograms (clat_hist logs)
     ("per_job_logs", "1"),
     ("verify_state_save", "0"),
     ("allow_file_create", "1"),
@@ -143,7 +144,8 @@ def canonical_job_file(job: JobFile, *, target_dir: Path, log_prefix: str = "fio
         raise PolicyError([f"log prefix {prefix!r}: must be a plain name (logs stay in fio's cwd)"])
     lines = ["; written by fiolake: the runner's settings, then one section per job", "[global]"]
     lines.append(f"directory={target}")
-    lines += [f"{kind}={prefix}" for kind in ("write_bw_log", "write_iops_log", "write_lat_log")]
+    logs = ("write_bw_log", "write_iops_log", "write_lat_log", "write_hist_log")
+    lines += [f"{kind}={prefix}" for kind in logs]
     lines += [f"{k}={v}" for k, v in RUNNER_GLOBAL]
     problems = []
     for section in job.jobs:
