@@ -159,11 +159,53 @@ PERCENTILES = pa.schema(
     ]
 )
 
+DISK_UTIL = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("device", pa.string()),  # fio's disk_util[].name, e.g. nvme0n1 or dm-0
+        ("read_ios", pa.int64()),
+        ("write_ios", pa.int64()),
+        ("read_merges", pa.int64()),
+        ("write_merges", pa.int64()),
+        ("read_ticks_ms", pa.int64()),  # time the device spent on reads (/proc/diskstats)
+        ("write_ticks_ms", pa.int64()),
+        ("in_queue_ms", pa.int64()),
+        ("util", pa.float64()),  # percent of the run the device was busy
+        ("slave_of", pa.string()),  # the dm/md device this one sits under, if any
+    ]
+)
+
+IODEPTH = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("job_name", pa.string()),
+        ("job_index", pa.int32()),
+        ("kind", pa.string()),  # level (in flight) | submit | complete (per call)
+        ("depth", pa.string()),  # fio's bucket label: 1, 2, 4, … '>=64' (0 for submit/complete)
+        ("percent", pa.float64()),  # of the job's I/Os (level) or calls (submit/complete)
+    ]
+)
+
+LATENCY_BINS = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("job_name", pa.string()),
+        ("job_index", pa.int32()),
+        ("direction", pa.string()),
+        ("lat_type", pa.string()),  # slat | clat | lat
+        ("value_ns", pa.int64()),  # fio's bucket midpoint (the json+ key)
+        ("count", pa.int64()),
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "runs": RUNS,
     "results": RESULTS,
     "timeseries": TIMESERIES,
     "percentiles": PERCENTILES,
+    "disk_util": DISK_UTIL,
+    "iodepth": IODEPTH,
+    "latency_bins": LATENCY_BINS,
 }
 
 

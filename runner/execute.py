@@ -22,7 +22,7 @@ import pyarrow as pa
 from fiolake import schema
 from fiolake.errors import FioError
 from fiolake.manifest import job_file_sha256
-from fiolake.runner import fio_logs, fio_output, policy, sysinfo
+from fiolake.runner import fio_extras, fio_logs, fio_output, policy, sysinfo
 from fiolake.runner.fio_binary import find_fio
 from fiolake.runner.fio_exec import FioRun, Progress, deadline_for, run_fio
 
@@ -223,11 +223,18 @@ def _collect(
                 run_id=run_id,
                 backend=request.backend,
                 job_options=prepared.job.options_for,
+                sections=sections,
             ),
         )
         tables["percentiles"] = schema.to_table(
             "percentiles", fio_output.percentile_rows(report, run_id=run_id)
         )
+        for name, make in (
+            ("disk_util", fio_extras.disk_util_rows),
+            ("iodepth", fio_extras.iodepth_rows),
+            ("latency_bins", fio_extras.latency_bin_rows),
+        ):
+            tables[name] = schema.to_table(name, make(report, run_id=run_id))
         tables["timeseries"] = schema.to_table(
             "timeseries",
             fio_logs.timeseries_rows(

@@ -7,7 +7,7 @@ is null, never 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fiolake.runner.fio_bins import bin_percentiles
@@ -27,7 +27,18 @@ from fiolake.runner.fio_report import (
     truthy,
     version_tuple,
 )
+from fiolake.runner.fio_threads import Section, fio_threads
 from fiolake.schema import RESULT_PERCENTILES
+
+# What fio uses for an option the job file leaves unset (`fio --cmdhelp=<option>`, 3.33).
+FIO_DEFAULTS = {
+    "rw": "read",
+    "bs": "4k",
+    "iodepth": "1",
+    "numjobs": "1",
+    "ioengine": "psync",
+    "direct": "0",
+}
 
 __all__ = [
     "DIRECTIONS",
@@ -59,14 +70,25 @@ def result_rows(
     run_id: str,
     backend: str,
     job_options: Callable[[str], Mapping[str, str]],
+    sections: Sequence[Section] | None = None,
 ) -> list[dict]:
     """One `results` row per jobs[] entry × direction that did I/O (every implied
-    direction when the entry did none, so a failed job stays visible)."""
+    direction when the entry did none, so a failed job stays visible).
+
+    `sections` (the job file fio ran) gives each direction of an entry that folds several
+    sections (group_reporting) the rw= of the sections that do that direction.
+    """
+    folded: dict[int, list[Mapping[str, str]]] = {}
+    for thread in fio_threads(report, sections) if sections else []:
+        if thread.entry is not None and thread.options not in folded.get(thread.entry, []):
+            folded.setdefault(thread.entry, []).append(thread.options)
     rows = []
     for index, job in enumerate(report.jobs):
         name = str(job.get("jobname"))
         options = _options(report, job, job_options(name) or {})
+        limit_ns = _wall_ns(job)
         for direction, section in _result_sections(job, options["rw"]):
+            rw = _rw_for(folded.get(index, []), direction) or options["rw"]
             row = {
                 "run_id": run_id,
                 "backend": backend,
@@ -74,8 +96,8 @@ def result_rows(
                 "job_index": index,
                 "groupid": job.get("groupid"),
                 "direction": direction,
-                **_direction_stats(section),
-                **_clat_columns(report, job, section),
+                **_direction_stats(section, limit_ns),
+                **_clat_columns(report, job, section, limit_ns),
                 "job_runtime_ms": job.get("job_runtime"),
                 "usr_cpu": job.get("usr_cpu"),
                 "sys_cpu": job.get("sys_cpu"),
@@ -84,9 +106,29 @@ def result_rows(
                 "minf": job.get("minf"),
                 "job_error": int(job.get("error") or 0),
                 **options,
+                "rw": rw,
             }
             rows.append(row)
     return rows
+
+
+def _rw_for(members: list[Mapping[str, str]], direction: str) -> str | None:
+    """The rw= of the folded sections that do `direction` (distinct, comma-joined)."""
+    if len(members) < 2:
+        return None
+    found: list[str] = []
+    for options in members:
+        rw = options.get("rw") or options.get("readwrite") or FIO_DEFAULTS["rw"]
+        if direction in implied_directions(rw) and rw not in found:
+            found.append(rw)
+    return ",".join(found) or None
+
+
+def _wall_ns(job: Mapping[str, Any]) -> float | None:
+    # No latency can exceed the job's wall time: a larger value is one of fio's sentinels
+    # (e.g. a clat mean of 8.8e12 ns in a failed run).
+    elapsed = job.get("elapsed")
+    return (float(elapsed) + 1) * 1e9 if isinstance(elapsed, int | float) and elapsed > 0 else None
 
 
 def _result_sections(job: Mapping[str, Any], rw: str | None) -> list[tuple[str, dict]]:
@@ -112,13 +154,14 @@ def _options(
     direct = get("direct")
     if direct is None and get("buffered") is not None:
         direct = "0" if truthy(get("buffered")) else "1"
+    # An option the job file does not set has fio's default (docs/fio-output.md §1).
     return {
-        "rw": get("rw", "readwrite"),
-        "bs": get("bs", "blocksize"),
-        "iodepth": _int_or_none(get("iodepth")),
-        "numjobs": _int_or_none(get("numjobs")),
-        "ioengine": get("ioengine"),
-        "direct": None if direct is None else truthy(direct),
+        "rw": get("rw", "readwrite") or FIO_DEFAULTS["rw"],
+        "bs": get("bs", "blocksize") or FIO_DEFAULTS["bs"],
+        "iodepth": _int_or_none(get("iodepth") or FIO_DEFAULTS["iodepth"]),
+        "numjobs": _int_or_none(get("numjobs") or FIO_DEFAULTS["numjobs"]),
+        "ioengine": get("ioengine") or FIO_DEFAULTS["ioengine"],
+        "direct": truthy(direct or FIO_DEFAULTS["direct"]),
         "group_reporting": truthy(get("group_reporting")),
     }
 
@@ -130,7 +173,7 @@ def _int_or_none(value: str | None) -> int | None:
         return None
 
 
-def _direction_stats(section: Mapping[str, Any]) -> dict[str, Any]:
+def _direction_stats(section: Mapping[str, Any], limit_ns: float | None) -> dict[str, Any]:
     bw_bytes = section.get("bw_bytes")
     if bw_bytes is None and section.get("bw") is not None:  # fio < 3.2: KiB/s only
         bw_bytes = int(section["bw"]) * 1024
@@ -146,6 +189,12 @@ def _direction_stats(section: Mapping[str, Any]) -> dict[str, Any]:
     }
     for kind in LAT_TYPES:
         stats = lat_stats(section, kind)
+        if (
+            stats
+            and limit_ns
+            and any(float(stats.get(k) or 0) > limit_ns for k in ("min", "max", "mean"))
+        ):
+            stats = None
         row[f"{kind}_min_ns"] = stats and stats.get("min")
         row[f"{kind}_max_ns"] = stats and stats.get("max")
         row[f"{kind}_mean_ns"] = stats and stats.get("mean")
@@ -177,19 +226,21 @@ def _float(value: Any) -> float | None:
 
 
 def _clat_columns(
-    report: FioReport, job: Mapping[str, Any], section: Mapping[str, Any]
+    report: FioReport, job: Mapping[str, Any], section: Mapping[str, Any], limit_ns: float | None
 ) -> dict[str, int | None]:
+    """fio's clat percentiles; any standard one missing from fio's percentile_list is
+    recomputed from the json+ bins."""
     points = {(lat_type, p): v for lat_type, p, v in _json_percentiles(report, job, section)}
+    wanted = [p for p in RESULT_PERCENTILES.values() if ("clat", p) not in points]
     from_bins = {}
-    if not any(lat_type == "clat" for lat_type, _ in points):
-        bins = _typed_blocks(report, job, section, "bins").get("clat")
-        if bins:
-            wanted = list(RESULT_PERCENTILES.values())
-            from_bins = dict(zip(wanted, bin_percentiles(bins, wanted), strict=True))
-    return {
-        column: points.get(("clat", p), from_bins.get(p))
-        for column, p in RESULT_PERCENTILES.items()
-    }
+    bins = _typed_blocks(report, job, section, "bins").get("clat")
+    if wanted and bins:
+        from_bins = dict(zip(wanted, bin_percentiles(bins, wanted), strict=True))
+    out = {}
+    for column, p in RESULT_PERCENTILES.items():
+        value = points.get(("clat", p), from_bins.get(p))
+        out[column] = None if value is None or (limit_ns and value > limit_ns) else value
+    return out
 
 
 # ---- percentiles -------------------------------------------------------------------

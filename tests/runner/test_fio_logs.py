@@ -305,3 +305,24 @@ def test_group_spanning_threads_uses_numjobs_from_global_options(tmp_path: Path)
     grouped = job("g", 1000, reads=0, writes=30, group_reporting="1")
     report = make_report([grouped, job("solo", 1000, reads=0, writes=5)], numjobs="3")
     assert thread_owners(report) == {1: 0, 2: 0, 3: 0, 4: 1}
+
+
+def test_group_spanning_sections_names_each_threads_own_section(tmp_path: Path):
+    # [r] randread + [w] randwrite, one group (group_reporting): fio reports one entry 'r';
+    # thread 2 runs section w and must say so; [solo] starts a new group and entry.
+    write(tmp_path / "fio_bw.1.log", "1000, 8, 0, 0, 0\n")
+    write(tmp_path / "fio_bw.2.log", "1000, 4, 1, 0, 0\n")
+    write(tmp_path / "fio_bw.3.log", "1000, 2, 0, 0, 0\n")
+    group = job("r", 1000, reads=2, writes=1, group_reporting="1")
+    report = make_report([group, job("solo", 1000, reads=1)])
+    sections = [
+        ("r", {"rw": "randread", "group_reporting": "1"}),
+        ("w", {"rw": "randwrite", "group_reporting": "1"}),
+        ("solo", {"rw": "read", "new_group": "1"}),
+    ]
+    rows = timeseries_rows(tmp_path, run_id="r", report=report, sections=sections)
+    got = [(r["thread"], r["job_name"], r["job_index"], r["direction"]) for r in rows]
+    assert got == [(1, "r", 0, "read"), (2, "w", 0, "write"), (3, "solo", 1, "read")]
+    assert thread_owners(report, sections) == {1: 0, 2: 0, 3: 1}
+    # without the job file the report alone cannot see the fold: thread 2 is unplaced
+    assert thread_owners(report)[2] == 1
