@@ -8,6 +8,7 @@ file for progress, and asks `should_stop` (a lost lease) once per tick.
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -187,7 +188,7 @@ def _supervise(
                     proc.send_signal(signal.SIGINT)
                     interrupted_at = now
             elif now - interrupted_at >= grace_s:
-                proc.kill()
+                _kill_group(proc)
                 fired = "sigkill" if fired == "sigint" else fired
                 proc.wait()
                 return fired
@@ -198,9 +199,19 @@ def _supervise(
             try:
                 proc.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                _kill_group(proc)
                 proc.wait()
         raise
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    # fio forks one process per job; SIGKILL to the parent alone leaves them running
+    # (seen with io_submit_mode=offload stuck in fio 3.33). fio leads its own session.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.kill()
 
 
 def deadline_for(expected_s: float) -> float:
