@@ -161,6 +161,9 @@ def test_logged_windows_match_fio_counts(run: Run):
         if thread in (4, 5):  # grouped: fio's totals cover both threads
             continue
         assert len(logged) == section["bw_samples"], (thread, direction)
+        # Σ per-second bytes = fio's io_bytes within one window (the unlogged end included)
+        window = max(r["io_bytes"] for r in logged)
+        assert abs(sum(r["io_bytes"] for r in rows) - section["io_bytes"]) <= window
         # Σ per-second IOPS stays within fio's total: the final window is often unlogged,
         # and on a loaded machine the rate limiter catches up late, so no tight lower bound.
         assert iops_sum <= section["total_ios"] + 2

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from fiolake.runner.fio_bins import bin_percentiles
+from fiolake.runner.fio_bins import PLAT_NR, bin_percentiles, plat_idx_to_val
 from fiolake.runner.fio_extras import disk_util_rows, iodepth_rows, latency_bin_rows
 from fiolake.runner.fio_output import FioReport, parse_fio_json, result_rows
 from fiolake.runner.jobfile import parse_job_file
@@ -135,3 +135,11 @@ def test_latency_bins_keep_fios_buckets(run):
     }
     assert mine == {int(k): v for k, v in clat["bins"].items()}
     assert sum(mine.values()) == clat["N"]
+
+
+def test_bucket_values_are_fios(run):
+    """fio's json+ keys are its plat_idx_to_val midpoints: fio_bins reproduces each one."""
+    report, _ = run
+    keys = {int(k) for k in report.jobs[0]["read"]["clat_ns"]["bins"]}
+    assert len(keys) > 10
+    assert keys <= {plat_idx_to_val(i) for i in range(PLAT_NR)}
