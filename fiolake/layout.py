@@ -27,7 +27,15 @@ COMMIT_LOG_PREFIX = "commit-log/"
 RESULTS_PREFIX = "results/"
 RAW_PREFIX = "raw/"
 
-TABLES = ("runs", "results", "timeseries", "percentiles")
+TABLES = (
+    "runs",
+    "results",
+    "timeseries",
+    "percentiles",
+    "disk_util",
+    "iodepth",
+    "latency_bins",
+)
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -158,7 +166,7 @@ def raw_key(run_id: str, name: str) -> str:
 COMPACTED_PREFIX = "compacted/"
 MANIFESTS_PREFIX = f"{COMPACTED_PREFIX}_manifests/"
 
-_RESULT_KEY = re.compile(r"^results/([a-z]+)/date=(\d{4}-\d{2}-\d{2})/([^/]+)\.parquet$")
+_RESULT_KEY = re.compile(r"^results/([a-z_]+)/date=(\d{4}-\d{2}-\d{2})/([^/]+)\.parquet$")
 
 
 def parse_result_key(key: str) -> tuple[str, str, str] | None:

@@ -85,6 +85,15 @@ RESULT_PERCENTILES: dict[str, float] = {
     "clat_p9999_ns": 99.99,
 }
 
+# Per-second completion-latency percentiles (fio's histogram log) in `timeseries`.
+SECOND_PERCENTILES: dict[str, float] = {
+    "clat_p50_ns": 50.0,
+    "clat_p90_ns": 90.0,
+    "clat_p99_ns": 99.0,
+    "clat_p999_ns": 99.9,
+    "clat_p9999_ns": 99.99,
+}
+
 RESULTS = pa.schema(
     [
         ("run_id", pa.string()),
@@ -143,7 +152,13 @@ TIMESERIES = pa.schema(
         ("clat_mean_ns", pa.int64()),
         ("slat_mean_ns", pa.int64()),
         ("zero_filled", pa.bool_()),  # fio logged no row for this window: no I/O happened
-        ("partial", pa.bool_()),  # the last window of the job, shorter than a second
+        ("partial", pa.bool_()),  # a window shorter than log_avg_msec (the job's last)
+        ("window_ms", pa.int32()),  # the window's length: from fio's previous stamp to this one
+        ("io_bytes", pa.int64()),  # bytes moved in the window (Σ per series = fio's io_bytes)
+        ("ios", pa.int64()),  # I/Os completed in the window
+        ("from_totals", pa.bool_()),  # fio did not log the window: bytes are totals − logged
+        ("clat_samples", pa.int64()),  # completions in the window's latency histogram
+        *[(name, pa.int64()) for name in SECOND_PERCENTILES],
     ]
 )
 
@@ -160,11 +175,53 @@ PERCENTILES = pa.schema(
     ]
 )
 
+DISK_UTIL = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("device", pa.string()),  # fio's disk_util[].name, e.g. nvme0n1 or dm-0
+        ("read_ios", pa.int64()),
+        ("write_ios", pa.int64()),
+        ("read_merges", pa.int64()),
+        ("write_merges", pa.int64()),
+        ("read_ticks_ms", pa.int64()),  # time the device spent on reads (/proc/diskstats)
+        ("write_ticks_ms", pa.int64()),
+        ("in_queue_ms", pa.int64()),
+        ("util", pa.float64()),  # percent of the run the device was busy
+        ("slave_of", pa.string()),  # the dm/md device this one sits under, if any
+    ]
+)
+
+IODEPTH = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("job_name", pa.string()),
+        ("job_index", pa.int32()),
+        ("kind", pa.string()),  # level (in flight) | submit | complete (per call)
+        ("depth", pa.string()),  # fio's bucket label: 1, 2, 4, … '>=64' (0 for submit/complete)
+        ("percent", pa.float64()),  # of the job's I/Os (level) or calls (submit/complete)
+    ]
+)
+
+LATENCY_BINS = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("job_name", pa.string()),
+        ("job_index", pa.int32()),
+        ("direction", pa.string()),
+        ("lat_type", pa.string()),  # slat | clat | lat
+        ("value_ns", pa.int64()),  # fio's bucket midpoint (the json+ key)
+        ("count", pa.int64()),
+    ]
+)
+
 SCHEMAS: dict[str, pa.Schema] = {
     "runs": RUNS,
     "results": RESULTS,
     "timeseries": TIMESERIES,
     "percentiles": PERCENTILES,
+    "disk_util": DISK_UTIL,
+    "iodepth": IODEPTH,
+    "latency_bins": LATENCY_BINS,
 }
 
 

@@ -23,7 +23,7 @@ from fiolake import schema
 from fiolake.errors import FioError, FiolakeError
 from fiolake.jobhash import effective_job_sha256
 from fiolake.manifest import job_file_sha256
-from fiolake.runner import contention, fio_logs, fio_output, policy, sysinfo, target
+from fiolake.runner import contention, fio_extras, fio_logs, fio_output, policy, sysinfo, target
 from fiolake.runner.fio_binary import find_fio
 from fiolake.runner.fio_exec import FioRun, Progress, deadline_for, run_fio
 from fiolake.steady import steady_state
@@ -306,6 +306,7 @@ def _collect(
         detail = (fio_run.stderr.strip() or str(exc))[:2000]
         errors.append(f"fio exited {fio_run.exit_code} without a JSON report: {detail}")
     else:
+        sections = [(section.name, section.options) for section in prepared.job.jobs]
         errors += fio_output.job_errors(report)
         tables["results"] = schema.to_table(
             "results",
@@ -314,14 +315,23 @@ def _collect(
                 run_id=run_id,
                 backend=request.backend,
                 job_options=prepared.job.options_for,
+                sections=sections,
             ),
         )
         tables["percentiles"] = schema.to_table(
             "percentiles", fio_output.percentile_rows(report, run_id=run_id)
         )
+        for name, make in (
+            ("disk_util", fio_extras.disk_util_rows),
+            ("iodepth", fio_extras.iodepth_rows),
+            ("latency_bins", fio_extras.latency_bin_rows),
+        ):
+            tables[name] = schema.to_table(name, make(report, run_id=run_id))
         tables["timeseries"] = schema.to_table(
             "timeseries",
-            fio_logs.timeseries_rows(outdir, run_id=run_id, report=report, prefix=LOG_PREFIX),
+            fio_logs.timeseries_rows(
+                outdir, run_id=run_id, report=report, prefix=LOG_PREFIX, sections=sections
+            ),
         )
         tables["results"] = with_steady_state(tables["results"], tables["timeseries"])
     if _cut_short(prepared, tables["results"]):

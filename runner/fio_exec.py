@@ -116,14 +116,6 @@ def _die_with_parent(parent: int) -> Callable[[], None]:
     return preexec
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    # fio runs in its own session; its job processes share its process group.
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
 def clean_env(tmpdir: Path) -> dict[str, str]:
     """The whole environment fio sees: no secrets, no FIO_* or $-expansion inputs."""
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "TMPDIR": str(tmpdir), "LC_ALL": "C"}
@@ -236,6 +228,16 @@ def _supervise(
                 _kill_group(proc)
                 proc.wait()
         raise
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    # fio forks one process per job; SIGKILL to the parent alone leaves them running
+    # (seen with io_submit_mode=offload stuck in fio 3.33). fio leads its own session.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.kill()
 
 
 def deadline_for(expected_s: float) -> float:

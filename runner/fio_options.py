@@ -42,6 +42,12 @@ TRIM_RW = ("trim", "randtrim", "trimwrite", "randtrimwrite")
 MEM_VALUES = ("malloc", "mmap", "mmapshared")
 ZONEMODES = ("none", "strided")
 
+# Safe options of fio releases newer than the one the table was built from: accepted by the
+# policy, so such job files are refused by fio's own --parse-only on an older fio, not by us.
+NEWER_FIO_OPTIONS: dict[str, str] = {
+    "random_sequence_stride": "stride of a repeating random offset sequence (fio > 3.33)",
+}
+
 # option -> one-line note. Values of the options marked "(checked)" are inspected by the policy.
 ALLOWED: dict[str, str] = {
     # what the workload does
@@ -123,6 +129,7 @@ ALLOWED: dict[str, str] = {
     "rate_iops": "IOPS limit per job",
     "rate_iops_min": "minimum IOPS, or the job fails",
     "rate_process": "how rate-limited I/O is spaced: linear or poisson",
+    "io_submit_mode": "inline or offload (a helper thread submits I/O at the set rate) (checked)",
     "rate_cycle": "averaging window for rate_min",
     "rate_ignore_thinktime": "rate limits ignore thinktime",
     "thinktime": "pause after I/Os (microseconds by default)",
@@ -186,6 +193,7 @@ ALLOWED: dict[str, str] = {
     "zoneskip": "strided zone mode: bytes skipped between zones",
     "exitall": "stop every job when one finishes",
 }
+ALLOWED.update(NEWER_FIO_OPTIONS)
 
 _LOGS = "the runner writes the logs into its private output dir"
 _TRACE = "replays a trace that names its own files and devices"
@@ -278,10 +286,24 @@ def parse_size_range(text: str) -> tuple[int, int] | None:
     return (min(low, high), max(low, high))
 
 
+def fio_size(value: str) -> int | None:
+    """The size fio 3.33 uses for a size/io_size value: the last of '-' or ',' separated
+    values (size=4k-2M lays out a 2 MiB file: tried); None if any part is not a size."""
+    parts = [p for p in re.split(r"[-,]", value.strip())]
+    values = [size_or_none(p) for p in parts]
+    if not parts or any(v is None for v in values):
+        return None
+    return values[-1]
+
+
 def block_sizes(name: str, value: str) -> list[int] | None:
-    """Every block size a bs/bsrange/bssplit value names (in bytes); None if unparseable."""
+    """Every block size a bs/bsrange/bssplit value names (in bytes); None if unparseable.
+
+    fio 3.33 reads bs=4k-1M as bs=4k,1M (reads 4 KiB, writes 1 MiB: tried), not a range.
+    """
     sizes: list[int] = []
-    for direction in value.split(","):
+    split = r"[,-]" if name == "bs" else ","
+    for direction in re.split(split, value):
         direction = direction.strip()
         if not direction:
             continue  # an empty slot keeps fio's value for that direction

@@ -1,174 +1,64 @@
 """fio's JSON / json+ report → rows of the lake tables `results` and `percentiles`.
 
-fio's output format (see docs/fio-output.md): fio may print error lines before the
-JSON, several cumulative documents (status-interval), and older versions (3.1) lack
-`N`, `bw_bytes`, `job_runtime` and keep percentiles under `clat_ns` only. Values stay in
-raw units; a statistic fio did not measure is null, never 0.
+Parsing and the shared helpers live in runner.fio_report (re-exported here); fio's bin
+arithmetic in runner.fio_bins. Values stay in raw units; a statistic fio did not measure
+is null, never 0.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from fractions import Fraction
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from fiolake.errors import FioError
+from fiolake.runner.fio_bins import bin_percentiles
+from fiolake.runner.fio_report import (
+    DIRECTIONS,
+    LAT_TYPES,
+    STANDARD_PERCENTILES,
+    FioReport,
+    did_io,
+    implied_directions,
+    io_directions,
+    is_grouped,
+    job_errors,
+    json_option,
+    lat_stats,
+    parse_fio_json,
+    truthy,
+    version_tuple,
+)
+from fiolake.runner.fio_threads import Section, fio_threads
 from fiolake.schema import RESULT_PERCENTILES
 
-DIRECTIONS = ("read", "write", "trim")
-LAT_TYPES = ("slat", "clat", "lat")
-# fio's default percentile_list: what json+ bins are recomputed for.
-STANDARD_PERCENTILES = (
-    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0,
-    90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99,
-)  # fmt: skip
-# fio's own error lines (td_verror, io_u errors, refused files); plain warnings such as
-# "fio: this platform does not support process shared mutexes" must not fail a run.
-_FIO_ERROR_LINE = re.compile(
-    r"^fio:.*(err=|error|failed|disallowed|denied|cannot|can't|unable|invalid|no such)",
-    re.IGNORECASE,
-)
-_TRUE = {"", "1", "true", "yes", "on"}
+# What fio uses for an option the job file leaves unset (`fio --cmdhelp=<option>`, 3.33).
+FIO_DEFAULTS = {
+    "rw": "read",
+    "bs": "4k",
+    "iodepth": "1",
+    "numjobs": "1",
+    "ioengine": "psync",
+    "direct": "0",
+}
 
-
-@dataclass(frozen=True)
-class FioReport:
-    """The final JSON document of one fio run plus what surrounded it."""
-
-    fio_version: str | None
-    timestamp_ms: int | None
-    jobs: list[dict]  # fio's jobs[] of the last (final) document
-    prefix_text: str  # fio's non-JSON text (error lines), normally all before the JSON
-    documents: int  # JSON documents found (status-interval dumps + final report)
-    raw: dict  # the final document
-
-
-def parse_fio_json(text: str) -> FioReport:
-    """Parse fio's --output text; keep the last document. Raise FioError if there is none."""
-    decoder = json.JSONDecoder(strict=False)  # fio does not escape control characters
-    docs: list[dict] = []
-    other: list[str] = []
-    pos = 0
-    for start in _brace_lines(text):
-        if start < pos:
-            continue
-        try:
-            doc, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            if docs:
-                line = text.count("\n", 0, start) + 1
-                raise FioError(
-                    f"fio's JSON output ends in an incomplete document at line {line} "
-                    "(was fio killed?); the raw output is kept with the run"
-                ) from None
-            continue  # a text line that merely starts with '{'
-        if not isinstance(doc, dict):
-            continue
-        other.append(text[pos:start])
-        docs.append(doc)
-        pos = end
-    if not docs:
-        head = "\n".join(line for line in text.strip().splitlines()[:5])[:800]
-        raise FioError(f"fio produced no JSON output: {head or '(empty output)'}")
-    other.append(text[pos:])
-    final = docs[-1]
-    timestamp_ms = final.get("timestamp_ms")
-    if timestamp_ms is None and final.get("timestamp") is not None:
-        timestamp_ms = int(final["timestamp"]) * 1000
-    return FioReport(
-        fio_version=final.get("fio version"),
-        timestamp_ms=timestamp_ms,
-        jobs=list(final.get("jobs") or []),
-        prefix_text="\n".join(part.strip() for part in other if part.strip()),
-        documents=len(docs),
-        raw=final,
-    )
-
-
-def _brace_lines(text: str) -> Iterator[int]:
-    """Offsets of every line that starts with '{'."""
-    if text.startswith("{"):
-        yield 0
-    for match in re.finditer(r"\n(?=\{)", text):
-        yield match.end()
-
-
-def job_errors(report: FioReport) -> list[str]:
-    """One message per failed job, plus fio's own error lines from the non-JSON text."""
-    messages = []
-    for index, job in enumerate(report.jobs):
-        errno = int(job.get("error") or 0)
-        if errno:
-            messages.append(
-                f"job '{job.get('jobname')}' (#{index}) failed: "
-                f"errno {errno} ({os.strerror(errno)})"
-            )
-    messages += [
-        line.strip()
-        for line in report.prefix_text.splitlines()
-        if _FIO_ERROR_LINE.match(line.strip())
-    ]
-    return messages
-
-
-# ---- helpers shared with runner.fio_logs -------------------------------------------
-
-
-def version_tuple(report: FioReport) -> tuple[int, int] | None:
-    """(major, minor) of the fio that wrote the report, e.g. 'fio-3.33' → (3, 33)."""
-    match = re.search(r"(\d+)\.(\d+)", report.fio_version or "")
-    return (int(match[1]), int(match[2])) if match else None
-
-
-def json_option(report: FioReport, job: Mapping[str, Any], *names: str) -> str | None:
-    """An option as fio echoed it: the job's `job options`, else `global options`."""
-    for scope in (job.get("job options") or {}, report.raw.get("global options") or {}):
-        for name in names:
-            if name in scope:
-                return str(scope[name])
-    return None
-
-
-def truthy(value: str | None) -> bool:
-    """fio's boolean option spelling ('1', bare flag ''), as a bool."""
-    return value is not None and value.strip().lower() in _TRUE
-
-
-def is_grouped(report: FioReport, job: Mapping[str, Any]) -> bool:
-    """Whether this jobs[] entry folds several threads (group_reporting)."""
-    return truthy(json_option(report, job, "group_reporting"))
-
-
-def did_io(section: Mapping[str, Any] | None) -> bool:
-    """Whether a read/write/trim/mixed section saw any I/O."""
-    return bool(section) and (
-        int(section.get("total_ios") or 0) > 0 or int(section.get("io_bytes") or 0) > 0
-    )
-
-
-def implied_directions(rw: str | None) -> list[str]:
-    """The directions an rw= value asks for (fio's default is read)."""
-    mode = (rw or "read").split(":")[0].strip().lower()
-    dirs = []
-    if "read" in mode or mode in ("rw", "randrw"):
-        dirs.append("read")
-    if "write" in mode or mode in ("rw", "randrw"):
-        dirs.append("write")
-    if "trim" in mode:
-        dirs.append("trim")
-    return [d for d in DIRECTIONS if d in dirs] or ["read"]
-
-
-def io_directions(report: FioReport, job: Mapping[str, Any]) -> list[str]:
-    """Directions that did I/O in this entry; unified_rw_reporting maps back to rw=."""
-    dirs = [d for d in DIRECTIONS if did_io(job.get(d))]
-    if not dirs and did_io(job.get("mixed")):
-        dirs = implied_directions(json_option(report, job, "rw", "readwrite"))
-    return dirs
+__all__ = [
+    "DIRECTIONS",
+    "LAT_TYPES",
+    "STANDARD_PERCENTILES",
+    "FioReport",
+    "bin_percentiles",
+    "did_io",
+    "implied_directions",
+    "io_directions",
+    "is_grouped",
+    "job_errors",
+    "json_option",
+    "lat_stats",
+    "parse_fio_json",
+    "percentile_rows",
+    "result_rows",
+    "truthy",
+    "version_tuple",
+]
 
 
 # ---- results -----------------------------------------------------------------------
@@ -180,14 +70,25 @@ def result_rows(
     run_id: str,
     backend: str,
     job_options: Callable[[str], Mapping[str, str]],
+    sections: Sequence[Section] | None = None,
 ) -> list[dict]:
     """One `results` row per jobs[] entry × direction that did I/O (every implied
-    direction when the entry did none, so a failed job stays visible)."""
+    direction when the entry did none, so a failed job stays visible).
+
+    `sections` (the job file fio ran) gives each direction of an entry that folds several
+    sections (group_reporting) the rw= of the sections that do that direction.
+    """
+    folded: dict[int, list[Mapping[str, str]]] = {}
+    for thread in fio_threads(report, sections) if sections else []:
+        if thread.entry is not None and thread.options not in folded.get(thread.entry, []):
+            folded.setdefault(thread.entry, []).append(thread.options)
     rows = []
     for index, job in enumerate(report.jobs):
         name = str(job.get("jobname"))
         options = _options(report, job, job_options(name) or {})
+        limit_ns = _wall_ns(job)
         for direction, section in _result_sections(job, options["rw"]):
+            rw = _rw_for(folded.get(index, []), direction) or options["rw"]
             row = {
                 "run_id": run_id,
                 "backend": backend,
@@ -195,8 +96,8 @@ def result_rows(
                 "job_index": index,
                 "groupid": job.get("groupid"),
                 "direction": direction,
-                **_direction_stats(section),
-                **_clat_columns(report, job, section),
+                **_direction_stats(section, limit_ns),
+                **_clat_columns(report, job, section, limit_ns),
                 "job_runtime_ms": job.get("job_runtime"),
                 "usr_cpu": job.get("usr_cpu"),
                 "sys_cpu": job.get("sys_cpu"),
@@ -205,9 +106,29 @@ def result_rows(
                 "minf": job.get("minf"),
                 "job_error": int(job.get("error") or 0),
                 **options,
+                "rw": rw,
             }
             rows.append(row)
     return rows
+
+
+def _rw_for(members: list[Mapping[str, str]], direction: str) -> str | None:
+    """The rw= of the folded sections that do `direction` (distinct, comma-joined)."""
+    if len(members) < 2:
+        return None
+    found: list[str] = []
+    for options in members:
+        rw = options.get("rw") or options.get("readwrite") or FIO_DEFAULTS["rw"]
+        if direction in implied_directions(rw) and rw not in found:
+            found.append(rw)
+    return ",".join(found) or None
+
+
+def _wall_ns(job: Mapping[str, Any]) -> float | None:
+    # No latency can exceed the job's wall time: a larger value is one of fio's sentinels
+    # (e.g. a clat mean of 8.8e12 ns in a failed run).
+    elapsed = job.get("elapsed")
+    return (float(elapsed) + 1) * 1e9 if isinstance(elapsed, int | float) and elapsed > 0 else None
 
 
 def _result_sections(job: Mapping[str, Any], rw: str | None) -> list[tuple[str, dict]]:
@@ -233,13 +154,14 @@ def _options(
     direct = get("direct")
     if direct is None and get("buffered") is not None:
         direct = "0" if truthy(get("buffered")) else "1"
+    # An option the job file does not set has fio's default (docs/fio-output.md §1).
     return {
-        "rw": get("rw", "readwrite"),
-        "bs": get("bs", "blocksize"),
-        "iodepth": _int_or_none(get("iodepth")),
-        "numjobs": _int_or_none(get("numjobs")),
-        "ioengine": get("ioengine"),
-        "direct": None if direct is None else truthy(direct),
+        "rw": get("rw", "readwrite") or FIO_DEFAULTS["rw"],
+        "bs": get("bs", "blocksize") or FIO_DEFAULTS["bs"],
+        "iodepth": _int_or_none(get("iodepth") or FIO_DEFAULTS["iodepth"]),
+        "numjobs": _int_or_none(get("numjobs") or FIO_DEFAULTS["numjobs"]),
+        "ioengine": get("ioengine") or FIO_DEFAULTS["ioengine"],
+        "direct": truthy(direct or FIO_DEFAULTS["direct"]),
         "group_reporting": truthy(get("group_reporting")),
     }
 
@@ -251,7 +173,7 @@ def _int_or_none(value: str | None) -> int | None:
         return None
 
 
-def _direction_stats(section: Mapping[str, Any]) -> dict[str, Any]:
+def _direction_stats(section: Mapping[str, Any], limit_ns: float | None) -> dict[str, Any]:
     bw_bytes = section.get("bw_bytes")
     if bw_bytes is None and section.get("bw") is not None:  # fio < 3.2: KiB/s only
         bw_bytes = int(section["bw"]) * 1024
@@ -267,6 +189,12 @@ def _direction_stats(section: Mapping[str, Any]) -> dict[str, Any]:
     }
     for kind in LAT_TYPES:
         stats = lat_stats(section, kind)
+        if (
+            stats
+            and limit_ns
+            and any(float(stats.get(k) or 0) > limit_ns for k in ("min", "max", "mean"))
+        ):
+            stats = None
         row[f"{kind}_min_ns"] = stats and stats.get("min")
         row[f"{kind}_max_ns"] = stats and stats.get("max")
         row[f"{kind}_mean_ns"] = stats and stats.get("mean")
@@ -297,32 +225,22 @@ def _float(value: Any) -> float | None:
     return None if value is None else float(value)
 
 
-def lat_stats(section: Mapping[str, Any], kind: str) -> dict | None:
-    """fio's `<kind>_ns` block, or None when fio did not measure that latency."""
-    stats = section.get(f"{kind}_ns")
-    if not isinstance(stats, dict):
-        return None
-    if "N" in stats:
-        measured = int(stats["N"] or 0) > 0
-    else:  # fio < 3.18 has no N: an all-zero block means "not measured"
-        measured = any(stats.get(k) for k in ("min", "max", "mean"))
-    return stats if measured else None
-
-
 def _clat_columns(
-    report: FioReport, job: Mapping[str, Any], section: Mapping[str, Any]
+    report: FioReport, job: Mapping[str, Any], section: Mapping[str, Any], limit_ns: float | None
 ) -> dict[str, int | None]:
+    """fio's clat percentiles; any standard one missing from fio's percentile_list is
+    recomputed from the json+ bins."""
     points = {(lat_type, p): v for lat_type, p, v in _json_percentiles(report, job, section)}
+    wanted = [p for p in RESULT_PERCENTILES.values() if ("clat", p) not in points]
     from_bins = {}
-    if not any(lat_type == "clat" for lat_type, _ in points):
-        bins = _typed_blocks(report, job, section, "bins").get("clat")
-        if bins:
-            wanted = list(RESULT_PERCENTILES.values())
-            from_bins = dict(zip(wanted, bin_percentiles(bins, wanted), strict=True))
-    return {
-        column: points.get(("clat", p), from_bins.get(p))
-        for column, p in RESULT_PERCENTILES.items()
-    }
+    bins = _typed_blocks(report, job, section, "bins").get("clat")
+    if wanted and bins:
+        from_bins = dict(zip(wanted, bin_percentiles(bins, wanted), strict=True))
+    out = {}
+    for column, p in RESULT_PERCENTILES.items():
+        value = points.get(("clat", p), from_bins.get(p))
+        out[column] = None if value is None or (limit_ns and value > limit_ns) else value
+    return out
 
 
 # ---- percentiles -------------------------------------------------------------------
@@ -389,22 +307,3 @@ def _json_percentiles(
             if p > 0:  # fio <= 3.3 pads the list with duplicate "0.00": 0 entries
                 out.append((lat_type, p, int(value)))
     return sorted(out)
-
-
-def bin_percentiles(bins: Mapping[str, int], percentiles: Any) -> list[int]:
-    """fio's own percentile method on json+ bins: the midpoint of the first bucket whose
-    running count reaches p/100·N, compared exactly (fio uses long double)."""
-    buckets = sorted((int(mid), int(count)) for mid, count in bins.items())
-    total = sum(count for _, count in buckets)
-    out = []
-    for p in percentiles:
-        threshold = Fraction(float(p)) / 100 * total
-        running = 0
-        value = buckets[-1][0] if buckets else 0
-        for mid, count in buckets:
-            running += count
-            if running >= threshold:
-                value = mid
-                break
-        out.append(value)
-    return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 from fiolake.errors import FioError, PolicyError
@@ -25,7 +25,14 @@ from fiolake.runner.jobfile import (
     parse_job_file,
     scan_job_file,
 )
-from fiolake.runner.policy_checks import CAP_FLAGS, Caps, above, job_caps, occurrence_problem
+from fiolake.runner.policy_checks import (
+    CAP_FLAGS,
+    Caps,
+    above,
+    job_caps,
+    occurrence_problem,
+    writes_nothing,
+)
 from fiolake.runner.policy_duration import too_long
 from fiolake.units import seconds_or_none
 
@@ -48,6 +55,7 @@ __all__ = [
 # The runner's own [global]: logs land in fio's cwd (the private output dir).
 RUNNER_GLOBAL = (
     ("log_avg_msec", "1000"),
+    ("log_hist_msec", "1000"),  # per-second completion-latency histograms (clat_hist logs)
     ("per_job_logs", "1"),
     ("verify_state_save", "0"),
     ("allow_file_create", "1"),
@@ -60,8 +68,12 @@ def check_job_file(text: str, caps: Caps = Caps()) -> JobFile:  # noqa: B008 - f
     """Parse and judge a job file; PolicyError lists every violation, in file order."""
     scan = scan_job_file(text)
     problems = list(scan.problems)
+    # ioengine=null writes nothing: size caps do not apply where every job it reaches is null.
+    null_caps = replace(caps, max_size_bytes=sys.maxsize)
+    null_only = {s.name: writes_nothing(s.options) for s in scan.job.jobs}
+    null_only["global"] = bool(scan.job.jobs) and all(null_only.values())
     for occ in scan.occurrences:
-        message = occurrence_problem(occ, caps)
+        message = occurrence_problem(occ, null_caps if null_only.get(occ.section) else caps)
         if message:
             problems.append((occ.line, message))
     problems.sort(key=lambda p: p[0])
@@ -150,7 +162,8 @@ def canonical_job_file(job: JobFile, *, target_dir: Path, log_prefix: str = "fio
         raise PolicyError([f"log prefix {prefix!r}: must be a plain name (logs stay in fio's cwd)"])
     lines = ["; written by fiolake: the runner's settings, then one section per job", "[global]"]
     lines.append(f"directory={target}")
-    lines += [f"{kind}={prefix}" for kind in ("write_bw_log", "write_iops_log", "write_lat_log")]
+    logs = ("write_bw_log", "write_iops_log", "write_lat_log", "write_hist_log")
+    lines += [f"{kind}={prefix}" for kind in logs]
     lines += [f"{k}={v}" for k, v in RUNNER_GLOBAL]
     problems = []
     for section in job.jobs:

@@ -21,6 +21,7 @@ from fiolake.runner.fio_options import (
     ZONEMODES,
     block_sizes,
     deny_reason,
+    fio_size,
     parse_size_range,
 )
 from fiolake.runner.jobfile import JobFile, Occurrence
@@ -80,7 +81,7 @@ def _count(field_name: str) -> Callable[[str, Caps], str | None]:
 def _bytes(value: str, caps: Caps) -> str | None:
     if "%" in value:
         return "must be an absolute size (a percentage depends on what is already there)"
-    n = size_or_none(value)
+    n = fio_size(value)  # what fio 3.33 really uses (size=4k-2M means 2M)
     if n is None:
         return SIZE_HELP
     if n < 1:
@@ -151,6 +152,10 @@ def _blocks(name: str) -> Callable[[str, Caps], str | None]:
     return check
 
 
+def _submit_mode(value: str, caps: Caps) -> str | None:
+    return None if value in ("inline", "offload") else "not one of inline, offload"
+
+
 def _mem(value: str, caps: Caps) -> str | None:
     if ":" in value:
         return "maps a file by path; not allowed"
@@ -191,6 +196,7 @@ _VALUE_CHECKS: dict[str, Callable[[str, Caps], str | None]] = {
     "bsrange": _blocks("bsrange"),
     "bssplit": _blocks("bssplit"),
     "mem": _mem,
+    "io_submit_mode": _submit_mode,
     "stats": _stats,
     "zonemode": _zonemode,
     "buffer_pattern": _pattern,
@@ -216,7 +222,14 @@ def occurrence_problem(occ: Occurrence, caps: Caps) -> str | None:
 
 
 def _size_of(options: dict[str, str], name: str) -> int:
+    if name in ("size", "io_size"):
+        return fio_size(options.get(name, "")) or 0
     return size_or_none(options.get(name, "")) or 0
+
+
+def writes_nothing(options: dict[str, str]) -> bool:
+    """ioengine=null lays out no files and moves no data: the size caps do not apply."""
+    return options.get("ioengine") == "null"
 
 
 def _job_data(options: dict[str, str], caps: Caps) -> tuple[int, bool]:
@@ -247,6 +260,8 @@ def job_caps(job: JobFile, caps: Caps) -> list[str]:
     for section in job.jobs:
         opts = section.options
         data, within = _job_data(opts, caps)
+        if writes_nothing(opts):
+            data, within = 0, True
         numjobs = _size_of(opts, "numjobs") or 1
         # Values over their own cap are reported once; the sum counts only the others.
         counted = within and numjobs <= caps.max_numjobs and data <= caps.max_size_bytes

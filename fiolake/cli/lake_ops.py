@@ -13,6 +13,7 @@ import click
 from fiolake.cli import fail, format_option, lake_option
 from fiolake.cli.output import render
 from fiolake.errors import FiolakeError
+from fiolake.layout import TABLES
 
 
 @click.group()
@@ -26,7 +27,7 @@ def lake() -> None:
     "--table",
     "tables",
     multiple=True,
-    type=click.Choice(["runs", "results", "timeseries", "percentiles"]),
+    type=click.Choice(list(TABLES)),
     help="Only these tables (repeatable; default all).",
 )
 @click.option(
@@ -49,7 +50,7 @@ def compact(lake: str, tables: tuple[str, ...], grace: str) -> None:
         store = Settings.from_env(lake=lake).store()
         report = run_compaction(
             store,
-            tables=tables or ("runs", "results", "timeseries", "percentiles"),
+            tables=tables or TABLES,
             grace=parse_duration(grace),
         )
     except FiolakeError as exc:

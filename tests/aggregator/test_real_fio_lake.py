@@ -101,3 +101,33 @@ def test_tmpfs_fsync_latency_is_better_than_disk(tmp_path: Path) -> None:
         assert row.verdict == "better", (metric, row)
         assert row.ratio_ci_high < 1 and row.ratio_ci_low > 0
     assert rows[("tmpfs", "iops")].verdict == "better"
+
+
+def test_lake_check_passes_gtod_reduce_and_names_what_is_missing(tmp_path: Path) -> None:
+    """gtod_reduce=1 measures no latency, so no percentiles: a healthy lake all the same.
+    A normal run whose percentiles file is gone is named."""
+    lake = tmp_path / "lake"
+    target = tmp_path / "t"
+    target.mkdir()
+    jobs = {
+        "gtod": "[g]\nioengine=null\nrw=randread\nbs=4k\nsize=1M\ngtod_reduce=1\n",
+        "plain": "[p]\nioengine=null\nrw=randread\nbs=4k\nsize=1M\n",
+    }
+    for name, text in jobs.items():
+        (tmp_path / f"{name}.fio").write_text(text)
+        args = ["run", str(tmp_path / f"{name}.fio"), "--dir", str(target), "--backend", "b"]
+        res = CliRunner().invoke(cli, [*args, "--lake", str(lake), "--format", "csv"])
+        assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(cli, ["lake", "check", "--lake", str(lake)])
+    assert res.exit_code == 0, res.output
+    with connect(str(lake)) as handle:
+        (run_id,) = handle.con.sql("SELECT run_id FROM runs WHERE profile = 'plain'").fetchone()
+        (gtod,) = handle.con.sql("SELECT count(*) FROM percentiles p JOIN runs USING (run_id) "
+                                 "WHERE profile = 'gtod'").fetchone()  # fmt: skip
+    assert gtod == 0
+    for path in (lake / "results" / "percentiles").glob(f"*/{run_id}.parquet"):
+        path.unlink()
+    res = CliRunner().invoke(cli, ["lake", "check", "--lake", str(lake), "--format", "csv"])
+    assert res.exit_code == 1
+    (line,) = res.stdout.splitlines()[1:]
+    assert line.endswith(f",{run_id},ok,no percentiles rows though 1 results row(s) have latencies")

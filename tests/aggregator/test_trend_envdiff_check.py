@@ -137,12 +137,15 @@ def test_lake_check(tmp_path: Path) -> None:
     (tmp_path / layout.result_key("timeseries", T0, "nots")).unlink()
     with connect(str(tmp_path)) as lake:
         problems = [(p.run_id, p.problem) for p in check_lake(lake)]
-    assert problems == [("noraw", "raw/noraw/fio.json is missing"), ("nots", "no timeseries rows")]
+    assert problems == [
+        ("noraw", "raw/noraw/fio.json is missing"),
+        ("nots", "no timeseries rows though 1 results row(s) moved data"),
+    ]
     res = CliRunner().invoke(cli, ["lake", "check", "--lake", str(tmp_path), "--format", "csv"])
     assert res.exit_code == 1
     assert res.stdout.splitlines()[1:] == [
         "j3,noraw,ok,raw/noraw/fio.json is missing",
-        "j4,nots,ok,no timeseries rows",
+        "j4,nots,ok,no timeseries rows though 1 results row(s) moved data",
     ]
 
 

@@ -38,3 +38,11 @@ def test_unknown_table_is_refused() -> None:
 def test_keys_that_are_not_manifests_are_refused(key: str) -> None:
     with pytest.raises(ValueError, match="not a job key"):
         layout.parse_job_key(key)
+
+
+def test_every_table_key_round_trips():
+    """Table names with '_' (disk_util, latency_bins) parse like the others."""
+    day = datetime(2026, 1, 2, tzinfo=UTC)
+    for table in layout.TABLES:
+        key = layout.result_key(table, day, "r-1")
+        assert layout.parse_result_key(key) == (table, "2026-01-02", "r-1")
