@@ -11,9 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.packaging.conftest import REPO
 
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+# Builds a wheel and a venv: the full tier (make test), not make test-fast.
+pytestmark = pytest.mark.slow
 
 
 def lint_imports(site: Path, cwd: Path) -> subprocess.CompletedProcess:

@@ -22,6 +22,9 @@ from tests.packaging.conftest import REPO
 
 SHIPPED_PROFILES = sorted(p.stem for p in (REPO / "job_files").glob("*.fio"))
 
+# Builds a wheel and a venv: the full tier (make test), not make test-fast.
+pytestmark = pytest.mark.slow
+
 
 def test_wheel_installs_one_top_level_name(built_wheel: Path) -> None:
     names = zipfile.ZipFile(built_wheel).namelist()
