@@ -11,10 +11,10 @@ p-values are adjusted across the whole table, then one rule gives the verdict
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from fiolake.aggregator import columns, stats
@@ -38,14 +38,27 @@ NOT_POSITIVE = "zero or negative values: no ratio"
 
 @dataclass(frozen=True)
 class RunValue:
-    """One run's value of one metric for one job × direction."""
+    """One run's value of one metric for one job × direction (regressions' series)."""
 
     run_id: str
     value: float | None
-    steady: bool | None
-    flags: tuple[str, ...]
-    fio_version: str | None
     started_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class GroupStats:
+    """One group's repetitions of one metric, summarised in SQL."""
+
+    n: int
+    log: stats.LogSummary | None  # None when a value is zero or negative (no logs)
+    min: float | None
+    max: float | None
+    outliers: list[str]  # run ids (robust z on logs; from OUTLIER_MIN_N runs up)
+    steady: int
+    unsteady: int
+    steady_unknown: int
+    flagged: int
+    fio_versions: list[str]
 
 
 @dataclass
@@ -121,49 +134,156 @@ def check_metrics(lake: Lake, metrics: list[str] | tuple[str, ...]) -> list[str]
 
 
 Case = tuple[str, str, str, str | None]  # profile, job_name, direction, effective job
+Data = dict[tuple[str, Case], dict[str, GroupStats]]
 
 
-def per_run_values(
-    lake: Lake, group_expr: str, filt: RunFilter, metrics: list[str]
-) -> tuple[dict[tuple[str, Case], dict[str, list[RunValue]]], dict[str, str]]:
-    """(group, case) -> metric -> one RunValue per run; and effective job -> its text."""
+def _legacy_hashes(lake: Lake, filt: RunFilter) -> tuple[str, list[Any], dict[str, str]]:
+    """SQL for each run's effective job: the recorded column, or for runs written before
+    it existed, the hash of their canonical job file (computed here: one home)."""
     where, params = filt.where("r")
+    cur = lake.cursor()
+    try:
+        texts = [
+            t
+            for (t,) in cur.execute(
+                f"SELECT DISTINCT r.canonical_job_file FROM runs r WHERE {where} "
+                "AND r.effective_job_sha256 IS NULL AND r.canonical_job_file IS NOT NULL",
+                params,
+            ).fetchall()
+        ]
+    finally:
+        cur.close()
+    if not texts:
+        return "r.effective_job_sha256", [], {}
+    hashes = {t: effective_job_sha256(t) for t in texts}
+    cases = " ".join("WHEN ? THEN ?" for _ in texts)
+    args = [x for t in texts for x in (t, hashes[t])]
+    expr = f"coalesce(r.effective_job_sha256, CASE r.canonical_job_file {cases} END)"
+    return expr, args, {h: t for t, h in hashes.items() if h}
+
+
+def summarise(
+    lake: Lake,
+    group_expr: str,
+    filt: RunFilter,
+    metrics: list[str],
+    *,
+    allow_mixed: bool = False,
+    exclude_unsteady: bool = False,
+) -> tuple[Data, dict[str, str]]:
+    """(group, case) -> metric -> GroupStats, all computed in DuckDB (one pass over the
+    selected runs; log-space moments, robust z via window medians); and effective job ->
+    its canonical text for the runs whose hash had to be computed."""
+    where, params = filt.where("r")
+    sha, sha_args, texts = ("NULL", [], {}) if allow_mixed else _legacy_hashes(lake, filt)
     per_run = ", ".join(f'{columns.per_run_aggregate(m)} AS "m{i}"' for i, m in enumerate(metrics))
-    picked = ", ".join(f'p."m{i}"' for i in range(len(metrics)))
+    idx = range(len(metrics))
+    logs = ", ".join(
+        f'p."m{i}", CASE WHEN p."m{i}" > 0 THEN ln(p."m{i}") END AS "l{i}"' for i in idx
+    )
+    steady_only = "AND p.steady IS NOT FALSE" if exclude_unsteady else ""
+    moments = ", ".join(
+        f'count("m{i}") AS "n{i}", avg("l{i}") AS "mean{i}", var_samp("l{i}") AS "var{i}", '
+        f'min("m{i}") AS "lo{i}", max("m{i}") AS "hi{i}", '
+        f'count(*) FILTER (WHERE "m{i}" <= 0) AS "bad{i}", '
+        f'median("l{i}") AS "med{i}", mad("l{i}") AS "mad{i}"'
+        for i in idx
+    )
+    # robust z = 0.6745 (l − median) / MAD above OUTLIER_Z
+    cut = stats.OUTLIER_Z / 0.6745
+    odd = ", ".join(
+        f'list(j.run_id ORDER BY j.run_id) FILTER (WHERE g."mad{i}" > 0 '
+        f'AND abs(j."l{i}" - g."med{i}") > {cut} * g."mad{i}") AS "odd{i}"'
+        for i in idx
+    )
+    keys = "grp, profile, job_name, direction, sha"
+    picked = ", ".join(
+        f'g."n{i}", g."mean{i}", g."var{i}", g."lo{i}", g."hi{i}", g."bad{i}", o."odd{i}"'
+        for i in idx
+    )
     sql = f"""
         WITH per_run AS (
             SELECT x.run_id, x.job_name, x.direction, bool_and(x.steady_state) AS steady,
                    {per_run}
-            FROM results x GROUP BY ALL
+            FROM results x
+            WHERE x.run_id IN (SELECT r.run_id FROM runs r WHERE {where})
+            GROUP BY ALL
+        ), j AS (
+            SELECT coalesce({group_expr}, '') AS grp, r.profile, p.job_name, p.direction,
+                   coalesce({sha}, '') AS sha, r.run_id, r.fio_version,
+                   coalesce(len(r.flags), 0) > 0 AS flagged, p.steady, {logs}
+            FROM per_run p JOIN runs r USING (run_id)
+            WHERE {where} {steady_only}
+        ), g AS (
+            SELECT {keys}, count(*) FILTER (WHERE steady) AS steady,
+                   count(*) FILTER (WHERE NOT steady) AS unsteady,
+                   count(*) FILTER (WHERE steady IS NULL) AS unknown,
+                   count(*) FILTER (WHERE flagged) AS flagged,
+                   list(DISTINCT fio_version) AS fios, {moments}
+            FROM j GROUP BY ALL
+        ), o AS (
+            SELECT {keys}, {odd} FROM j JOIN g USING ({keys}) GROUP BY ALL
         )
-        SELECT {group_expr}, r.profile, p.job_name, p.direction, r.run_id,
-               r.effective_job_sha256,
-               CASE WHEN r.effective_job_sha256 IS NULL THEN r.canonical_job_file END,
-               r.fio_version, r.flags, p.steady, r.started_at, {picked}
+        SELECT {keys}, g.steady, g.unsteady, g.unknown, g.flagged, g.fios, {picked}
+        FROM g JOIN o USING ({keys})
+    """
+    cur = lake.cursor()
+    try:
+        rows = cur.execute(sql, [*params, *sha_args, *params]).fetchall()
+    finally:
+        cur.close()
+    data: Data = {}
+    for row in rows:
+        group, profile, job, direction, sha_value, steady, unsteady, unknown, flagged, fios = row[
+            :10
+        ]
+        out: dict[str, GroupStats] = {}
+        for i, metric in enumerate(metrics):
+            n, mean, var, lo, hi, bad, odd = row[10 + 7 * i : 17 + 7 * i]
+            log = stats.LogSummary(n, mean, var) if n and not bad and mean is not None else None
+            out[metric] = GroupStats(
+                n, log, lo, hi, list(odd or []) if n >= stats.OUTLIER_MIN_N else [],
+                steady, unsteady, unknown, flagged, sorted(v for v in fios if v),
+            )  # fmt: skip
+        data[(str(group), (profile, job, direction, sha_value or None))] = out
+    return data, texts
+
+
+def per_run_values(
+    lake: Lake, group_expr: str, filt: RunFilter, metrics: list[str]
+) -> dict[tuple[str, Case], dict[str, list[RunValue]]]:
+    """(group, case) -> metric -> one RunValue per run, oldest first (regressions)."""
+    where, params = filt.where("r")
+    sha, sha_args, _ = _legacy_hashes(lake, filt)
+    per_run = ", ".join(f'{columns.per_run_aggregate(m)} AS "m{i}"' for i, m in enumerate(metrics))
+    picked = ", ".join(f'p."m{i}"' for i in range(len(metrics)))
+    sql = f"""
+        WITH per_run AS (
+            SELECT x.run_id, x.job_name, x.direction, {per_run}
+            FROM results x
+            WHERE x.run_id IN (SELECT r.run_id FROM runs r WHERE {where})
+            GROUP BY ALL
+        )
+        SELECT {group_expr}, r.profile, p.job_name, p.direction, {sha}, r.run_id,
+               epoch_ms(r.started_at), {picked}
         FROM per_run p JOIN runs r USING (run_id)
         WHERE {where}
         ORDER BY r.started_at, r.run_id
     """
     cur = lake.cursor()
     try:
-        rows = cur.execute(sql, params).fetchall()
+        rows = cur.execute(sql, [*params, *sha_args, *params]).fetchall()
     finally:
         cur.close()
     data: dict[tuple[str, Case], dict[str, list[RunValue]]] = defaultdict(lambda: defaultdict(list))
-    texts: dict[str, str] = {}
-    for row in rows:
-        group, profile, job, direction, run_id, sha, canonical, fio, flags, steady, at = row[:11]
-        values = row[11:]
-        if sha is None and canonical is not None:  # written before the column existed
-            sha = effective_job_sha256(canonical)
-            texts.setdefault(sha, canonical)
-        case = (profile, job, direction, sha)
+    for group, profile, job, direction, sha_value, run_id, at_ms, *values in rows:
+        at = datetime.fromtimestamp(at_ms / 1000, UTC) if at_ms is not None else None
         for metric, value in zip(metrics, values, strict=True):
             number = None if value is None else float(value)
-            data[(group, case)][metric].append(
-                RunValue(run_id, number, steady, tuple(flags or ()), fio, at)
+            data[(str(group), (profile, job, direction, sha_value))][metric].append(
+                RunValue(run_id, number, at)
             )
-    return data, texts
+    return data
 
 
 def _job_texts(lake: Lake, hashes: set[str], known: dict[str, str]) -> dict[str, str]:
@@ -190,19 +310,6 @@ def _order_groups(found: set[str], preferred: list[str], baseline: str | None) -
     return groups
 
 
-def _pool(
-    data: dict[tuple[str, Case], dict[str, list[RunValue]]],
-) -> dict[tuple[str, Case], dict[str, list[RunValue]]]:
-    """Merge effective jobs (`allow_mixed`): one case per profile × job × direction."""
-    pooled: dict[tuple[str, Case], dict[str, list[RunValue]]] = defaultdict(
-        lambda: defaultdict(list)
-    )
-    for (group, (profile, job, direction, _)), metrics in data.items():
-        for metric, values in metrics.items():
-            pooled[(group, (profile, job, direction, None))][metric] += values
-    return pooled
-
-
 def _mixed_notes(cases: set[Case], texts: dict[str, str]) -> dict[Case, list[str]]:
     """For a profile × job × direction run as several effective jobs: what differs, set
     against the job most runs ran."""
@@ -222,17 +329,6 @@ def _mixed_notes(cases: set[Case], texts: dict[str, str]) -> dict[Case, list[str
             what = "; ".join(dict.fromkeys(diffs)) or "the job files differ"
             notes[(*key, sha)] = [f"not pooled with {len(others)} other job version(s): {what}"]
     return notes
-
-
-def _summary_counts(row: CompareRow, values: Sequence[RunValue]) -> None:
-    row.steady = sum(1 for v in values if v.steady is True)
-    row.unsteady = sum(1 for v in values if v.steady is False)
-    row.steady_unknown = sum(1 for v in values if v.steady is None)
-    row.flagged = sum(1 for v in values if v.flags)
-    numbers = [v.value for v in values if v.value is not None]
-    row.min, row.max = (min(numbers), max(numbers)) if numbers else (None, None)
-    hits = stats.outliers(numbers) if len(numbers) == len(values) else None
-    row.outliers = [values[i].run_id for i in hits or []]
 
 
 def _decide(row: CompareRow, metric: str, min_effect: float) -> str:
@@ -270,18 +366,22 @@ def compare(
             raise UsageProblem("give two or more --run to compare runs directly")
         by = "run_id"
     by = check_group_column(lake, by)
-    data, texts = per_run_values(lake, f'CAST(r."{by}" AS VARCHAR)', filt, metrics)
+    data, texts = summarise(
+        lake,
+        f'CAST(r."{by}" AS VARCHAR)',
+        filt,
+        metrics,
+        allow_mixed=allow_mixed,
+        exclude_unsteady=exclude_unsteady,
+    )
     if not data:
         raise LakeError(f"no successful runs with results match {filt.describe()}")
-    notes = (
-        {}
-        if allow_mixed
-        else _mixed_notes(
-            {c for _, c in data}, _job_texts(lake, {c[3] for _, c in data if c[3]}, texts)
-        )
-    )
-    if allow_mixed:
-        data = _pool(data)
+    cases = {c for _, c in data}
+    notes: dict[Case, list[str]] = {}
+    if not allow_mixed:
+        several = _jobs_run_as_several_versions(cases)
+        if several:
+            notes = _mixed_notes(several, _job_texts(lake, {c[3] for c in several if c[3]}, texts))
     found = {g for g, _ in data}
     preferred = list(filt.runs) if filt.runs else list(filt.backends) if by == "backend" else []
     if baseline is not None and baseline not in found:
@@ -292,20 +392,18 @@ def compare(
     groups = _order_groups(found, preferred, baseline)
     base_name = groups[0]
     rows: list[CompareRow] = []
-    for case in sorted({c for _, c in data}, key=lambda c: (c[0], c[1], c[2], c[3] or "")):
-        profile, job, direction, sha = case
+    for case in sorted(cases, key=lambda c: (c[0], c[1], c[2], c[3] or "")):
         base = data.get((base_name, case))
         for metric in metrics:
             for group in groups:
                 got = data.get((group, case))
                 if got is None:
                     continue
-                values = [v for v in got[metric] if not (exclude_unsteady and v.steady is False)]
-                rows.append(_row(group, case, metric, values, base, base_name, min_effect))
-                rows[-1].notes += notes.get(case, [])
+                row = _row(group, case, metric, got[metric], base, base_name, min_effect)
+                row.notes += notes.get(case, [])
                 if allow_mixed:
-                    rows[-1].notes.append("pooled on purpose (--allow-mixed): job versions mixed")
-                _summary_counts(rows[-1], values)
+                    row.notes.append("pooled on purpose (--allow-mixed): job versions mixed")
+                rows.append(row)
     _adjust(rows, adjustment)
     for row in rows:
         if row.verdict == "":
@@ -313,38 +411,43 @@ def compare(
     return Comparison(by, base_name, groups, metrics, rows, adjustment, min_effect)
 
 
+def _jobs_run_as_several_versions(cases: set[Case]) -> set[Case]:
+    seen = Counter((p, j, d) for p, j, d, _ in cases)
+    return {c for c in cases if seen[c[:3]] > 1}
+
+
 def _row(
     group: str,
     case: Case,
     metric: str,
-    values: list[RunValue],
-    base: dict[str, list[RunValue]] | None,
+    got: GroupStats,
+    base: dict[str, GroupStats] | None,
     base_name: str,
     min_effect: float,
 ) -> CompareRow:
     profile, job, direction, sha = case
-    numbers = [v.value for v in values if v.value is not None]
     row = CompareRow(
-        group, profile, job, direction, metric, sha, len(numbers), 0,
-        stats.geomean(numbers) if numbers and stats.positive(numbers) else None,
+        group, profile, job, direction, metric, sha, got.n, 0,
+        math.exp(got.log.mean) if got.log else None,
         None, None, None, None, None, None, None, "",
+        min=got.min, max=got.max, steady=got.steady, unsteady=got.unsteady,
+        steady_unknown=got.steady_unknown, outliers=got.outliers, flagged=got.flagged,
     )  # fmt: skip
     if group == base_name:
-        row.verdict, row.n_baseline = BASELINE, len(numbers)
+        row.verdict, row.n_baseline = BASELINE, got.n
         return row
-    base_values = [v for v in (base or {}).get(metric, []) if v.value is not None]
-    base_numbers = [v.value for v in base_values]
-    row.n_baseline = len(base_numbers)
-    if not base_numbers or not numbers:
-        row.verdict = NO_BASELINE if not base_numbers else TOO_FEW
+    other = (base or {}).get(metric)
+    row.n_baseline = other.n if other else 0
+    if not other or not other.n or not got.n:
+        row.verdict = NO_BASELINE if not (other and other.n) else TOO_FEW
         return row
-    if not (stats.positive(numbers) and stats.positive(base_numbers)):
+    if got.log is None or other.log is None:
         row.verdict = NOT_POSITIVE
         return row
-    versions = Counter(v.fio_version for v in values) + Counter(v.fio_version for v in base_values)
+    versions = set(got.fio_versions) | set(other.fio_versions)
     if len(versions) > 1:
-        row.notes.append("fio versions differ: " + ", ".join(sorted(map(str, versions))))
-    test = stats.compare_logs(base_numbers, numbers, min_effect=min_effect)
+        row.notes.append("fio versions differ: " + ", ".join(sorted(versions)))
+    test = stats.compare_summaries(other.log, got.log, min_effect=min_effect)
     row.ratio, row.ratio_ci_low, row.ratio_ci_high = (
         test.ratio,
         test.ratio_ci_low,

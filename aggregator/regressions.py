@@ -125,7 +125,7 @@ def regressions(
             filt.campaign, filt.backends, filt.profile, filt.runs, anchor - since, None, filt.status
         )
     validate(lake, filt)
-    data, _ = per_run_values(lake, "r.backend", filt, metrics)
+    data = per_run_values(lake, "r.backend", filt, metrics)
     if not data:
         raise LakeError(f"no successful runs with results match {filt.describe()}")
     rows: list[ChangePoint] = []

@@ -10,11 +10,13 @@ written here because scipy has none (checked against statsmodels in the tests).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 from scipy import stats as sps
 
 DEFAULT_MIN_EFFECT = 0.05  # ±5 %: smaller differences are "equivalent" when shown to be
@@ -55,6 +57,11 @@ def _bounds(min_effect: float) -> float:
     return math.log1p(min_effect)
 
 
+@functools.cache
+def _z_sum(alpha: float, power: float) -> float:
+    return float(sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power))
+
+
 def reps_for_power(
     sd_log: float, min_effect: float, alpha: float = ALPHA, power: float = DEFAULT_POWER
 ) -> int:
@@ -62,8 +69,25 @@ def reps_for_power(
     with `power`, given the per-run standard deviation of log values (normal approx.)."""
     if sd_log <= 0:
         return 2
-    z = sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(power)
+    z = _z_sum(alpha, power)
     return max(2, math.ceil(2 * (z * sd_log / _bounds(min_effect)) ** 2))
+
+
+@dataclass(frozen=True)
+class LogSummary:
+    """Repetitions of one metric in one group, as log values: n, mean and variance."""
+
+    n: int
+    mean: float  # of ln(value)
+    var: float | None  # sample variance of ln(value); None below two values
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> LogSummary:
+        """The summary of positive values."""
+        logs = np.log(np.asarray(values, dtype=float))
+        return cls(
+            len(logs), float(logs.mean()), float(logs.var(ddof=1)) if len(logs) > 1 else None
+        )
 
 
 def compare_logs(
@@ -73,39 +97,53 @@ def compare_logs(
     min_effect: float = DEFAULT_MIN_EFFECT,
     confidence: float = 0.95,
 ) -> LogComparison:
-    """Ratio of geometric means of `other` to `base`, with Welch's t on log values.
+    """Ratio of geometric means of `other` to `base`, with Welch's t on log values."""
+    return compare_summaries(
+        LogSummary.of(base), LogSummary.of(other), min_effect=min_effect, confidence=confidence
+    )
+
+
+def compare_summaries(
+    base: LogSummary,
+    other: LogSummary,
+    *,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    confidence: float = 0.95,
+) -> LogComparison:
+    """`compare_logs` from log summaries (what SQL computes per group): Welch's t via
+    `scipy.stats.ttest_ind_from_stats`, its CI from the same degrees of freedom, TOST.
 
     With fewer than two values on a side there is no test (p-values and CI None).
     """
-    x, y = np.log(np.asarray(other, dtype=float)), np.log(np.asarray(base, dtype=float))
-    diff = float(x.mean() - y.mean())
-    ratio = math.exp(diff)
-    gm, gm_base = math.exp(float(x.mean())), math.exp(float(y.mean()))
-    if len(x) < 2 or len(y) < 2:
-        return LogComparison(len(x), len(y), gm, gm_base, ratio, None, None, None, None, None)
-    vx, vy = float(x.var(ddof=1)), float(y.var(ddof=1))
-    se = math.sqrt(vx / len(x) + vy / len(y))
-    sd_log = math.sqrt((vx + vy) / 2)
-    reps = reps_for_power(sd_log, min_effect)
+    diff = other.mean - base.mean
+    ratio, gm, gm_base = math.exp(diff), math.exp(other.mean), math.exp(base.mean)
+    if other.var is None or base.var is None:
+        return LogComparison(other.n, base.n, gm, gm_base, ratio, None, None, None, None, None)
+    vx, vy = other.var / other.n, base.var / base.n
+    se = math.sqrt(vx + vy)
+    reps = reps_for_power(math.sqrt((other.var + base.var) / 2), min_effect)
     bound = _bounds(min_effect)
     if se == 0.0:  # identical repetitions on both sides: the difference is exact
         p = 1.0 if diff == 0.0 else 0.0
         p_tost = 0.0 if abs(diff) < bound else 1.0
-        return LogComparison(len(x), len(y), gm, gm_base, ratio, ratio, ratio, p, p_tost, reps)
-    test = sps.ttest_ind(x, y, equal_var=False)
-    ci = test.confidence_interval(confidence)
-    df = float(test.df)
-    p_low = float(sps.t.sf((diff + bound) / se, df))  # H0: diff <= -bound
-    p_high = float(sps.t.cdf((diff - bound) / se, df))  # H0: diff >= +bound
+        return LogComparison(other.n, base.n, gm, gm_base, ratio, ratio, ratio, p, p_tost, reps)
+    # Welch's t: the statistic, Welch–Satterthwaite degrees of freedom, and Student's t
+    # distribution through scipy.special's ufuncs (scipy.stats' scalar calls cost ~0.3 ms
+    # each, and a table has thousands; ttest_ind_from_stats gives the same numbers).
+    df = (vx + vy) ** 2 / (vx**2 / (other.n - 1) + vy**2 / (base.n - 1))
+    p = 2.0 * float(special.stdtr(df, -abs(diff) / se))
+    half = float(special.stdtrit(df, 0.5 + confidence / 2)) * se
+    p_low = float(special.stdtr(df, -(diff + bound) / se))  # H0: diff <= -bound
+    p_high = float(special.stdtr(df, (diff - bound) / se))  # H0: diff >= +bound
     return LogComparison(
-        len(x),
-        len(y),
+        other.n,
+        base.n,
         gm,
         gm_base,
         ratio,
-        math.exp(float(ci.low)),
-        math.exp(float(ci.high)),
-        float(test.pvalue),
+        math.exp(diff - half),
+        math.exp(diff + half),
+        p,
         max(p_low, p_high),
         reps,
     )

@@ -81,6 +81,12 @@ def ratio_text(metric: str, ratio: float | None, low: float | None, high: float 
     return text
 
 
+def _steady_text(steady: int, unsteady: int) -> str:
+    """`2/3`: runs whose last 5 s were flat, of those long enough to tell."""
+    known = steady + unsteady
+    return f"{steady}/{known}" if known else "n/a"
+
+
 def _p(value: float | None) -> str:
     return "---" if value is None else f"{value:.2g}"
 
@@ -220,14 +226,15 @@ def compare(
              format_value(r.metric, r.geomean),
              "baseline" if r.verdict == "baseline" else ratio_text(
                  r.metric, r.ratio, r.ratio_ci_low, r.ratio_ci_high),
-             _p(r.p_adjusted), word, f"{r.steady}/{r.steady + r.unsteady + r.steady_unknown}")
+             _p(r.p_adjusted), word, _steady_text(r.steady, r.unsteady))
         )  # fmt: skip
     _emit(cols, rows, fmt)
     method = "Benjamini–Hochberg" if fdr else "Holm"
     click.echo(
         f"ratios: geometric means vs {result.baseline}, 95 % CI unadjusted (Welch on logs); "
         f"p adj: {method} across {len(result.rows)} rows; min effect ±{min_effect:.0%}; "
-        "steady: runs whose last 5 s were flat / runs; ⚑: runs flagged as not alone",
+        "steady: runs whose last 5 s were flat / runs of 5 s or more (n/a: all shorter); "
+        "⚑: runs flagged as not alone (runs.flags)",
         err=True,
     )
     for note in dict.fromkeys(notes):

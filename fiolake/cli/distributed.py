@@ -121,10 +121,6 @@ def publish(
         raise click.UsageError("--status selects jobs for --rerun — add --rerun CAMPAIGN")
     if not backends:
         raise click.UsageError("Missing option '--backend' (or --rerun CAMPAIGN).")
-    if not job_files:
-        raise click.UsageError(
-            "no job files given — name profiles (see `fiolake profiles`) or .fio files"
-        )
     from fiolake.campaigns import plan_campaign, publish_manifests, store_bucket
     from fiolake.config import Settings
     from fiolake.manifest import new_campaign_id

@@ -102,7 +102,7 @@ def up(
         f"ports: MinIO {ports['minio_port']}, console {ports['console_port']}, "
         f"OpenBao {ports['bao_port']}, OpenBao cluster {ports['bao_cluster_port']}\n"
         f"state in {env.state_dir}; CA bundle {env.ca_bundle}\n"
-        'next: eval "$(fiolake stack env)"   (roles: admin, runner, publisher, analyst)',
+        f'next: eval "$(fiolake stack env)"   (roles: {", ".join(ROLE_NAMES)})',
         err=True,
     )
 
