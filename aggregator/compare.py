@@ -208,7 +208,7 @@ def summarise(
             FROM results x
             WHERE x.run_id IN (SELECT r.run_id FROM runs r WHERE {where})
             GROUP BY ALL
-        ), j AS (
+        ), j AS MATERIALIZED (
             SELECT coalesce({group_expr}, '') AS grp, r.profile, p.job_name, p.direction,
                    coalesce({sha}, '') AS sha, r.run_id, r.fio_version,
                    coalesce(len(r.flags), 0) > 0 AS flagged, p.steady, {logs}

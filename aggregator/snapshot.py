@@ -136,15 +136,17 @@ def load_commits(
 
 
 def _candidate_days(snap: Snapshot, need: set[str]) -> set[str]:
-    days = set()
-    for run_id, at in zip(
-        snap.commits.column("run_id").to_pylist(),
-        snap.commits.column("committed_at").to_pylist(),
-        strict=True,
-    ):
-        if run_id in need:
-            days |= {f"{at + timedelta(days=d):%Y-%m-%d}" for d in (-1, 0, 1)}
-    return days
+    # Distinct commit dates first: a big lake has thousands of runs but few days.
+    dates = {
+        at.date()
+        for run_id, at in zip(
+            snap.commits.column("run_id").to_pylist(),
+            snap.commits.column("committed_at").to_pylist(),
+            strict=True,
+        )
+        if run_id in need
+    }
+    return {f"{d + timedelta(days=k):%Y-%m-%d}" for d in dates for k in (-1, 0, 1)}
 
 
 def _list_partitions(store: ObjectStore, table: str, days: set[str]) -> list[str]:
