@@ -22,8 +22,8 @@ from fiolake.campaigns import campaign_status, plan_campaign, publish_manifests
 from fiolake.cli import cli
 from fiolake.errors import FiolakeError
 from fiolake.manifest import manifest_in_envelope
-from fiolake.runner.policy_checks import Caps
 from fiolake.runner import service
+from fiolake.runner.policy_checks import Caps
 from fiolake.runner.service import Runner, RunnerConfig
 from fiolake.signing import Keyring, LocalSigner, Signature, vault_keyid
 from fiolake.store import LocalStore
