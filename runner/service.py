@@ -26,10 +26,11 @@ from fiolake.errors import (
     PreconditionFailed,
     StoreError,
 )
-from fiolake.lease import Lease, LeaseLost, claim_lease, release_lease, renew_lease, still_ours
+from fiolake.lease import claim_lease, release_lease, still_ours
 from fiolake.manifest import Manifest, verify_envelope
 from fiolake.runner import execute as ex
 from fiolake.runner import target
+from fiolake.runner.heartbeat import Heartbeat
 from fiolake.runner.lake_writer import commit_marker, outcome_objects
 from fiolake.runner.policy import Caps
 from fiolake.runner.spool import Spool, SpoolEntry, put_with_retry
@@ -37,6 +38,12 @@ from fiolake.signing import KeyringUnavailable
 from fiolake.store import ObjectStore
 
 log = logging.getLogger("fiolake.runner")
+
+# A job this runner could not judge (Vault down, no source for its key) is not fetched
+# again before this many seconds, doubling on every further miss up to UNJUDGED_MAX_S:
+# an outage costs a few requests per job, not one GET per job per poll.
+UNJUDGED_FIRST_S = 5.0
+UNJUDGED_MAX_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -75,42 +82,6 @@ class RunnerStats:
         return self.ok + self.failed + self.rejected
 
 
-class Heartbeat(threading.Thread):
-    """Renews a lease every ttl/3; sets `lost` when it is taken over or cannot be renewed."""
-
-    def __init__(self, store: ObjectStore, lease: Lease):
-        super().__init__(daemon=True, name=f"heartbeat-{lease.job_id}")
-        self.store = store
-        self.lease = lease
-        self.lost = threading.Event()
-        self._halt = threading.Event()
-
-    def run(self) -> None:
-        last_ok = time.monotonic()
-        while not self._halt.wait(self.lease.ttl_s / 3):
-            try:
-                self.lease = renew_lease(self.store, self.lease)
-                last_ok = time.monotonic()
-            except LeaseLost:
-                self.lost.set()
-                return
-            except StoreError as exc:
-                # Store unreachable: past our TTL another runner may have taken over.
-                if time.monotonic() - last_ok > self.lease.ttl_s:
-                    log.warning(
-                        "lease of %s lapsed while the store was unreachable: %s",
-                        self.lease.job_id,
-                        exc,
-                    )
-                    self.lost.set()
-                    return
-
-    def stop(self) -> Lease:
-        self._halt.set()
-        self.join()
-        return self.lease
-
-
 class Runner:
     """One runner process: a backend, a target directory, a lake, a keyring."""
 
@@ -125,6 +96,8 @@ class Runner:
         self._done: set[str] = set()  # job ids known to be committed (never re-HEADed)
         self._done_campaigns: set[str] = set()  # campaigns with every job committed
         self._waiting: dict[str, str] = {}  # job id -> reason last noted in waiting/
+        # job id -> (monotonic time to look again, current delay): jobs left unjudged
+        self._unjudged: dict[str, tuple[float, float]] = {}
 
     # -- discovery -----------------------------------------------------------------------
     def open_jobs(self) -> Iterator[tuple[str, str, str]]:
@@ -206,7 +179,8 @@ class Runner:
         except KeyringUnavailable as exc:
             # Vault unreachable, or no source here for such keys: not the manifest's
             # fault. Leave the job (another runner or a later try judges it) and say why.
-            log.warning("cannot verify %s yet: %s", job_id, exc)
+            delay = self._back_off(job_id)
+            log.warning("cannot verify %s yet (next try in %.0f s): %s", job_id, delay, exc)
             self._note_waiting(job_id, f"cannot verify the manifest yet: {exc}")
             return None
         except ManifestError as exc:
@@ -221,6 +195,7 @@ class Runner:
                 labels=self.config.labels,
             )
             return self._reject(request, f"manifest refused: {exc}")
+        self._unjudged.pop(job_id, None)
         if manifest.backend != self.config.backend:
             return None
         misplaced = self._misplaced(manifest)
@@ -298,6 +273,19 @@ class Runner:
             return self._commit(entry)
         finally:
             heartbeat.stop()
+
+    def _back_off(self, job_id: str) -> float:
+        """Leave `job_id` alone for a while (longer after every miss); the delay set."""
+        _, last = self._unjudged.get(job_id, (0.0, UNJUDGED_FIRST_S / 2))
+        delay = min(last * 2, UNJUDGED_MAX_S)
+        # Jitter, so runners that met the same outage do not come back in step.
+        self._unjudged[job_id] = (time.monotonic() + delay * random.uniform(0.8, 1.0), delay)
+        return delay
+
+    def _backing_off(self, job_id: str) -> bool:
+        """Whether `job_id` was left unjudged recently and is not due for another look."""
+        due = self._unjudged.get(job_id)
+        return due is not None and time.monotonic() < due[0]
 
     def _misplaced(self, manifest: Manifest) -> str | None:
         """Why this runner's target is not where the manifest says the job must run."""
@@ -398,6 +386,8 @@ class Runner:
                 for campaign_id, job_id, key in self.open_jobs():
                     if self.stop_requested.is_set() or self._limit_reached():
                         break
+                    if self._backing_off(job_id):
+                        continue
                     if self.try_job(campaign_id, job_id, key) is not None:
                         did_work = True
             except StoreError as exc:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from fiolake.errors import FiolakeError
+
+FINGERPRINT_RE = r"[0-9a-f]{16}"
 
 
 def key_fingerprint(public_key: bytes) -> str:
@@ -19,6 +22,12 @@ def key_fingerprint(public_key: bytes) -> str:
 def fingerprint_of(keyid: str) -> str:
     """The fingerprint a key id claims (its last `:` part)."""
     return keyid.rsplit(":", 1)[-1]
+
+
+def names_a_fingerprint(keyid: str) -> bool:
+    """Whether `keyid` ends in a fingerprint. Ids of fiolake before they were bound to key
+    material (`vault:<key>:v<N>`) do not: no key can ever be proven to be theirs."""
+    return re.fullmatch(FINGERPRINT_RE, fingerprint_of(keyid)) is not None
 
 
 class KeyringUnavailable(FiolakeError):

@@ -13,7 +13,12 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from fiolake.errors import FiolakeError, ManifestError
-from fiolake.signing.base import KeyringUnavailable, fingerprint_of, key_fingerprint
+from fiolake.signing.base import (
+    KeyringUnavailable,
+    fingerprint_of,
+    key_fingerprint,
+    names_a_fingerprint,
+)
 from fiolake.signing.vault import Refresher
 
 log = logging.getLogger(__name__)
@@ -146,6 +151,14 @@ class Keyring:
             raise KeyringUnavailable(
                 f"no trust source for {kind} key {keyid} on this runner — configure "
                 + ("VAULT_ADDR/VAULT_TOKEN" if kind == "vault" else "FIOLAKE_TRUSTED_KEY")
+            )
+        if not names_a_fingerprint(keyid):
+            # An id of the first format (`vault:<key>:v<N>`): it binds no key material,
+            # so no refresh could ever vouch for it. Definitely bad, whatever Vault says.
+            raise ManifestError(
+                f"signing key id {keyid} names no key fingerprint (signed by a fiolake "
+                "before key ids were bound to keys) — re-publish the job: "
+                "fiolake publish --rerun <campaign> --status rejected"
             )
         if self._source_covers(keyid):
             if time.monotonic() - self._failed_at < RETRY_REFRESH_AFTER_S:

@@ -22,6 +22,7 @@ from fiolake.campaigns import campaign_status, plan_campaign, publish_manifests
 from fiolake.cli import cli
 from fiolake.errors import FiolakeError
 from fiolake.manifest import manifest_in_envelope
+from fiolake.runner import service
 from fiolake.runner.policy_checks import Caps
 from fiolake.runner.service import Runner, RunnerConfig
 from fiolake.signing import Keyring, LocalSigner, Signature, vault_keyid
@@ -143,6 +144,61 @@ def test_a_key_unknown_after_a_good_refresh_is_rejected(tmp_path: Path) -> None:
         ]
         * 2
     )
+
+
+class LegacySigner(VaultLikeSigner):
+    """Signs under a key id of the first format, `vault:<key>:v<N>` (no fingerprint)."""
+
+    def __init__(self, key: LocalSigner):
+        super().__init__(key)
+        self.keyid = "vault:manifests:v1"
+
+
+def test_a_key_id_without_a_fingerprint_is_rejected_even_while_vault_is_down(
+    tmp_path: Path,
+) -> None:
+    store = LocalStore(tmp_path / "lake")
+    key = LocalSigner.generate(tmp_path / "k")
+    publish(store, LegacySigner(key), "c-1")
+    source = Source(VaultLikeSigner(key))  # the very same key material, under its new id
+    source.down = True  # no refresh could vouch for an id that names no key anyway
+    stats = runner(tmp_path, store, Keyring(source), "r1").serve()
+    assert stats.rejected == 2
+    assert {r for _, r in states(store, "c-1")} == {
+        "manifest refused: signing key id vault:manifests:v1 names no key fingerprint "
+        "(signed by a fiolake before key ids were bound to keys) — re-publish the job: "
+        "fiolake publish --rerun <campaign> --status rejected"
+    }
+
+
+class CountingStore(LocalStore):
+    """A local lake that counts manifest reads (the cost of a runner's retries)."""
+
+    manifest_gets = 0
+
+    def get(self, key: str):  # noqa: ANN201 - as LocalStore.get
+        if key.startswith(layout.JOBS_PREFIX):
+            self.manifest_gets += 1
+        return super().get(key)
+
+
+def test_an_unjudged_job_is_not_fetched_again_until_its_back_off_ends(tmp_path: Path) -> None:
+    store = CountingStore(tmp_path / "lake")
+    signer = VaultLikeSigner(LocalSigner.generate(tmp_path / "k"))
+    publish(store, signer, "c-1")
+    source = Source(signer)
+    source.down = True
+    worker = runner(tmp_path, store, Keyring(source), "r1", once=False, poll_s=0.05)
+    worker.config = replace(worker.config, idle_exit_s=1.0)  # ~20 scans of the lake
+    assert worker.serve().jobs == 0
+    assert store.manifest_gets == 2  # one look per job, then it waits (5 s, doubling)
+    assert list(store.list(layout.COMMITS_PREFIX)) == []
+    source.down = False
+    worker.keyring = Keyring(source)  # (this keyring would wait 30 s before asking again)
+    for job in campaign_status(store, "c-1"):  # the back-off is over
+        worker._unjudged[job.job_id] = (0.0, service.UNJUDGED_FIRST_S)
+    worker.config = replace(worker.config, once=True)
+    assert worker.serve().ok == 2
 
 
 def test_rerun_publishes_linked_attempts_and_keeps_history(tmp_path: Path) -> None:

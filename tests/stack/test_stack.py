@@ -18,7 +18,7 @@ import requests
 from botocore.exceptions import ClientError
 from click.testing import CliRunner
 
-from fiolake.aggregator.compact import compact
+from fiolake.aggregator.compact import compact, delete_object
 from fiolake.cli import cli
 from fiolake.errors import AccessDenied, FiolakeError, NotFound, PreconditionFailed, StoreError
 from fiolake.stack.env import StackEnv
@@ -116,6 +116,46 @@ def test_compactor_compacts_and_can_touch_nothing_else(stack: StackEnv) -> None:
     runner = S3Store(stack.bucket, prefix, stack.s3_settings("runner"))
     with pytest.raises(AccessDenied):
         runner.put("compacted/x.parquet", b"x")
+    # Nor can a runner delete what compaction wrote, or fetch the compactor's keys.
+    written = next(iter(compactor.list("compacted/")))
+    with pytest.raises(AccessDenied):
+        delete_object(runner, written)
+    assert compactor.head(written) is not None
+    with pytest.raises(hvac.exceptions.Forbidden):
+        _bao(stack, "runner").secrets.kv.v2.read_secret_version(
+            "fiolake/compactor", mount_point="secret", raise_on_deleted_version=True
+        )
+    own = _bao(stack, "compactor").secrets.kv.v2.read_secret_version(
+        "fiolake/compactor", mount_point="secret", raise_on_deleted_version=True
+    )
+    assert own["data"]["data"]["access_key"] == stack.roles["compactor"].access_key
+    with pytest.raises(hvac.exceptions.Forbidden):  # and the compactor cannot sign
+        _bao(stack, "compactor").secrets.transit.sign_data(stack.transit_key, hash_input="eA==")
+
+
+def test_lake_compact_with_stack_env_role_compactor(stack: StackEnv) -> None:
+    prefix = f"compactor-cli-{uuid.uuid4().hex[:8]}"
+    admin = S3Store(stack.bucket, prefix, stack.s3_settings("admin"))
+    for i in range(2):
+        lakegen.write_run(admin, run_id=f"run-{i}", job_id=f"job-{i}")
+    argv = ["lake", "compact", "--lake", f"s3://{stack.bucket}/{prefix}", "--grace", "1s"]
+
+    def env_of(role: str) -> dict[str, str]:
+        state = ["--state-dir", str(stack.state_dir)]
+        res = CliRunner().invoke(cli, ["stack", "env", *state, "--role", role, "--format", "json"])
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)
+
+    compactor = env_of("compactor")
+    assert compactor["AWS_ACCESS_KEY_ID"] == stack.roles["compactor"].access_key
+    assert "FIOLAKE_SIGNER" not in compactor
+    as_runner = CliRunner().invoke(cli, argv, env=env_of("runner"))
+    assert as_runner.exit_code == 1, as_runner.output
+    assert as_runner.stderr.startswith("Error: ") and "access denied" in as_runner.stderr
+    done = CliRunner().invoke(cli, argv, env=compactor)
+    assert done.exit_code == 0, done.output
+    assert done.stderr.startswith("generation 1: merged ")
+    assert "; 2 commit(s) indexed" in done.stderr
 
 
 def test_plain_http_is_refused(stack: StackEnv) -> None:
