@@ -194,6 +194,13 @@ def test_runs_of_different_runtimes_are_never_pooled(tmp_path: Path) -> None:
     assert all(
         "pooled on purpose (--allow-mixed): job versions mixed" in r.notes for r in pooled.rows
     )
+    # The table says it in every row, not once in a footnote.
+    table = cli_compare(str(tmp_path), "--metric", "iops").stdout.splitlines()
+    assert table[0].split()[-1] == "note"
+    assert sum("runtime=30 vs 5" in line for line in table) == 2
+    assert sum("runtime=5 vs 30" in line for line in table) == 2
+    mixed = cli_compare(str(tmp_path), "--metric", "iops", "--allow-mixed").stdout.splitlines()
+    assert sum("pooled on purpose" in line for line in mixed) == 2
 
 
 def test_threads_of_one_job_are_summed_for_throughput(tmp_path: Path) -> None:
@@ -258,7 +265,7 @@ def test_cli_table_csv_json(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert lines[0].split() == [
-        "backend", "profile", "job", "dir", "metric", "n", "geomean", "vs", "a", "[95%",
+        "backend", "profile", "job", "dir", "metric", "n", "geomean", "spread", "vs", "a", "[95%",
         "CI]", "p", "adj", "verdict", "steady",
     ]  # fmt: skip
     b_iops = next(line for line in lines if line.startswith("b ") and " iops " in line)
