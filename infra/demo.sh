@@ -68,4 +68,4 @@ while :; do
 done
 
 echo "== disk vs tmpfs (baseline: disk)" >&2
-$FIOLAKE compare --campaign "$campaign" --metric iops --metric bw_bytes --metric clat_p99_ns
+$FIOLAKE compare --campaign "$campaign" --metric iops --metric clat_p99_ns

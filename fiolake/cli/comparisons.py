@@ -95,6 +95,13 @@ def spread_text(low: float | None, high: float | None) -> str:
     return f"{(high / low - 1) * 100:.0f} %"
 
 
+def steady_text(steady: int, unsteady: int, unknown: int) -> str:
+    """`2/3` runs at steady state (of those judged); `unknown` when runs were too short."""
+    if steady + unsteady == 0:
+        return "unknown" if unknown else "---"
+    return f"{steady}/{steady + unsteady}" + (f" ({unknown} unknown)" if unknown else "")
+
+
 def since_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--since for compare and trend (regressions has its own default)."""
     return click.option("--since", help="Only runs started since: a duration (7d) or ISO date.")(fn)
@@ -209,7 +216,7 @@ def compare(
              format_value(r.metric, r.geomean), spread_text(r.min, r.max),
              "baseline" if r.verdict == "baseline" else ratio_text(
                  r.metric, r.ratio, r.ratio_ci_low, r.ratio_ci_high),
-             p_text(r.p_adjusted), word, f"{r.steady}/{r.steady + r.unsteady + r.steady_unknown}",
+             p_text(r.p_adjusted), word, steady_text(r.steady, r.unsteady, r.steady_unknown),
              "; ".join(r.notes))
         )  # fmt: skip
     if any(r.notes for r in result.rows):  # split or pooled jobs, fio versions: per row
@@ -221,7 +228,8 @@ def compare(
     click.echo(
         f"ratios: geometric means vs {result.baseline}, 95 % CI unadjusted (Welch on logs); "
         f"p adj: {method} across {len(result.rows)} rows; min effect ±{min_effect:.0%}; "
-        "spread: max/min − 1 of the repetitions; steady: runs at steady state / runs; "
+        "spread: max/min − 1 of the repetitions; steady: runs at steady state / runs judged "
+        "(runs shorter than 5 s: unknown); "
         "⚑: runs flagged as not alone",
         err=True,
     )
