@@ -203,6 +203,38 @@ def test_runs_of_different_runtimes_are_never_pooled(tmp_path: Path) -> None:
     assert sum("pooled on purpose" in line for line in mixed) == 2
 
 
+def test_lakes_from_before_the_effective_job_column_still_compare(tmp_path: Path) -> None:
+    """Runs written without effective_job_sha256 (NULL) get it from their stored canonical
+    job file: they pool with new runs of the same job and split from other runtimes."""
+    store = lakegen.local_store(tmp_path)
+    for i in range(9):
+        backend, runtime, legacy = ("a", 30, True) if i < 3 else ("b", 30 if i < 6 else 5, i >= 6)
+        extra = {"effective_job_sha256": None} if legacy else {}
+        lakegen.write_run(
+            store,
+            run_id=f"r{i}",
+            job_id=f"j{i}",
+            backend=backend,
+            metrics={READ: {"iops": 1000.0 + i}},
+            canonical_job_file=f"[global]\ndirectory=/x/{backend}{i}\n[random-reads]\n"
+            f"rw=randread\nruntime={runtime}\n",
+            **extra,
+        )
+    with connect(str(tmp_path)) as lake:
+        stored = lake.con.sql("SELECT count(*) FROM runs WHERE effective_job_sha256 IS NULL")
+        assert stored.fetchone() == (6,)
+        result = compare(lake, metrics=["iops"])
+    rows = {(r.group, r.n, r.verdict) for r in result.rows}
+    assert rows == {
+        ("a", 3, "baseline"),
+        ("b", 3, "equivalent"),
+        ("b", 3, "no baseline for this job"),
+    }
+    assert all(r.effective_job_sha256 and len(r.effective_job_sha256) == 64 for r in result.rows)
+    short = next(r for r in result.rows if r.verdict == "no baseline for this job")
+    assert short.notes == ["not pooled with 1 other job version(s): runtime=5 vs 30"]
+
+
 def test_threads_of_one_job_are_summed_for_throughput(tmp_path: Path) -> None:
     store = lakegen.local_store(tmp_path)
     for rep in range(2):
