@@ -227,7 +227,7 @@ def compare(
     method = "Benjamini–Hochberg" if fdr else "Holm"
     click.echo(
         f"ratios: geometric means vs {result.baseline}, 95 % CI unadjusted (Welch on logs); "
-        f"p adj: {method} across {len(result.rows)} rows; min effect ±{min_effect:.0%}; "
+        f"p adj: {method} across {result.tests} test(s); min effect ±{min_effect:.0%}; "
         "spread: max/min − 1 of the repetitions; steady: runs at steady state / runs judged "
         "(runs shorter than 5 s: unknown); "
         "⚑: runs flagged as not alone",
