@@ -236,6 +236,37 @@ def test_lakes_from_before_the_effective_job_column_still_compare(tmp_path: Path
     assert short.notes == ["not pooled with 1 other job version(s): runtime=5 vs 30"]
 
 
+def test_steady_state_outliers_and_fio_versions_per_row(tmp_path: Path) -> None:
+    """Six repetitions per backend: b's run 5 is a robust-z outlier, two of b's runs were
+    not steady (one unknown), and b ran another fio version than a."""
+    store = lakegen.local_store(tmp_path)
+    steady = [True, True, False, False, None, True]
+    for i in range(6):
+        for backend in ("a", "b"):
+            iops = 1000.0 + i if backend == "a" or i < 5 else 5000.0
+            values: dict = {"iops": iops}
+            if backend == "b":
+                values["steady_state"] = steady[i]
+            lakegen.write_run(
+                store,
+                run_id=f"{backend}{i}",
+                job_id=f"{backend}{i}",
+                backend=backend,
+                metrics={READ: values},
+                fio_version="fio-3.33" if backend == "a" else "fio-3.36",
+            )
+    with connect(str(tmp_path)) as lake:
+        row = compare(lake, metrics=["iops"]).rows[1]
+        kept = compare(lake, metrics=["iops"], exclude_unsteady=True).rows[1]
+    assert (row.group, row.n, row.steady, row.unsteady, row.steady_unknown) == ("b", 6, 3, 2, 1)
+    assert row.outliers == ["b5"]
+    assert row.notes == ["fio versions differ: fio-3.33, fio-3.36"]
+    assert (kept.n, kept.unsteady, kept.outliers) == (4, 0, [])  # b2, b3 left out
+    table = cli_compare(str(tmp_path), "--metric", "iops").stdout
+    assert "outliers: 1" in table and "3/5 (1 unknown)" in table
+    assert "fio versions differ: fio-3.33, fio-3.36" in table
+
+
 def test_threads_of_one_job_are_summed_for_throughput(tmp_path: Path) -> None:
     store = lakegen.local_store(tmp_path)
     for rep in range(2):
