@@ -104,6 +104,7 @@ class Comparison:
     rows: list[CompareRow]
     adjustment: str  # holm | fdr
     min_effect: float
+    tests: int = 0  # members of the adjusted family (throughput counted once per case)
 
 
 def metric_columns(lake: Lake) -> list[str]:
@@ -404,11 +405,11 @@ def compare(
                 if allow_mixed:
                     row.notes.append("pooled on purpose (--allow-mixed): job versions mixed")
                 rows.append(row)
-    _adjust(rows, adjustment)
+    tests = _adjust(rows, adjustment)
     for row in rows:
         if row.verdict == "":
             row.verdict = _decide(row, row.metric, min_effect)
-    return Comparison(by, base_name, groups, metrics, rows, adjustment, min_effect)
+    return Comparison(by, base_name, groups, metrics, rows, adjustment, min_effect, tests)
 
 
 def _jobs_run_as_several_versions(cases: set[Case]) -> set[Case]:
@@ -459,9 +460,9 @@ def _row(
     return row
 
 
-def _adjust(rows: list[CompareRow], method: str) -> None:
+def _adjust(rows: list[CompareRow], method: str) -> int:
     """Adjust difference and equivalence p-values across the table; throughput metrics of
-    one group × case count as one test."""
+    one group × case count as one test. Returns the number of tests."""
     families: dict[tuple[Any, ...], list[CompareRow]] = defaultdict(list)
     for row in rows:
         if row.p_value is None:
@@ -476,3 +477,4 @@ def _adjust(rows: list[CompareRow], method: str) -> None:
         for family, p in zip(members, stats.adjust(firsts, method), strict=True):
             for row in family:
                 setattr(row, out, p)
+    return len(members)

@@ -3,8 +3,10 @@
 `runs.canonical_job_file` is the exact text fio ran (see `runner.policy.canonical_job_file`).
 Two runs measured the same thing when those texts agree once the per-run parts are gone:
 comments and the `directory=` line (a per-run subdirectory of the target), so that
-backends running the same job share one hash. `compare` pools only runs with the same
-effective job; `envdiff` names the options that differ. Both hash through here.
+backends running the same job share one hash. The gang size (how many hosts ran the job
+at the same instant against one backend) is part of it: N hosts sharing a backend measure
+something else than one. `compare` pools only runs with the same effective job; `envdiff`
+names the options that differ. Both hash through here.
 
 Written by hand: it is a line filter over a file format fiolake itself writes.
 """
@@ -15,14 +17,18 @@ import hashlib
 
 # Options whose value is per run by construction (the run's own directory on the target).
 PER_RUN_OPTIONS = frozenset({"directory"})
+# The gang size joins the effective job as an option of this pseudo-section (only when > 1,
+# so solo runs keep the hash they always had).
+GANG_SECTION = "[fiolake]"
 
 
 def _lines(canonical: str) -> list[str]:
     return [line.strip() for line in canonical.splitlines() if line.strip()]
 
 
-def effective_job_text(canonical: str) -> str:
-    """The canonical job file without comments and per-run options."""
+def effective_job_text(canonical: str, gang_size: int | None = None) -> str:
+    """The canonical job file without comments and per-run options (plus the gang size
+    when several hosts ran it together)."""
     kept = []
     for line in _lines(canonical):
         if line.startswith((";", "#")):
@@ -31,21 +37,23 @@ def effective_job_text(canonical: str) -> str:
         if "=" in line and key in PER_RUN_OPTIONS:
             continue
         kept.append(line)
+    if gang_size is not None and gang_size > 1:
+        kept += [GANG_SECTION, f"gang_size={gang_size}"]
     return "\n".join(kept) + "\n"
 
 
-def effective_job_sha256(canonical: str | None) -> str | None:
+def effective_job_sha256(canonical: str | None, gang_size: int | None = None) -> str | None:
     """sha256 of `effective_job_text` (None when the run has no canonical job file)."""
     if canonical is None:
         return None
-    return hashlib.sha256(effective_job_text(canonical).encode()).hexdigest()
+    return hashlib.sha256(effective_job_text(canonical, gang_size).encode()).hexdigest()
 
 
-def job_options(canonical: str) -> dict[str, str]:
+def job_options(canonical: str, gang_size: int | None = None) -> dict[str, str]:
     """`[section] key` -> value over the effective job (section order kept)."""
     out: dict[str, str] = {}
     section = ""
-    for line in effective_job_text(canonical).splitlines():
+    for line in effective_job_text(canonical, gang_size).splitlines():
         if line.startswith("[") and line.endswith("]"):
             section = line[1:-1]
         elif "=" in line:
@@ -56,11 +64,18 @@ def job_options(canonical: str) -> dict[str, str]:
     return out
 
 
-def job_differences(a: str, b: str, limit: int = 4) -> list[str]:
+def job_differences(
+    a: str, b: str, limit: int = 4, gang_sizes: tuple[int | None, int | None] = (None, None)
+) -> list[str]:
     """What differs between two effective jobs, e.g. `runtime=30 vs 5` (section named
     only when the job has several); at most `limit` items plus a count of the rest."""
-    left, right = job_options(a), job_options(b)
-    sections = {k.split("] ", 1)[0] for k in (*left, *right) if not k.startswith("[global]")}
+    left, right = job_options(a, gang_sizes[0]), job_options(b, gang_sizes[1])
+    if GANG_SECTION + " gang_size" in {*left, *right}:  # a solo run is a gang of one
+        left.setdefault(GANG_SECTION + " gang_size", "1")
+        right.setdefault(GANG_SECTION + " gang_size", "1")
+    sections = {
+        k.split("] ", 1)[0] for k in (*left, *right) if not k.startswith(("[global]", GANG_SECTION))
+    }
     items = []
     for key in [*left, *(k for k in right if k not in left)]:
         x, y = left.get(key, "(unset)"), right.get(key, "(unset)")

@@ -44,12 +44,14 @@ for backend in disk tmpfs; do
   pids+=($!)
 done
 
-echo "== publishing the default suite (runtime ${RUNTIME}s, size $SIZE, $REPEAT repetitions)" >&2
+echo "== publishing the default suite + sync-write-latency (runtime ${RUNTIME}s, size $SIZE, $REPEAT repetitions)" >&2
 campaign=$(
   eval "$(role_env publisher)"
   export FIOLAKE_SIGNER=vault
-  $FIOLAKE publish --backend disk --backend tmpfs --repeat "$REPEAT" \
-    --runtime "$RUNTIME" --size "$SIZE"
+  # The default suite, plus synchronous writes (where disk and tmpfs differ most).
+  $FIOLAKE publish random-reads random-writes sequential-reads sequential-writes \
+    web-server-assets media-streaming sync-write-latency \
+    --backend disk --backend tmpfs --repeat "$REPEAT" --runtime "$RUNTIME" --size "$SIZE"
 )
 echo "campaign $campaign" >&2
 
@@ -68,4 +70,4 @@ while :; do
 done
 
 echo "== disk vs tmpfs (baseline: disk)" >&2
-$FIOLAKE compare --campaign "$campaign" --metric iops --metric bw_bytes --metric clat_p99_ns
+$FIOLAKE compare --campaign "$campaign" --metric iops --metric clat_p99_ns

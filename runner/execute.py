@@ -240,9 +240,14 @@ def execute(
         shutil.rmtree(outdir, ignore_errors=True)
 
 
-def with_steady_state(results: pa.Table, timeseries: pa.Table) -> pa.Table:
+def with_steady_state(
+    results: pa.Table,
+    timeseries: pa.Table,
+    fio_verdicts: Mapping[str, tuple[bool, int | None]] | None = None,
+) -> pa.Table:
     """`results` with steady_state and warmup_s from each job × direction's per-second IOPS
-    (threads summed; the short last window left out)."""
+    (threads summed; the short last window left out). fio's own verdict
+    (`fio_extras.fio_steady_states`, jobs run with `steadystate=`) wins where present."""
     per_second: dict[tuple[str, str], dict[int, float]] = {}
     wanted = ["job_name", "direction", "second", "iops", "partial"]
     for row in timeseries.select(wanted).to_pylist():
@@ -257,7 +262,8 @@ def with_steady_state(results: pa.Table, timeseries: pa.Table) -> pa.Table:
     keys = zip(
         results.column("job_name").to_pylist(), results.column("direction").to_pylist(), strict=True
     )
-    found = [verdicts.get(k, (None, None)) for k in keys]
+    fio_verdicts = fio_verdicts or {}
+    found = [fio_verdicts.get(k[0]) or verdicts.get(k, (None, None)) for k in keys]
     results = results.set_column(
         results.schema.get_field_index("steady_state"),
         "steady_state",
@@ -333,7 +339,9 @@ def _collect(
                 outdir, run_id=run_id, report=report, prefix=LOG_PREFIX, sections=sections
             ),
         )
-        tables["results"] = with_steady_state(tables["results"], tables["timeseries"])
+        tables["results"] = with_steady_state(
+            tables["results"], tables["timeseries"], fio_extras.fio_steady_states(report)
+        )
     if _cut_short(prepared, tables["results"]):
         flags = [*flags, "cut-short"]
     if fio_run.watchdog == "interrupted":

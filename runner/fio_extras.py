@@ -82,3 +82,28 @@ def latency_bin_rows(report: FioReport, *, run_id: str) -> list[dict]:
                          "count": count}
                     )  # fmt: skip
     return rows
+
+
+def fio_steady_states(report: FioReport) -> dict[str, tuple[bool, int | None]]:
+    """fio's own steady-state verdicts (jobs run with `steadystate=`): job name ->
+    (attained, warm-up seconds).
+
+    fio ends a steadystate job as soon as its last `steadystate_duration` seconds meet the
+    criterion, so an attained job warmed up for its runtime minus that window; a job that
+    never attained it has no warm-up. A job is steady when all its threads attained it.
+    """
+    seen: dict[str, list[int | None]] = {}
+    for job in report.jobs:
+        ss = job.get("steadystate")
+        if not isinstance(ss, dict) or "attained" not in ss:
+            continue
+        warmup = None
+        if ss.get("attained") and job.get("job_runtime") is not None and ss.get("duration"):
+            warmup = max(0, round(int(job["job_runtime"]) / 1000 - int(ss["duration"])))
+        seen.setdefault(str(job.get("jobname")), []).append(warmup)
+    return {
+        name: (True, max(w for w in warmups if w is not None))
+        if all(w is not None for w in warmups)
+        else (False, None)
+        for name, warmups in seen.items()
+    }

@@ -1,4 +1,5 @@
-"""Commands that decide: compare (ratios, verdicts), trend, regressions (change points)."""
+"""`compare`: ratios with CIs and verdicts; the options and formatting it shares with
+`trend` and `regressions` (cli.timeline)."""
 
 from __future__ import annotations
 
@@ -17,16 +18,16 @@ if TYPE_CHECKING:
     from fiolake.aggregator.lake import Lake
 
 CTX = {"help_option_names": ["-h", "--help"]}
-_MARKS = {"better": "▲ better", "worse": "▼ worse", "equivalent": "= equivalent"}
+MARKS = {"better": "▲ better", "worse": "▼ worse", "equivalent": "= equivalent"}
 
 
-def _connect(lake: str) -> Lake:
+def connect(lake: str) -> Lake:
     from fiolake.aggregator.lake import open_lake
 
     return open_lake(lake)
 
 
-def _emit(cols: list[str], rows: list[Any], fmt: str, formatters: Any = None) -> None:
+def emit(cols: list[str], rows: list[Any], fmt: str, formatters: Any = None) -> None:
     click.echo(render(cols, rows, fmt, formatters), nl=False)
 
 
@@ -81,21 +82,36 @@ def ratio_text(metric: str, ratio: float | None, low: float | None, high: float 
     return text
 
 
-def _steady_text(steady: int, unsteady: int) -> str:
-    """`2/3`: runs whose last 5 s were flat, of those long enough to tell."""
-    known = steady + unsteady
-    return f"{steady}/{known}" if known else "n/a"
-
-
-def _p(value: float | None) -> str:
+def p_text(value: float | None) -> str:
+    """A p-value in two significant digits."""
     return "---" if value is None else f"{value:.2g}"
+
+
+def spread_text(low: float | None, high: float | None) -> str:
+    """The repetitions' range as max/min − 1 (`12 %`): shown beside every row, since
+    outliers are judged only from five repetitions up."""
+    if low is None or high is None or low <= 0:
+        return "---"
+    return f"{(high / low - 1) * 100:.0f} %"
+
+
+def steady_text(steady: int, unsteady: int, unknown: int) -> str:
+    """`2/3` runs at steady state (of those judged); `unknown` when runs were too short."""
+    if steady + unsteady == 0:
+        return "unknown" if unknown else "---"
+    return f"{steady}/{steady + unsteady}" + (f" ({unknown} unknown)" if unknown else "")
+
+
+def since_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--since for compare and trend (regressions has its own default)."""
+    return click.option("--since", help="Only runs started since: a duration (7d) or ISO date.")(fn)
 
 
 @click.command(context_settings=CTX)
 @lake_option
 @format_option()
 @filter_options
-@click.option("--since", help="Only runs started since: a duration (7d) or ISO date.")
+@since_option
 @click.option("--run", "runs", multiple=True, help="Compare these runs directly (give two).")
 @click.option("--by", default="backend", show_default=True, help="Group runs by this column.")
 @click.option("--baseline", help="Group to compare against (default: the first).")
@@ -156,7 +172,7 @@ def compare(
 
     try:
         filt = run_filter(campaign, backends, profile, since, runs)
-        with _connect(lake) as handle:
+        with connect(lake) as handle:
             result = compare_runs(
                 handle,
                 by=by,
@@ -171,237 +187,49 @@ def compare(
     except FiolakeError as exc:
         raise fail(exc) from exc
     if fmt != "table":
-        cols = [result.by, "profile", "job_name", "direction", "metric", "baseline", "n",
-                "n_baseline", "geomean", "ratio", "ratio_ci_low", "ratio_ci_high", "p_value",
-                "p_adjusted", "p_equivalence", "p_equivalence_adjusted", "verdict",
-                "reps_needed", "effective_job_sha256", "steady", "unsteady", "steady_unknown",
-                "outliers", "flagged", "notes"]  # fmt: skip
+        fields = ["profile", "job_name", "direction", "metric", "baseline", "n", "n_baseline",
+                  "geomean", "ratio", "ratio_ci_low", "ratio_ci_high", "p_value", "p_adjusted",
+                  "p_equivalence", "p_equivalence_adjusted", "verdict", "reps_needed",
+                  "effective_job_sha256", "steady", "unsteady", "steady_unknown", "outliers",
+                  "flagged", "notes"]  # fmt: skip
         rows = [
-            (
-                r.group,
-                r.profile,
-                r.job_name,
-                r.direction,
-                r.metric,
-                result.baseline,
-                r.n,
-                r.n_baseline,
-                r.geomean,
-                r.ratio,
-                r.ratio_ci_low,
-                r.ratio_ci_high,
-                r.p_value,
-                r.p_adjusted,
-                r.p_equivalence,
-                r.p_equivalence_adjusted,
-                r.verdict,
-                r.reps_needed,
-                r.effective_job_sha256,
-                r.steady,
-                r.unsteady,
-                r.steady_unknown,
-                r.outliers,
-                r.flagged,
-                r.notes,
-            )  # fmt: skip
+            (r.group, *(result.baseline if f == "baseline" else getattr(r, f) for f in fields))
             for r in result.rows
         ]
-        _emit(cols, rows, fmt)
+        emit([result.by, *fields], rows, fmt)
         return
-    cols = [result.by, "profile", "job", "dir", "metric", "n", "geomean",
+    cols = [result.by, "profile", "job", "dir", "metric", "n", "geomean", "spread",
             f"vs {result.baseline} [95% CI]", "p adj", "verdict", "steady"]  # fmt: skip
-    rows, notes = [], []
+    rows = []
     for r in result.rows:
-        word = _MARKS.get(r.verdict, r.verdict)
+        word = MARKS.get(r.verdict, r.verdict)
+        if r.verdict == "equivalent":
+            word += f" (within ±{min_effect:.0%})"
         if r.verdict == "inconclusive" and r.reps_needed:
             word += f" (n≈{r.reps_needed} for ±{min_effect:.0%})"
         if r.flagged:
             word += f" ⚑{r.flagged}"
         if r.outliers:
             word += f" outliers: {len(r.outliers)}"
-        for note in r.notes:
-            notes.append(f"{r.group} {r.profile} {r.job_name} {r.direction}: {note}")
         rows.append(
             (r.group, r.profile, r.job_name, r.direction, r.metric, r.n,
-             format_value(r.metric, r.geomean),
+             format_value(r.metric, r.geomean), spread_text(r.min, r.max),
              "baseline" if r.verdict == "baseline" else ratio_text(
                  r.metric, r.ratio, r.ratio_ci_low, r.ratio_ci_high),
-             _p(r.p_adjusted), word, _steady_text(r.steady, r.unsteady))
+             p_text(r.p_adjusted), word, steady_text(r.steady, r.unsteady, r.steady_unknown),
+             "; ".join(r.notes))
         )  # fmt: skip
-    _emit(cols, rows, fmt)
+    if any(r.notes for r in result.rows):  # split or pooled jobs, fio versions: per row
+        cols.append("note")
+    else:
+        rows = [row[:-1] for row in rows]
+    emit(cols, rows, fmt)
     method = "Benjamini–Hochberg" if fdr else "Holm"
     click.echo(
         f"ratios: geometric means vs {result.baseline}, 95 % CI unadjusted (Welch on logs); "
-        f"p adj: {method} across {len(result.rows)} rows; min effect ±{min_effect:.0%}; "
-        "steady: runs whose last 5 s were flat / runs of 5 s or more (n/a: all shorter); "
-        "⚑: runs flagged as not alone (runs.flags)",
+        f"p adj: {method} across {result.tests} test(s); min effect ±{min_effect:.0%}; "
+        "spread: max/min − 1 of the repetitions; steady: runs at steady state / runs judged "
+        "(runs shorter than 5 s: unknown); "
+        "⚑: runs flagged as not alone",
         err=True,
     )
-    for note in dict.fromkeys(notes):
-        click.echo(f"note: {note}", err=True)
-
-
-@click.command(context_settings=CTX)
-@lake_option
-@format_option()
-@filter_options
-@click.option("--since", help="Only runs started since: a duration (7d) or ISO date.")
-@click.option("--metric", default="iops", show_default=True, help="results column to follow.")
-@click.option(
-    "--bucket",
-    type=click.Choice(["run", "day"]),
-    default="run",
-    show_default=True,
-    help="One point per run, or the mean per UTC day.",
-)
-def trend(
-    lake: str,
-    fmt: str,
-    campaign: str | None,
-    backends: tuple[str, ...],
-    profile: str | None,
-    since: str | None,
-    metric: str,
-    bucket: str,
-) -> None:
-    """A metric over time per backend, profile, job and direction; change points marked."""
-    from fiolake.aggregator.columns import formatters
-    from fiolake.aggregator.trend import trend as metric_trend
-
-    try:
-        filt = run_filter(campaign, backends, profile, since)
-        with _connect(lake) as handle:
-            points = metric_trend(handle, metric, filt=filt, bucket=bucket)
-    except FiolakeError as exc:
-        raise fail(exc) from exc
-    at = "started_at" if bucket == "run" else "day"
-    cols = ["backend", "profile", "job_name", "direction", at, metric, "n", "change_point",
-            "run_id"]  # fmt: skip
-    rows = [
-        (
-            p.backend,
-            p.profile,
-            p.job_name,
-            p.direction,
-            p.at,
-            p.value,
-            p.n,
-            "◆" if p.change_point and fmt == "table" else p.change_point,
-            p.run_id,
-        )  # fmt: skip
-        for p in points
-    ]
-    if bucket == "day":
-        cols, rows = cols[:-1], [r[:-1] for r in rows]
-    _emit(cols, rows, fmt, formatters([metric]) if fmt == "table" else None)
-
-
-@click.command(context_settings=CTX)
-@lake_option
-@format_option()
-@filter_options
-@click.option(
-    "--since",
-    default="30d",
-    show_default=True,
-    help="History to look at (a duration, or 'all').",
-)
-@metric_option
-@click.option(
-    "--max-pvalue",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.001,
-    show_default=True,
-    help="Keep change points whose (selection-corrected) p-value is at most this.",
-)
-@click.option("--all", "include_better", is_flag=True, help="Show improvements too.")
-def regressions(
-    lake: str,
-    fmt: str,
-    campaign: str | None,
-    backends: tuple[str, ...],
-    profile: str | None,
-    since: str,
-    metrics: tuple[str, ...],
-    max_pvalue: float,
-    include_better: bool,
-) -> None:
-    """Where a series of comparable runs changed for the worse (change points).
-
-    \b
-    A series is backend × profile × job × direction × effective job × metric in time
-    order; change points come from E-Divisive means with a merge pass (as Apache Otava
-    does it). Each lists the ratio after/before with its 95 % CI, the p-value, the runs
-    on both sides and what changed between them (kernel, fio, job…). Worst first.
-      fiolake regressions --since 7d --backend nvme
-    """
-    from fiolake.aggregator.compare import DEFAULT_METRICS
-    from fiolake.aggregator.filters import parse_duration
-    from fiolake.aggregator.regressions import regressions as find
-
-    try:
-        window = None if since == "all" else parse_duration(since)
-        filt = run_filter(campaign, backends, profile)
-        with _connect(lake) as handle:
-            report = find(
-                handle,
-                since=window,
-                metrics=list(metrics) or list(DEFAULT_METRICS),
-                filt=filt,
-                max_pvalue=max_pvalue,
-                include_better=include_better,
-            )
-    except FiolakeError as exc:
-        raise fail(exc) from exc
-    click.echo(
-        f"{len(report.rows)} change point(s) in {report.series} series "
-        f"({report.too_short} too short to test); p ≤ {max_pvalue:g}",
-        err=True,
-    )
-    cols = ["backend", "profile", "job_name", "direction", "metric", "at", "ratio",
-            "ratio_ci_low", "ratio_ci_high", "p_value", "verdict", "n_before", "n_after",
-            "run_before", "run_after", "env_changes", "effective_job_sha256"]  # fmt: skip
-    if fmt != "table":
-        rows = [
-            (
-                c.backend,
-                c.profile,
-                c.job_name,
-                c.direction,
-                c.metric,
-                c.at,
-                c.ratio,
-                c.ratio_ci_low,
-                c.ratio_ci_high,
-                c.p_value,
-                c.verdict,
-                c.n_before,
-                c.n_after,
-                c.run_before,
-                c.run_after,
-                c.env_changes,
-                c.effective_job_sha256,
-            )  # fmt: skip
-            for c in report.rows
-        ]
-        _emit(cols, rows, fmt)
-        return
-    rows = [
-        (
-            c.backend,
-            c.profile,
-            c.job_name,
-            c.direction,
-            c.metric,
-            f"{c.at:%Y-%m-%d %H:%M}" if c.at else "---",
-            ratio_text(c.metric, c.ratio, c.ratio_ci_low, c.ratio_ci_high),
-            _p(c.p_value),
-            _MARKS.get(c.verdict, c.verdict),
-            f"{c.n_before}/{c.n_after}",
-            f"{c.run_before} → {c.run_after}",
-            "; ".join(c.env_changes) or "---",
-        )  # fmt: skip
-        for c in report.rows
-    ]
-    _emit(["backend", "profile", "job", "dir", "metric", "at", "after/before [95% CI]", "p",
-           "verdict", "n before/after", "runs", "what changed"], rows, fmt)  # fmt: skip

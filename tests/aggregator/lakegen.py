@@ -109,7 +109,11 @@ def result_row(
         "job_error": 0,
     }
     for name, value in values.items():  # explicit values win, in the column's type
-        row[name] = int(value) if pa.types.is_integer(RESULTS.field(name).type) else float(value)
+        kind = RESULTS.field(name).type
+        if pa.types.is_boolean(kind) or value is None:
+            row[name] = value
+        else:
+            row[name] = int(value) if pa.types.is_integer(kind) else float(value)
     return row
 
 

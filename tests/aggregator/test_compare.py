@@ -160,6 +160,7 @@ def test_one_row_equals_an_independent_scipy_computation(tmp_path: Path) -> None
     judged = [r for r in result.rows if r.p_value is not None]
     expected = multipletests([r.p_value for r in judged], method="holm")[1]
     assert [r.p_adjusted for r in judged] == pytest.approx(list(expected))
+    assert result.tests == len(judged) == 12  # b × 3 jobs × 2 directions × 2 metrics
     fdr = compare(lake_handle := connect(root), metrics=["clat_p99_ns", "iops"], adjustment="fdr")
     lake_handle.close()
     judged = [r for r in fdr.rows if r.p_value is not None]
@@ -194,6 +195,76 @@ def test_runs_of_different_runtimes_are_never_pooled(tmp_path: Path) -> None:
     assert all(
         "pooled on purpose (--allow-mixed): job versions mixed" in r.notes for r in pooled.rows
     )
+    # The table says it in every row, not once in a footnote.
+    table = cli_compare(str(tmp_path), "--metric", "iops").stdout.splitlines()
+    assert table[0].split()[-1] == "note"
+    assert sum("runtime=30 vs 5" in line for line in table) == 2
+    assert sum("runtime=5 vs 30" in line for line in table) == 2
+    mixed = cli_compare(str(tmp_path), "--metric", "iops", "--allow-mixed").stdout.splitlines()
+    assert sum("pooled on purpose" in line for line in mixed) == 2
+
+
+def test_lakes_from_before_the_effective_job_column_still_compare(tmp_path: Path) -> None:
+    """Runs written without effective_job_sha256 (NULL) get it from their stored canonical
+    job file: they pool with new runs of the same job and split from other runtimes."""
+    store = lakegen.local_store(tmp_path)
+    for i in range(9):
+        backend, runtime, legacy = ("a", 30, True) if i < 3 else ("b", 30 if i < 6 else 5, i >= 6)
+        extra = {"effective_job_sha256": None} if legacy else {}
+        lakegen.write_run(
+            store,
+            run_id=f"r{i}",
+            job_id=f"j{i}",
+            backend=backend,
+            metrics={READ: {"iops": 1000.0 + i}},
+            canonical_job_file=f"[global]\ndirectory=/x/{backend}{i}\n[random-reads]\n"
+            f"rw=randread\nruntime={runtime}\n",
+            **extra,
+        )
+    with connect(str(tmp_path)) as lake:
+        stored = lake.con.sql("SELECT count(*) FROM runs WHERE effective_job_sha256 IS NULL")
+        assert stored.fetchone() == (6,)
+        result = compare(lake, metrics=["iops"])
+    rows = {(r.group, r.n, r.verdict) for r in result.rows}
+    assert rows == {
+        ("a", 3, "baseline"),
+        ("b", 3, "equivalent"),
+        ("b", 3, "no baseline for this job"),
+    }
+    assert all(r.effective_job_sha256 and len(r.effective_job_sha256) == 64 for r in result.rows)
+    short = next(r for r in result.rows if r.verdict == "no baseline for this job")
+    assert short.notes == ["not pooled with 1 other job version(s): runtime=5 vs 30"]
+
+
+def test_steady_state_outliers_and_fio_versions_per_row(tmp_path: Path) -> None:
+    """Six repetitions per backend: b's run 5 is a robust-z outlier, two of b's runs were
+    not steady (one unknown), and b ran another fio version than a."""
+    store = lakegen.local_store(tmp_path)
+    steady = [True, True, False, False, None, True]
+    for i in range(6):
+        for backend in ("a", "b"):
+            iops = 1000.0 + i if backend == "a" or i < 5 else 5000.0
+            values: dict = {"iops": iops}
+            if backend == "b":
+                values["steady_state"] = steady[i]
+            lakegen.write_run(
+                store,
+                run_id=f"{backend}{i}",
+                job_id=f"{backend}{i}",
+                backend=backend,
+                metrics={READ: values},
+                fio_version="fio-3.33" if backend == "a" else "fio-3.36",
+            )
+    with connect(str(tmp_path)) as lake:
+        row = compare(lake, metrics=["iops"]).rows[1]
+        kept = compare(lake, metrics=["iops"], exclude_unsteady=True).rows[1]
+    assert (row.group, row.n, row.steady, row.unsteady, row.steady_unknown) == ("b", 6, 3, 2, 1)
+    assert row.outliers == ["b5"]
+    assert row.notes == ["fio versions differ: fio-3.33, fio-3.36"]
+    assert (kept.n, kept.unsteady, kept.outliers) == (4, 0, [])  # b2, b3 left out
+    table = cli_compare(str(tmp_path), "--metric", "iops").stdout
+    assert "outliers: 1" in table and "3/5 (1 unknown)" in table
+    assert "fio versions differ: fio-3.33, fio-3.36" in table
 
 
 def test_threads_of_one_job_are_summed_for_throughput(tmp_path: Path) -> None:
@@ -258,12 +329,12 @@ def test_cli_table_csv_json(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert lines[0].split() == [
-        "backend", "profile", "job", "dir", "metric", "n", "geomean", "vs", "a", "[95%",
+        "backend", "profile", "job", "dir", "metric", "n", "geomean", "spread", "vs", "a", "[95%",
         "CI]", "p", "adj", "verdict", "steady",
     ]  # fmt: skip
     b_iops = next(line for line in lines if line.startswith("b ") and " iops " in line)
     assert "0.8× (20 % lower) [0.7" in b_iops and "▼ worse" in b_iops
-    assert "p adj: Holm across 4 rows; min effect ±5%" in res.stderr
+    assert "p adj: Holm across 1 test(s); min effect ±5%" in res.stderr
     res = cli_compare(root, "--metric", "iops", "--format", "json")
     rows = json.loads(res.stdout)
     b = next(r for r in rows if r["backend"] == "b")
@@ -276,7 +347,7 @@ def test_cli_table_csv_json(tmp_path: Path) -> None:
     assert b["ratio"] == pytest.approx(0.8) and b["ratio_ci_low"] < 0.8 < b["ratio_ci_high"]
     assert b["p_adjusted"] < 0.05 and len(b["effective_job_sha256"]) == 64
     res = cli_compare(root, "--metric", "iops", "--fdr")
-    assert "p adj: Benjamini–Hochberg across 2 rows" in res.stderr
+    assert "p adj: Benjamini–Hochberg across 1 test(s)" in res.stderr
 
 
 def test_cli_errors(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.power import TTestIndPower
 
 from fiolake.aggregator import stats
 
@@ -52,8 +53,12 @@ def test_holm_matches_statsmodels_and_fdr_is_scipys_bh() -> None:
 def test_reps_for_power_grows_with_noise_and_shrinks_with_effect() -> None:
     assert stats.reps_for_power(0.02, 0.05) < stats.reps_for_power(0.1, 0.05)
     assert stats.reps_for_power(0.1, 0.2) < stats.reps_for_power(0.1, 0.05)
-    # 2 (z_.975 + z_.8)^2 σ^2 / ln(1.05)^2 with σ = 0.05
-    assert stats.reps_for_power(0.05, 0.05) == math.ceil(2 * (2.8016 * 0.05 / math.log(1.05)) ** 2)
+    # the noncentral-t solution, as statsmodels solves it (rounded up to whole runs)
+    for sd_log, effect in ((0.02, 0.05), (0.05, 0.05), (0.1, 0.2), (0.3, 0.05)):
+        expected = TTestIndPower().solve_power(
+            effect_size=math.log1p(effect) / sd_log, alpha=0.05, power=0.8
+        )
+        assert stats.reps_for_power(sd_log, effect) == math.ceil(expected), (sd_log, effect)
 
 
 def test_outliers_need_five_repetitions() -> None:

@@ -65,3 +65,35 @@ def test_the_version_recorded_is_that_of_the_fio_that_ran(tmp_path: Path) -> Non
     logged = calls.read_text().splitlines()
     assert any(line.startswith("--parse-only") for line in logged)
     assert any(line.startswith("--output-format=json+") for line in logged)
+
+
+def _steady_run(tmp_path: Path, runtime: int, ramp: int = 0) -> dict:
+    job = (
+        "[ss]\nioengine=null\nrw=randread\nbs=4k\nsize=1G\nrate_iops=2000\ntime_based=1\n"
+        f"runtime={runtime}\nsteadystate=iops:10%\nsteadystate_duration=3\n"
+        f"steadystate_ramp_time={ramp}\n"
+    )
+    request = ex.RunRequest(
+        job_file_text=job,
+        profile="ss",
+        backend="null",
+        target_dir=tmp_path,
+        job_id="j-ss",
+        campaign_id="c-ss",
+    )
+    outcome = ex.execute(ex.prepare(request))
+    assert outcome.status == "ok", outcome.error
+    [row] = outcome.tables["results"].to_pylist()
+    return row
+
+
+def test_fios_own_steadystate_verdict_is_recorded(tmp_path: Path) -> None:
+    """A rate-limited job attains fio's `steadystate=iops:10%` within its 3 s window and
+    ends early; one whose steadystate ramp outlasts its runtime is never judged, so not
+    attained — fio's verdict, not fiolake's (whose 5 s window calls a 4 s run unknown)."""
+    attained = _steady_run(tmp_path, 15)
+    assert attained["steady_state"] is True
+    assert attained["job_runtime_ms"] < 10_000  # fio stopped it once steady
+    assert attained["warmup_s"] == max(0, round(attained["job_runtime_ms"] / 1000 - 3))
+    missed = _steady_run(tmp_path, 4, ramp=10)
+    assert missed["steady_state"] is False and missed["warmup_s"] is None

@@ -1,0 +1,187 @@
+"""Commands that follow runs over time: trend (change points marked) and regressions
+(change points, sized and explained)."""
+
+from __future__ import annotations
+
+import click
+
+from fiolake.cli import fail, format_option, lake_option
+from fiolake.cli.comparisons import (
+    CTX,
+    MARKS,
+    connect,
+    emit,
+    filter_options,
+    metric_option,
+    p_text,
+    ratio_text,
+    run_filter,
+    since_option,
+)
+from fiolake.errors import FiolakeError
+
+
+@click.command(context_settings=CTX)
+@lake_option
+@format_option()
+@filter_options
+@since_option
+@click.option("--metric", default="iops", show_default=True, help="results column to follow.")
+@click.option(
+    "--bucket",
+    type=click.Choice(["run", "day"]),
+    default="run",
+    show_default=True,
+    help="One point per run, or the mean per UTC day.",
+)
+def trend(
+    lake: str,
+    fmt: str,
+    campaign: str | None,
+    backends: tuple[str, ...],
+    profile: str | None,
+    since: str | None,
+    metric: str,
+    bucket: str,
+) -> None:
+    """A metric over time per backend, profile, job and direction; change points marked."""
+    from fiolake.aggregator.columns import formatters
+    from fiolake.aggregator.trend import trend as metric_trend
+
+    try:
+        filt = run_filter(campaign, backends, profile, since)
+        with connect(lake) as handle:
+            points = metric_trend(handle, metric, filt=filt, bucket=bucket)
+    except FiolakeError as exc:
+        raise fail(exc) from exc
+    at = "started_at" if bucket == "run" else "day"
+    cols = ["backend", "profile", "job_name", "direction", at, metric, "n", "change_point",
+            "run_id"]  # fmt: skip
+    rows = [
+        (
+            p.backend,
+            p.profile,
+            p.job_name,
+            p.direction,
+            p.at,
+            p.value,
+            p.n,
+            "◆" if p.change_point and fmt == "table" else p.change_point,
+            p.run_id,
+        )  # fmt: skip
+        for p in points
+    ]
+    if bucket == "day":
+        cols, rows = cols[:-1], [r[:-1] for r in rows]
+    emit(cols, rows, fmt, formatters([metric]) if fmt == "table" else None)
+
+
+@click.command(context_settings=CTX)
+@lake_option
+@format_option()
+@filter_options
+@click.option(
+    "--since",
+    default="30d",
+    show_default=True,
+    help="History to look at (a duration, or 'all').",
+)
+@metric_option
+@click.option(
+    "--max-pvalue",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.001,
+    show_default=True,
+    help="Keep change points whose (selection-corrected) p-value is at most this.",
+)
+@click.option("--all", "include_better", is_flag=True, help="Show improvements too.")
+def regressions(
+    lake: str,
+    fmt: str,
+    campaign: str | None,
+    backends: tuple[str, ...],
+    profile: str | None,
+    since: str,
+    metrics: tuple[str, ...],
+    max_pvalue: float,
+    include_better: bool,
+) -> None:
+    """Where a series of comparable runs changed for the worse (change points).
+
+    \b
+    A series is backend × profile × job × direction × effective job × metric in time
+    order; change points come from E-Divisive means with a merge pass (as Apache Otava
+    does it). Each lists the ratio after/before with its 95 % CI, the p-value, the runs
+    on both sides and what changed between them (kernel, fio, job…). Worst first.
+      fiolake regressions --since 7d --backend nvme
+    """
+    from fiolake.aggregator.compare import DEFAULT_METRICS
+    from fiolake.aggregator.filters import parse_duration
+    from fiolake.aggregator.regressions import regressions as find
+
+    try:
+        window = None if since == "all" else parse_duration(since)
+        filt = run_filter(campaign, backends, profile)
+        with connect(lake) as handle:
+            report = find(
+                handle,
+                since=window,
+                metrics=list(metrics) or list(DEFAULT_METRICS),
+                filt=filt,
+                max_pvalue=max_pvalue,
+                include_better=include_better,
+            )
+    except FiolakeError as exc:
+        raise fail(exc) from exc
+    click.echo(
+        f"{len(report.rows)} change point(s) in {report.series} series "
+        f"({report.too_short} too short to test); p ≤ {max_pvalue:g}",
+        err=True,
+    )
+    cols = ["backend", "profile", "job_name", "direction", "metric", "at", "ratio",
+            "ratio_ci_low", "ratio_ci_high", "p_value", "verdict", "n_before", "n_after",
+            "run_before", "run_after", "env_changes", "effective_job_sha256"]  # fmt: skip
+    if fmt != "table":
+        rows = [
+            (
+                c.backend,
+                c.profile,
+                c.job_name,
+                c.direction,
+                c.metric,
+                c.at,
+                c.ratio,
+                c.ratio_ci_low,
+                c.ratio_ci_high,
+                c.p_value,
+                c.verdict,
+                c.n_before,
+                c.n_after,
+                c.run_before,
+                c.run_after,
+                c.env_changes,
+                c.effective_job_sha256,
+            )  # fmt: skip
+            for c in report.rows
+        ]
+        emit(cols, rows, fmt)
+        return
+    rows = [
+        (
+            c.backend,
+            c.profile,
+            c.job_name,
+            c.direction,
+            c.metric,
+            f"{c.at:%Y-%m-%d %H:%M}" if c.at else "---",
+            ratio_text(c.metric, c.ratio, c.ratio_ci_low, c.ratio_ci_high),
+            p_text(c.p_value),
+            MARKS.get(c.verdict, c.verdict),
+            f"{c.n_before}/{c.n_after}",
+            f"{c.run_before} → {c.run_after}",
+            "; ".join(c.env_changes) or "---",
+        )  # fmt: skip
+        for c in report.rows
+    ]
+    emit(["backend", "profile", "job", "dir", "metric", "at", "after/before [95% CI]", "p",
+           "verdict", "n before/after", "runs", "what changed"], rows, fmt)  # fmt: skip

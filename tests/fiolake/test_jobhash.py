@@ -1,0 +1,27 @@
+"""The effective job: what differs by construction is out, what changes the measurement is in."""
+
+from __future__ import annotations
+
+from fiolake.jobhash import effective_job_sha256, job_differences
+
+JOB = (
+    "; written by fiolake\n[global]\ndirectory={d}\nlog_avg_msec=1000\n"
+    "[r]\nrw=randread\nruntime={t}\n"
+)
+
+
+def test_backends_running_the_same_job_share_the_hash() -> None:
+    disk = effective_job_sha256(JOB.format(d="/var/tmp/x/r-1", t=30))
+    tmpfs = effective_job_sha256(JOB.format(d="/dev/shm/y/r-2", t=30))
+    assert disk == tmpfs
+    assert effective_job_sha256(None) is None
+
+
+def test_runtime_and_gang_size_are_part_of_the_key() -> None:
+    long, short = JOB.format(d="/a", t=30), JOB.format(d="/a", t=5)
+    assert effective_job_sha256(long) != effective_job_sha256(short)
+    assert job_differences(long, short) == ["runtime=30 vs 5"]
+    # A gang of one is a solo run (old runs keep their hash); four hosts together are not.
+    assert effective_job_sha256(long, 1) == effective_job_sha256(long)
+    assert effective_job_sha256(long, 4) != effective_job_sha256(long)
+    assert job_differences(long, long, gang_sizes=(4, None)) == ["gang_size=4 vs 1"]
