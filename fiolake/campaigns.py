@@ -168,6 +168,66 @@ def campaign_status(store: ObjectStore, campaign_id: str) -> list[JobStatus]:
     return out
 
 
+# Every state `campaign_status` reports, in the order a campaign's summary shows them.
+JOB_STATES = ("pending", "running", "stale-lease", "ok", "failed", "rejected", "interrupted")
+
+
+def list_campaigns(store: ObjectStore) -> list[str]:
+    """Every campaign id in the lake (both key layouts), greatest first: ids from
+    `new_campaign_id` sort by time, so that is newest first. Costs one LIST per backend."""
+    ids: set[str] = set()
+    for backend in store.list_children(layout.BY_BACKEND_PREFIX):
+        try:
+            ids.update(store.list_children(layout.backend_prefix(backend)))
+        except ValueError:
+            continue  # not a backend name this layout would have written
+    for child in store.list_children(layout.JOBS_PREFIX):
+        if f"{layout.JOBS_PREFIX}{child}/" != layout.BY_BACKEND_PREFIX:
+            ids.add(child)
+    return sorted((i for i in ids if _is_id(i)), reverse=True)
+
+
+def _is_id(value: str) -> bool:
+    try:
+        layout.check_id("campaign id", value)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class CampaignSummary:
+    """A campaign in one line: jobs per state and the reasons, most frequent first."""
+
+    campaign_id: str
+    counts: dict[str, int]  # state -> jobs (every JOB_STATES key)
+    reasons: list[tuple[int, str, str]]  # (jobs, state, reason), most frequent first
+
+    @property
+    def jobs(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def top_reason(self) -> str | None:
+        """`<n> <state>: <reason>` of the most frequent reason, if any."""
+        if not self.reasons:
+            return None
+        n, state, reason = self.reasons[0]
+        return f"{n} {state}: {reason}"
+
+
+def summarize(campaign_id: str, jobs: Sequence[JobStatus]) -> CampaignSummary:
+    """Counts per state and the distinct reasons of `jobs` (one campaign's status)."""
+    counts = {state: 0 for state in JOB_STATES}
+    reasons: dict[tuple[str, str], int] = {}
+    for job in jobs:
+        counts[job.state] = counts.get(job.state, 0) + 1
+        if job.reason:
+            reasons[job.state, job.reason] = reasons.get((job.state, job.reason), 0) + 1
+    ranked = sorted(((n, st, r) for (st, r), n in reasons.items()), key=lambda x: -x[0])
+    return CampaignSummary(campaign_id, counts, ranked)
+
+
 def plan_rerun(
     store: ObjectStore,
     campaign_id: str,

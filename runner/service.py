@@ -238,7 +238,9 @@ class Runner:
             try:
                 prepared = ex.prepare(request, fio=self.config.fio)
             except PolicyError as exc:
-                outcome = ex.rejected_outcome(request, f"job file refused: {exc}")
+                # One line: the reason also goes into the commit marker and `status`.
+                why = "; ".join(exc.violations)
+                outcome = ex.rejected_outcome(request, f"job file refused: {why}")
             else:
                 outcome = ex.execute(
                     prepared,

@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "app": ("fiolake.cli.analysis", "app", "Open the Streamlit app."),
     "publish": ("fiolake.cli.distributed", "publish", "Publish signed job manifests."),
     "runner": ("fiolake.cli.distributed", "runner", "Pull jobs from the lake and run them."),
-    "status": ("fiolake.cli.distributed", "status", "Progress of a campaign."),
+    "status": ("fiolake.cli.status", "status", "Progress of a campaign, or of recent ones."),
     "keygen": ("fiolake.cli.distributed", "keygen", "Create a local Ed25519 signing key."),
     "stack": ("fiolake.cli.stack", "stack", "Local MinIO (TLS) + OpenBao stack."),
 }

@@ -6,13 +6,12 @@ import logging
 import os
 import signal
 import socket
-from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
 import click
 
-from fiolake.cli import fail, format_option, lake_option
+from fiolake.cli import fail, lake_option
 from fiolake.cli.common import (
     DurationParam,
     IdParam,
@@ -23,7 +22,6 @@ from fiolake.cli.common import (
     resolve_job_files,
     target_options,
 )
-from fiolake.cli.output import render
 from fiolake.commits import RERUNNABLE
 from fiolake.errors import FiolakeError, PolicyError
 
@@ -324,40 +322,6 @@ def runner(
         f"{stats.rejected} rejected, {stats.lost} lost",
         err=True,
     )
-
-
-@click.command(context_settings=CTX)
-@click.option(
-    "--campaign",
-    required=True,
-    type=IdParam("campaign id"),
-    help="Campaign id printed by `fiolake publish`.",
-)
-@lake_option
-@format_option()
-def status(campaign: str, lake: str, fmt: str) -> None:
-    """Where every job of a campaign stands: pending, running (by whom, lease age),
-    stale-lease, ok, failed or rejected."""
-    from fiolake.campaigns import campaign_status
-    from fiolake.config import Settings
-
-    try:
-        jobs = campaign_status(Settings.from_env(lake=lake).store(), campaign)
-    except FiolakeError as exc:
-        raise fail(exc) from None
-    columns = ["job_id", "state", "runner", "run_id", "lease_age_s", "epoch", "reason"]
-    rows = [[getattr(j, c) for c in columns] for j in jobs]
-    click.echo(
-        render(columns, rows, fmt, {"lease_age_s": lambda v: "---" if v is None else f"{v:.0f}s"}),
-        nl=False,
-    )
-    counts = Counter(j.state for j in jobs)
-    click.echo(", ".join(f"{n} {s}" for s, n in sorted(counts.items())), err=True)
-    reasons = Counter((j.state, j.reason) for j in jobs if j.reason)
-    for (state, reason), n in sorted(reasons.items(), key=lambda item: -item[1]):
-        click.echo(f"  {n} {state}: {reason}", err=True)
-    if any(j.state in RERUNNABLE for j in jobs):
-        click.echo(f"re-run them: fiolake publish --rerun {campaign} [--status ...]", err=True)
 
 
 @click.command(context_settings=CTX)

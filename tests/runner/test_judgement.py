@@ -238,6 +238,26 @@ def test_rerun_publishes_linked_attempts_and_keeps_history(tmp_path: Path) -> No
     assert [s for s, _ in states(store, new)] == ["ok", "ok"]
     assert [s for s, _ in states(store, "c-1")] == ["rejected", "rejected"]  # history kept
 
+    res = CliRunner().invoke(
+        cli, ["status", "--recent", "5", "--lake", str(lake), "--format", "json"], env=env
+    )
+    assert res.exit_code == 0, res.output
+    overview = [
+        (r["campaign_id"], r["jobs"], r["ok"], r["rejected"], r["top_reason"])
+        for r in json.loads(res.stdout)
+    ]
+    assert overview == [
+        (new, 2, 2, 0, None),  # newest first
+        (
+            "c-1",
+            2,
+            0,
+            2,
+            "2 rejected: job file refused: [n] size=1M: above the cap of 1.0 KiB "
+            "(raise it with --max-size)",
+        ),
+    ]
+
 
 def test_rerun_usage_errors(tmp_path: Path) -> None:
     lake = str(tmp_path / "lake")
@@ -245,6 +265,9 @@ def test_rerun_usage_errors(tmp_path: Path) -> None:
         (["publish", "--rerun", "c-1", "random-reads"], "--rerun takes no job files"),
         (["publish", "--status", "failed", "random-reads", "--backend", "b"], "add --rerun"),
         (["publish", "random-reads"], "Missing option '--backend' (or --rerun CAMPAIGN)."),
+        (["status", "--campaign", "c-1", "--recent", "2"], "--campaign and --recent exclude"),
+        (["status"], "Missing option '--campaign'. (Or --recent N for a line per recent"),
+        (["status", "--recent", "0"], "Invalid value for '--recent'"),
     ]
     for argv, message in cases:
         res = CliRunner().invoke(cli, [*argv, "--lake", lake])

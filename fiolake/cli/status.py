@@ -1,0 +1,92 @@
+"""`fiolake status`: where a campaign's jobs stand, or a line per recent campaign."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from fiolake.cli import fail, format_option, lake_option
+from fiolake.cli.common import IdParam
+from fiolake.cli.output import render
+from fiolake.commits import RERUNNABLE
+from fiolake.errors import FiolakeError
+
+if TYPE_CHECKING:
+    from fiolake.store import ObjectStore
+
+CTX = {"help_option_names": ["-h", "--help"]}
+
+
+@click.command(context_settings=CTX)
+@click.option(
+    "--campaign", type=IdParam("campaign id"), help="Campaign id printed by `fiolake publish`."
+)
+@click.option(
+    "--recent",
+    type=click.IntRange(1),
+    metavar="N",
+    help="Instead: one line per campaign (jobs per state, the most frequent reason) for "
+    "the N newest campaigns.",
+)
+@lake_option
+@format_option()
+def status(campaign: str | None, recent: int | None, lake: str, fmt: str) -> None:
+    """Where every job of a campaign stands: pending (and why runners left it waiting),
+    running (by whom, lease age), stale-lease, ok, failed, rejected or interrupted
+    (with the reason). Counts and each distinct reason go to stderr.
+
+    \b
+    Examples:
+      fiolake status --campaign c-20261123-070000-ab12
+      fiolake status --recent 5          # counts per campaign, newest first
+    """
+    if campaign is not None and recent is not None:
+        raise click.UsageError("--campaign and --recent exclude each other — pick one")
+    if campaign is None and recent is None:
+        raise click.UsageError(
+            "Missing option '--campaign'. (Or --recent N for a line per recent campaign.)"
+        )
+    from fiolake.config import Settings
+
+    try:
+        store = Settings.from_env(lake=lake).store()
+        if recent is not None:
+            _recent(store, recent, fmt)
+        else:
+            _one(store, campaign or "", fmt)
+    except FiolakeError as exc:
+        raise fail(exc) from None
+
+
+def _one(store: ObjectStore, campaign: str, fmt: str) -> None:
+    from fiolake.campaigns import campaign_status, summarize
+
+    jobs = campaign_status(store, campaign)
+    columns = ["job_id", "state", "runner", "run_id", "lease_age_s", "epoch", "reason"]
+    rows = [[getattr(j, c) for c in columns] for j in jobs]
+    click.echo(
+        render(columns, rows, fmt, {"lease_age_s": lambda v: "---" if v is None else f"{v:.0f}s"}),
+        nl=False,
+    )
+    summary = summarize(campaign, jobs)
+    click.echo(", ".join(f"{n} {s}" for s, n in summary.counts.items() if n), err=True)
+    for n, state, reason in summary.reasons:
+        click.echo(f"  {n} {state}: {reason}", err=True)
+    if any(j.state in RERUNNABLE for j in jobs):
+        click.echo(f"re-run them: fiolake publish --rerun {campaign} [--status ...]", err=True)
+
+
+def _recent(store: ObjectStore, n: int, fmt: str) -> None:
+    from fiolake.campaigns import JOB_STATES, campaign_status, list_campaigns, summarize
+
+    ids = list_campaigns(store)[:n]
+    summaries = [summarize(c, campaign_status(store, c)) for c in ids]
+    columns = ["campaign_id", "jobs", *JOB_STATES, "top_reason"]
+    rows = [
+        [s.campaign_id, s.jobs, *(s.counts[state] for state in JOB_STATES), s.top_reason]
+        for s in summaries
+    ]
+    click.echo(render(columns, rows, fmt, {}), nl=False)
+    if not ids:
+        click.echo("no campaigns in this lake yet — publish one with `fiolake publish`", err=True)
