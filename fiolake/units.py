@@ -115,10 +115,13 @@ def seconds_or_none(text: str, *, unit_required: bool = False) -> float | None:
     return int(m.group(1)) * _DURATION_S[(m.group(2) or "s").lower()]
 
 
-def parse_duration(text: str, *, unit_required: bool = False) -> float:
-    """Positive seconds from a fio time value; UsageProblem naming the syntax otherwise."""
+def parse_duration(text: str, *, unit_required: bool = False, allow_zero: bool = False) -> float:
+    """Positive (or, with `allow_zero`, zero) seconds from a fio time value; UsageProblem
+    naming the syntax otherwise."""
     seconds = seconds_or_none(text, unit_required=unit_required)
-    if seconds is None or seconds <= 0:
+    if seconds == 0 and not allow_zero:
+        raise UsageProblem(f"{text!r} is zero — give a duration above zero, e.g. 30s")
+    if seconds is None or seconds < 0:
         example = "90s, 30m, 24h or 7d" if unit_required else "30, 90s, 30m, 24h or 7d"
         raise UsageProblem(
             f"{text!r} is not a duration — use a whole number "

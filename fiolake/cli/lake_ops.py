@@ -42,16 +42,18 @@ def compact(lake: str, tables: tuple[str, ...], grace: str) -> None:
     Safe to interrupt and re-run; results/ and commits/ are never modified. Needs
     credentials that may write (and delete) under compacted/.
     """
+    from datetime import timedelta
+
     from fiolake.aggregator.compact import compact as run_compaction
-    from fiolake.aggregator.filters import parse_duration
     from fiolake.config import Settings
+    from fiolake.units import parse_duration
 
     try:
         store = Settings.from_env(lake=lake).store()
         report = run_compaction(
             store,
             tables=tables or TABLES,
-            grace=parse_duration(grace),
+            grace=timedelta(seconds=parse_duration(grace, unit_required=True, allow_zero=True)),
         )
     except FiolakeError as exc:
         raise fail(exc) from exc

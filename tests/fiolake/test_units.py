@@ -28,10 +28,17 @@ def test_a_unit_can_be_required() -> None:
     )
 
 
-@pytest.mark.parametrize("text", ["", "0", "1.5h", "2w", "-3s", "1 h", "h", "1sec", "7dd"])
+@pytest.mark.parametrize("text", ["", "1.5h", "2w", "-3s", "1 h", "h", "1sec", "7dd"])
 def test_bad_durations_are_usage_problems(text: str) -> None:
     with pytest.raises(UsageProblem, match="is not a duration — use a whole number"):
         parse_duration(text)
+
+
+def test_zero_is_refused_unless_allowed() -> None:
+    with pytest.raises(UsageProblem, match="^'0s' is zero — give a duration above zero, e.g. 30s$"):
+        parse_duration("0s")
+    assert parse_duration("0s", allow_zero=True) == 0
+    assert parse_duration("0", allow_zero=True) == 0
 
 
 def test_sizes_are_binary_and_iec_spellings_decimal_as_in_fio() -> None:
