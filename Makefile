@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CACHE ?= $(HOME)/.cache/fiolake
 
-.PHONY: help setup fio venv minio demo test test-fast lint-imports lint bench clean
+.PHONY: help setup fio venv minio demo test test-fast lint-imports lint bench bench-otava clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -54,7 +54,14 @@ lint: venv ## ruff
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 bench: setup ## benchmarks under tests/bench (print their figures)
-	for b in tests/bench/[a-z]*.py; do $(BIN)/python -m tests.bench.$$(basename $$b .py) || exit 1; done
+	for b in tests/bench/[a-z]*.py; do \
+	  case $$b in *_vs_otava.py) continue;; esac; \
+	  $(BIN)/python -m tests.bench.$$(basename $$b .py) || exit 1; done
+
+OTAVA_VENV ?= build/otava-venv
+bench-otava: ## change points vs Apache Otava, in a throwaway venv (Otava's pins clash with ours)
+	python3 -m venv $(OTAVA_VENV) && $(OTAVA_VENV)/bin/pip install -q apache-otava==0.8.0
+	$(OTAVA_VENV)/bin/python tests/bench/changepoints_vs_otava.py
 
 clean: ## remove the venv, build outputs and the demo lake
 	rm -rf $(VENV) build lake demo-lake
