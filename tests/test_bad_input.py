@@ -267,7 +267,8 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         ["publish", "random-reads", "--backend", "x", "--lake", "{tmp}/pl"],
         {"FIOLAKE_SIGNER": "local", "FIOLAKE_SIGNING_KEY": "{tmp}/no.key"},
         1,
-        "Error: cannot read signing key {tmp}/no.key: No such file or directory",
+        "Error: cannot read signing key {tmp}/no.key: No such file or directory — point "
+        "FIOLAKE_SIGNING_KEY at an Ed25519 key file (create one with `fiolake keygen PATH`)",
     ),
     (
         ["publish", "random-reads", "--backend", "x", "--lake", "s3://b"],

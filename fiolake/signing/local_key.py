@@ -74,7 +74,10 @@ class LocalSigner:
             mode = path.stat().st_mode & 0o777
             data = path.read_bytes()
         except OSError as exc:
-            raise FiolakeError(f"cannot read signing key {path}: {exc.strerror}") from exc
+            raise FiolakeError(
+                f"cannot read signing key {path}: {exc.strerror} — point FIOLAKE_SIGNING_KEY at "
+                "an Ed25519 key file (create one with `fiolake keygen PATH`)"
+            ) from exc
         if mode & 0o077:
             raise FiolakeError(
                 f"signing key {path} is readable by others (mode {mode:04o}); run: chmod 600 {path}"
@@ -105,7 +108,10 @@ def load_public_key(path: Path) -> tuple[str, bytes]:
     try:
         key = serialization.load_pem_public_key(path.read_bytes())
     except OSError as exc:
-        raise FiolakeError(f"cannot read trusted key {path}: {exc.strerror}") from exc
+        raise FiolakeError(
+            f"cannot read trusted key {path}: {exc.strerror} — point FIOLAKE_TRUSTED_KEY at "
+            "the signer's public key file (<key>.pub)"
+        ) from exc
     except ValueError as exc:
         raise FiolakeError(f"{path} is not a PEM public key: {exc}") from exc
     if not isinstance(key, Ed25519PublicKey):
