@@ -14,14 +14,14 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from fiolake.aggregator import columns, stats
 from fiolake.aggregator.filters import RunFilter, check_group_column, validate
 from fiolake.aggregator.lake import Lake
+from fiolake.aggregator.runsets import Case, GroupStats, job_texts, summarise
 from fiolake.errors import LakeError, UsageProblem
-from fiolake.jobhash import effective_job_sha256, job_differences
+from fiolake.jobhash import job_differences
 
 DEFAULT_METRICS = ("bw_bytes", "iops", "lat_mean_ns", "clat_p99_ns")
 NUMERIC_TYPES = ("BIGINT", "INTEGER", "DOUBLE", "FLOAT", "HUGEINT", "SMALLINT", "DECIMAL")
@@ -34,31 +34,6 @@ BASELINE = "baseline"
 NO_BASELINE = "no baseline for this job"
 TOO_FEW = "too few repetitions"
 NOT_POSITIVE = "zero or negative values: no ratio"
-
-
-@dataclass(frozen=True)
-class RunValue:
-    """One run's value of one metric for one job × direction (regressions' series)."""
-
-    run_id: str
-    value: float | None
-    started_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class GroupStats:
-    """One group's repetitions of one metric, summarised in SQL."""
-
-    n: int
-    log: stats.LogSummary | None  # None when a value is zero or negative (no logs)
-    min: float | None
-    max: float | None
-    outliers: list[str]  # run ids (robust z on logs; from OUTLIER_MIN_N runs up)
-    steady: int
-    unsteady: int
-    steady_unknown: int
-    flagged: int
-    fio_versions: list[str]
 
 
 @dataclass
@@ -132,175 +107,6 @@ def check_metrics(lake: Lake, metrics: list[str] | tuple[str, ...]) -> list[str]
     if not metrics:
         raise UsageProblem("no metric given")
     return list(metrics)
-
-
-Case = tuple[str, str, str, str | None]  # profile, job_name, direction, effective job
-Data = dict[tuple[str, Case], dict[str, GroupStats]]
-
-
-def _legacy_hashes(lake: Lake, filt: RunFilter) -> tuple[str, list[Any], dict[str, str]]:
-    """SQL for each run's effective job: the recorded column, or for runs written before
-    it existed, the hash of their canonical job file (computed here: one home)."""
-    where, params = filt.where("r")
-    cur = lake.cursor()
-    try:
-        texts = [
-            t
-            for (t,) in cur.execute(
-                f"SELECT DISTINCT r.canonical_job_file FROM runs r WHERE {where} "
-                "AND r.effective_job_sha256 IS NULL AND r.canonical_job_file IS NOT NULL",
-                params,
-            ).fetchall()
-        ]
-    finally:
-        cur.close()
-    if not texts:
-        return "r.effective_job_sha256", [], {}
-    hashes = {t: effective_job_sha256(t) for t in texts}
-    cases = " ".join("WHEN ? THEN ?" for _ in texts)
-    args = [x for t in texts for x in (t, hashes[t])]
-    expr = f"coalesce(r.effective_job_sha256, CASE r.canonical_job_file {cases} END)"
-    return expr, args, {h: t for t, h in hashes.items() if h}
-
-
-def summarise(
-    lake: Lake,
-    group_expr: str,
-    filt: RunFilter,
-    metrics: list[str],
-    *,
-    allow_mixed: bool = False,
-    exclude_unsteady: bool = False,
-) -> tuple[Data, dict[str, str]]:
-    """(group, case) -> metric -> GroupStats, all computed in DuckDB (one pass over the
-    selected runs; log-space moments, robust z via window medians); and effective job ->
-    its canonical text for the runs whose hash had to be computed."""
-    where, params = filt.where("r")
-    sha, sha_args, texts = ("NULL", [], {}) if allow_mixed else _legacy_hashes(lake, filt)
-    per_run = ", ".join(f'{columns.per_run_aggregate(m)} AS "m{i}"' for i, m in enumerate(metrics))
-    idx = range(len(metrics))
-    logs = ", ".join(
-        f'p."m{i}", CASE WHEN p."m{i}" > 0 THEN ln(p."m{i}") END AS "l{i}"' for i in idx
-    )
-    steady_only = "AND p.steady IS NOT FALSE" if exclude_unsteady else ""
-    moments = ", ".join(
-        f'count("m{i}") AS "n{i}", avg("l{i}") AS "mean{i}", var_samp("l{i}") AS "var{i}", '
-        f'min("m{i}") AS "lo{i}", max("m{i}") AS "hi{i}", '
-        f'count(*) FILTER (WHERE "m{i}" <= 0) AS "bad{i}", '
-        f'median("l{i}") AS "med{i}", mad("l{i}") AS "mad{i}"'
-        for i in idx
-    )
-    # robust z = 0.6745 (l − median) / MAD above OUTLIER_Z
-    cut = stats.OUTLIER_Z / 0.6745
-    odd = ", ".join(
-        f'list(j.run_id ORDER BY j.run_id) FILTER (WHERE g."mad{i}" > 0 '
-        f'AND abs(j."l{i}" - g."med{i}") > {cut} * g."mad{i}") AS "odd{i}"'
-        for i in idx
-    )
-    keys = "grp, profile, job_name, direction, sha"
-    picked = ", ".join(
-        f'g."n{i}", g."mean{i}", g."var{i}", g."lo{i}", g."hi{i}", g."bad{i}", o."odd{i}"'
-        for i in idx
-    )
-    sql = f"""
-        WITH per_run AS (
-            SELECT x.run_id, x.job_name, x.direction, bool_and(x.steady_state) AS steady,
-                   {per_run}
-            FROM results x
-            WHERE x.run_id IN (SELECT r.run_id FROM runs r WHERE {where})
-            GROUP BY ALL
-        ), j AS MATERIALIZED (
-            SELECT coalesce({group_expr}, '') AS grp, r.profile, p.job_name, p.direction,
-                   coalesce({sha}, '') AS sha, r.run_id, r.fio_version,
-                   coalesce(len(r.flags), 0) > 0 AS flagged, p.steady, {logs}
-            FROM per_run p JOIN runs r USING (run_id)
-            WHERE {where} {steady_only}
-        ), g AS (
-            SELECT {keys}, count(*) FILTER (WHERE steady) AS steady,
-                   count(*) FILTER (WHERE NOT steady) AS unsteady,
-                   count(*) FILTER (WHERE steady IS NULL) AS unknown,
-                   count(*) FILTER (WHERE flagged) AS flagged,
-                   list(DISTINCT fio_version) AS fios, {moments}
-            FROM j GROUP BY ALL
-        ), o AS (
-            SELECT {keys}, {odd} FROM j JOIN g USING ({keys}) GROUP BY ALL
-        )
-        SELECT {keys}, g.steady, g.unsteady, g.unknown, g.flagged, g.fios, {picked}
-        FROM g JOIN o USING ({keys})
-    """
-    cur = lake.cursor()
-    try:
-        rows = cur.execute(sql, [*params, *sha_args, *params]).fetchall()
-    finally:
-        cur.close()
-    data: Data = {}
-    for row in rows:
-        group, profile, job, direction, sha_value, steady, unsteady, unknown, flagged, fios = row[
-            :10
-        ]
-        out: dict[str, GroupStats] = {}
-        for i, metric in enumerate(metrics):
-            n, mean, var, lo, hi, bad, odd = row[10 + 7 * i : 17 + 7 * i]
-            log = stats.LogSummary(n, mean, var) if n and not bad and mean is not None else None
-            out[metric] = GroupStats(
-                n, log, lo, hi, list(odd or []) if n >= stats.OUTLIER_MIN_N else [],
-                steady, unsteady, unknown, flagged, sorted(v for v in fios if v),
-            )  # fmt: skip
-        data[(str(group), (profile, job, direction, sha_value or None))] = out
-    return data, texts
-
-
-def per_run_values(
-    lake: Lake, group_expr: str, filt: RunFilter, metrics: list[str]
-) -> dict[tuple[str, Case], dict[str, list[RunValue]]]:
-    """(group, case) -> metric -> one RunValue per run, oldest first (regressions)."""
-    where, params = filt.where("r")
-    sha, sha_args, _ = _legacy_hashes(lake, filt)
-    per_run = ", ".join(f'{columns.per_run_aggregate(m)} AS "m{i}"' for i, m in enumerate(metrics))
-    picked = ", ".join(f'p."m{i}"' for i in range(len(metrics)))
-    sql = f"""
-        WITH per_run AS (
-            SELECT x.run_id, x.job_name, x.direction, {per_run}
-            FROM results x
-            WHERE x.run_id IN (SELECT r.run_id FROM runs r WHERE {where})
-            GROUP BY ALL
-        )
-        SELECT {group_expr}, r.profile, p.job_name, p.direction, {sha}, r.run_id,
-               epoch_ms(r.started_at), {picked}
-        FROM per_run p JOIN runs r USING (run_id)
-        WHERE {where}
-        ORDER BY r.started_at, r.run_id
-    """
-    cur = lake.cursor()
-    try:
-        rows = cur.execute(sql, [*params, *sha_args, *params]).fetchall()
-    finally:
-        cur.close()
-    data: dict[tuple[str, Case], dict[str, list[RunValue]]] = defaultdict(lambda: defaultdict(list))
-    for group, profile, job, direction, sha_value, run_id, at_ms, *values in rows:
-        at = datetime.fromtimestamp(at_ms / 1000, UTC) if at_ms is not None else None
-        for metric, value in zip(metrics, values, strict=True):
-            number = None if value is None else float(value)
-            data[(str(group), (profile, job, direction, sha_value))][metric].append(
-                RunValue(run_id, number, at)
-            )
-    return data
-
-
-def _job_texts(lake: Lake, hashes: set[str], known: dict[str, str]) -> dict[str, str]:
-    wanted = sorted(h for h in hashes if h not in known)
-    if not wanted:
-        return known
-    cur = lake.cursor()
-    try:
-        found = cur.execute(
-            "SELECT effective_job_sha256, any_value(canonical_job_file) FROM runs "
-            "WHERE effective_job_sha256 IN (SELECT unnest(?)) GROUP BY 1",
-            [wanted],
-        ).fetchall()
-    finally:
-        cur.close()
-    return {**known, **{h: t for h, t in found if t is not None}}
 
 
 def _order_groups(found: set[str], preferred: list[str], baseline: str | None) -> list[str]:
@@ -382,7 +188,7 @@ def compare(
     if not allow_mixed:
         several = _jobs_run_as_several_versions(cases)
         if several:
-            notes = _mixed_notes(several, _job_texts(lake, {c[3] for c in several if c[3]}, texts))
+            notes = _mixed_notes(several, job_texts(lake, {c[3] for c in several if c[3]}, texts))
     found = {g for g, _ in data}
     preferred = list(filt.runs) if filt.runs else list(filt.backends) if by == "backend" else []
     if baseline is not None and baseline not in found:

@@ -2,7 +2,7 @@
 what else changed between the last run before and the first run after.
 
 A series is one backend × profile × job × direction × effective job × metric, in time
-order (`compare.per_run_values`); change points come from `changepoints.change_points`;
+order (`runsets.per_run_values`); change points come from `changepoints.change_points`;
 each is described by the ratio of the geometric means after/before with its 95 % CI
 (`stats.compare_logs`) and the environment differences across it (`envdiff`).
 """
@@ -15,17 +15,11 @@ from typing import Any
 
 from fiolake.aggregator import columns, stats
 from fiolake.aggregator.changepoints import DEFAULT_MAX_PVALUE, change_points
-from fiolake.aggregator.compare import (
-    BETTER,
-    DEFAULT_METRICS,
-    WORSE,
-    RunValue,
-    check_metrics,
-    per_run_values,
-)
+from fiolake.aggregator.compare import BETTER, DEFAULT_METRICS, WORSE, check_metrics
 from fiolake.aggregator.envdiff import env_diff
 from fiolake.aggregator.filters import RunFilter, validate
 from fiolake.aggregator.lake import Lake
+from fiolake.aggregator.runsets import RunValue, per_run_values
 from fiolake.errors import LakeError
 
 MIN_POINTS = 6  # two segments of MIN_SIZE
