@@ -34,10 +34,19 @@ pytestmark = pytest.mark.stack
 JOB = "[n]\nioengine=null\nrw=read\nbs=4k\nsize=1M\n"
 
 
+def _env(stack: StackEnv, role: str, tmp_path: Path, **extra: str) -> dict[str, str]:
+    # A private keyring cache (never the user's ~/.cache/fiolake) and a private lake prefix:
+    # other tests leave objects under jobs/ of the shared bucket, which a runner would judge.
+    return {
+        **stack.environ(role),
+        "FIOLAKE_LAKE": f"{stack.lake.rstrip('/')}/{tmp_path.name}",
+        "FIOLAKE_KEYRING": str(tmp_path / "keyring.json"),
+        **extra,
+    }
+
+
 def _settings(stack: StackEnv, role: str, tmp_path: Path, **extra: str) -> Settings:
-    # A private keyring cache: never the user's ~/.cache/fiolake.
-    env = {**stack.environ(role), "FIOLAKE_KEYRING": str(tmp_path / "keyring.json"), **extra}
-    return Settings.from_env(env)
+    return Settings.from_env(_env(stack, role, tmp_path, **extra))
 
 
 def _runner(settings: Settings, backend: str, tmp_path: Path, name: str, **cfg: object) -> Runner:
@@ -142,7 +151,9 @@ def test_vault_unreachable_leaves_jobs_waiting_with_the_reason(
     assert (stats.ok, stats.rejected) == (0, 0)
     assert [j.state for j in campaign_status(store, campaign)] == ["pending"] * 2
     res = CliRunner().invoke(
-        cli, ["status", "--campaign", campaign, "--format", "json"], env=stack.environ("analyst")
+        cli,
+        ["status", "--campaign", campaign, "--format", "json"],
+        env=_env(stack, "analyst", tmp_path),
     )
     assert res.exit_code == 0, res.output
     for row in json.loads(res.stdout):
@@ -189,7 +200,7 @@ def test_rerun_recovers_a_campaign_through_the_cli(stack: StackEnv, tmp_path: Pa
     strict = _runner(runner, backend, tmp_path, "strict", caps=Caps(max_size_bytes=2**10))
     assert strict.serve().rejected == 2
 
-    env = {**stack.environ("publisher"), "FIOLAKE_KEYRING": str(tmp_path / "k.json")}
+    env = _env(stack, "publisher", tmp_path)
     res = CliRunner().invoke(cli, ["publish", "--rerun", campaign, "--status", "rejected"], env=env)
     assert res.exit_code == 0, res.output
     new = res.stdout.strip()
