@@ -141,8 +141,7 @@ def _mixed_notes(cases: set[Case], texts: dict[str, str]) -> dict[Case, list[str
 def _decide(row: CompareRow, metric: str, min_effect: float) -> str:
     higher = columns.higher_is_better(metric)
     if row.p_adjusted is not None and row.p_adjusted < stats.ALPHA and row.ratio is not None:
-        effect = row.ratio - 1.0 if row.ratio >= 1.0 else 1.0 / row.ratio - 1.0
-        if effect > min_effect:
+        if stats.effect_size(row.ratio) > min_effect:
             return BETTER if (row.ratio > 1.0) == higher else WORSE
     if row.p_equivalence_adjusted is not None and row.p_equivalence_adjusted < stats.ALPHA:
         return EQUIVALENT

@@ -136,5 +136,5 @@ def regressions(
         rows = [r for r in rows if r.verdict == WORSE]
     for row in rows:
         row.env_changes = _describe(lake, row.run_before, row.run_after)
-    rows.sort(key=lambda r: (-abs(r.ratio - 1.0 if r.ratio >= 1 else 1 / r.ratio - 1.0), r.backend))
+    rows.sort(key=lambda r: (-stats.effect_size(r.ratio), r.backend))
     return RegressionReport(rows, series, too_short)

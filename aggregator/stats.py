@@ -163,6 +163,11 @@ def compare_summaries(
     )
 
 
+def effect_size(ratio: float) -> float:
+    """How far a ratio is from 1 in either direction: 1.25 and 0.8 are both 0.25."""
+    return ratio - 1.0 if ratio >= 1.0 else 1.0 / ratio - 1.0
+
+
 def holm(pvalues: Sequence[float]) -> list[float]:
     """Holm–Bonferroni adjusted p-values (step-down, monotone, capped at 1)."""
     m = len(pvalues)

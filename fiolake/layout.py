@@ -124,10 +124,15 @@ def waiting_prefix(job_id: str) -> str:
     return f"{WAITING_PREFIX}{check_id('job id', job_id)}/"
 
 
+def slug(text: str, limit: int, empty: str = "x") -> str:
+    """`text` made key-safe: runs of other characters become `_`, at most `limit` long,
+    `empty` when nothing is left."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._-")[:limit] or empty
+
+
 def waiting_key(job_id: str, runner_id: str) -> str:
     """One runner's note about `job_id` (the runner id made key-safe)."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", runner_id).strip("._-")[:100] or "runner"
-    return f"{waiting_prefix(job_id)}{safe}.json"
+    return f"{waiting_prefix(job_id)}{slug(runner_id, 100, 'runner')}.json"
 
 
 def commit_key(job_id: str) -> str:

@@ -11,7 +11,6 @@ import binascii
 import dataclasses
 import hashlib
 import json
-import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -114,10 +113,6 @@ def new_campaign_id(now: datetime | None = None) -> str:
     return f"c-{now.astimezone(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
 
-def _slug(text: str, limit: int) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._-")[:limit] or "x"
-
-
 def new_manifest(
     *,
     campaign_id: str,
@@ -139,7 +134,7 @@ def new_manifest(
     if expires_in <= timedelta(0):
         raise ValueError(f"expires_in must be positive, not {expires_in}")
     now = now or datetime.now(UTC)
-    job_id = f"{campaign_id}-{_slug(profile, 40)}-{_slug(backend, 40)}-r{repetition}"
+    job_id = f"{campaign_id}-{layout.slug(profile, 40)}-{layout.slug(backend, 40)}-r{repetition}"
     return Manifest(
         job_id=layout.check_id("job id", job_id),
         campaign_id=campaign_id,
