@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 from fiolake.cli import fail, format_option, lake_ops, lake_option
-from fiolake.cli.output import render
+from fiolake.cli.common import connect
+from fiolake.cli.output import emit
 from fiolake.errors import FiolakeError
 
 if TYPE_CHECKING:
-    from fiolake.aggregator.lake import Lake
-
-
-def _connect(lake: str) -> Lake:
-    from fiolake.aggregator.lake import open_lake
-
-    return open_lake(lake)
-
-
-def _emit(
-    columns: list[str], rows: list[Any], fmt: str, formatters: dict[str, Any] | None = None
-) -> None:
-    click.echo(render(columns, rows, fmt, formatters), nl=False)
+    pass
 
 
 @click.command()
@@ -59,12 +48,12 @@ def sql(query: str, lake: str, fmt: str, max_rows: int, timeout_s: float) -> Non
     from fiolake.aggregator.query import run_query
 
     try:
-        with _connect(lake) as handle:
+        with connect(lake) as handle:
             result = run_query(handle, query, row_limit=max_rows, timeout_s=timeout_s)
     except FiolakeError as exc:
         raise fail(exc) from exc
     fmts = formatters(result.columns) if fmt == "table" else None
-    _emit(result.columns, result.rows, fmt, fmts)
+    emit(result.columns, result.rows, fmt, fmts)
     if result.truncated:
         click.echo(
             f"truncated: showing the first {max_rows} rows (raise --max-rows or add LIMIT)",
@@ -84,7 +73,7 @@ def env_diff(lake: str, fmt: str, runs: tuple[str, ...]) -> None:
     if len(runs) != 2:
         raise click.UsageError(f"give exactly two --run options (got {len(runs)})")
     try:
-        with _connect(lake) as handle:
+        with connect(lake) as handle:
             diffs = diff_runs(handle, runs[0], runs[1])
     except FiolakeError as exc:
         raise fail(exc) from exc
@@ -96,7 +85,7 @@ def env_diff(lake: str, fmt: str, runs: tuple[str, ...]) -> None:
         rows = [(d.field, format_value(d.field, d.a), format_value(d.field, d.b)) for d in diffs]
     else:
         rows = [(d.field, d.a, d.b) for d in diffs]
-    _emit(["field", runs[0], runs[1]], rows, fmt)
+    emit(["field", runs[0], runs[1]], rows, fmt)
 
 
 # `lake` and `app` live in lake_ops; fiolake.cli looks them up here (COMMANDS).

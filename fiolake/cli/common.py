@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 from typing import Any
 
 import click
@@ -121,8 +122,16 @@ class DurationParam(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
+def connect(lake: str) -> Any:
+    """The lake's DuckDB views (aggregator.lake.open_lake, imported only when a command
+    reads the lake: `--help` stays light)."""
+    from fiolake.aggregator.lake import open_lake
+
+    return open_lake(lake)
+
+
 def target_options(fn: Any) -> Any:
-    """`--create-dir`, `--expect-mount`, `--expect-fs`: measure what the user named."""
+    """`--dir`, `--create-dir`, `--expect-mount`, `--expect-fs`: measure what the user named."""
     fn = click.option(
         "--expect-fs",
         metavar="TYPE",
@@ -133,10 +142,18 @@ def target_options(fn: Any) -> Any:
         metavar="PATH",
         help="Mount point --dir must be on (e.g. /mnt/nvme); else exit 2 before fio starts.",
     )(fn)
-    return click.option(
+    fn = click.option(
         "--create-dir",
         is_flag=True,
         help="Create --dir if it is missing (its mount is still checked).",
+    )(fn)
+    return click.option(
+        "--dir",
+        "target_dir",
+        required=True,
+        type=click.Path(path_type=Path),
+        help="Existing, writable directory on the storage under test (fio's files go in a "
+        "subdir, removed after).",
     )(fn)
 
 

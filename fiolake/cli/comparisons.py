@@ -8,27 +8,16 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fiolake.cli import fail, format_option, lake_option
-from fiolake.cli.output import render
+from fiolake.cli.common import connect
+from fiolake.cli.output import emit
 from fiolake.errors import FiolakeError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from fiolake.aggregator.filters import RunFilter
-    from fiolake.aggregator.lake import Lake
 
-CTX = {"help_option_names": ["-h", "--help"]}
 MARKS = {"better": "▲ better", "worse": "▼ worse", "equivalent": "= equivalent"}
-
-
-def connect(lake: str) -> Lake:
-    from fiolake.aggregator.lake import open_lake
-
-    return open_lake(lake)
-
-
-def emit(cols: list[str], rows: list[Any], fmt: str, formatters: Any = None) -> None:
-    click.echo(render(cols, rows, fmt, formatters), nl=False)
 
 
 def filter_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -107,7 +96,7 @@ def since_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     return click.option("--since", help="Only runs started since: a duration (7d) or ISO date.")(fn)
 
 
-@click.command(context_settings=CTX)
+@click.command()
 @lake_option
 @format_option()
 @filter_options

@@ -25,10 +25,8 @@ from fiolake.cli.common import (
 from fiolake.commits import RERUNNABLE
 from fiolake.errors import FiolakeError, PolicyError
 
-CTX = {"help_option_names": ["-h", "--help"]}
 
-
-@click.command(context_settings=CTX)
+@click.command()
 @click.argument("job_files", nargs=-1)
 @click.option(
     "--backend",
@@ -192,17 +190,9 @@ def _publish_rerun(campaign: str, states: tuple[str, ...], expires: float, lake:
     click.echo(new_id)
 
 
-@click.command(context_settings=CTX)
+@click.command()
 @click.option(
     "--backend", required=True, type=IdParam("backend"), help="The backend this runner measures."
-)
-@click.option(
-    "--dir",
-    "target_dir",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Existing, writable directory on that backend's storage (fio files go in a "
-    "subdir, removed after).",
 )
 @target_options
 @lake_option
@@ -324,7 +314,7 @@ def runner(
     )
 
 
-@click.command(context_settings=CTX)
+@click.command()
 @click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
 def keygen(path: Path) -> None:
     """Create an Ed25519 signing key at PATH (0600) and its public key at PATH.pub.

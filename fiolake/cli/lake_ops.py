@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 
 from fiolake.cli import fail, format_option, lake_option
-from fiolake.cli.output import render
+from fiolake.cli.common import connect
+from fiolake.cli.output import emit
 from fiolake.errors import FiolakeError
 from fiolake.layout import TABLES
 
@@ -85,10 +86,9 @@ def compact(lake: str, tables: tuple[str, ...], grace: str) -> None:
 def check(lake: str, fmt: str) -> None:
     """Check that every committed run has its rows and raw fio output (exit 1 if not)."""
     from fiolake.aggregator.check import check_lake
-    from fiolake.aggregator.lake import open_lake
 
     try:
-        with open_lake(lake) as handle:
+        with connect(lake) as handle:
             problems = check_lake(handle)
             runs = handle.snapshot.commits.num_rows
     except FiolakeError as exc:
@@ -97,7 +97,7 @@ def check(lake: str, fmt: str) -> None:
         click.echo(f"ok: {runs} committed run(s), nothing missing", err=True)
         return
     rows = [(p.job_id, p.run_id, p.status, p.problem) for p in problems]
-    click.echo(render(["job_id", "run_id", "status", "problem"], rows, fmt), nl=False)
+    emit(["job_id", "run_id", "status", "problem"], rows, fmt)
     raise click.exceptions.Exit(1)
 
 

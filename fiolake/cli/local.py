@@ -22,7 +22,7 @@ from fiolake.cli.common import (
     resolve_job_files,
     target_options,
 )
-from fiolake.cli.output import render
+from fiolake.cli.output import emit, render
 from fiolake.errors import FiolakeError, PolicyError
 
 _KIND_FORMAT = {
@@ -68,16 +68,8 @@ def _summary_output(profile: str, run_id: str, status: str, rows: list[dict[str,
     return out
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command()
 @click.argument("job_files", nargs=-1)
-@click.option(
-    "--dir",
-    "target_dir",
-    required=True,
-    type=click.Path(path_type=Path),
-    help="Existing, writable directory on the storage under test (fio's files go in a "
-    "subdir, removed after).",
-)
 @target_options
 @click.option(
     "--backend",
@@ -243,7 +235,7 @@ def run(
         raise fail(exc) from None
     if fmt != "table" and all_rows:
         columns = list(all_rows[0])
-        click.echo(render(columns, [[r[c] for c in columns] for r in all_rows], fmt), nl=False)
+        emit(columns, [[r[c] for c in columns] for r in all_rows], fmt)
     if stop.signum:
         raise stop.exit_error(len(prepared) - done, store.url)
     if failed:
@@ -252,7 +244,7 @@ def run(
         )
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command()
 @click.argument("job_files", nargs=-1)
 @click.option("--list", "list_allowed", is_flag=True, help="Print the allowed options and exit.")
 @caps_options
@@ -305,7 +297,7 @@ def validate(
         raise fail(PolicyError(problems))
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command()
 @format_option()
 def profiles(fmt: str) -> None:
     """List the shipped fio profiles (job_files/) and the workload each models."""
@@ -320,7 +312,7 @@ def profiles(fmt: str) -> None:
         )
     columns = ["profile", "default_suite", "jobs", "seconds", "models"]
     formatters = {"seconds": lambda v: f"{v:.0f}", "models": lambda v: _shorten(v, 72)}
-    click.echo(render(columns, rows, fmt, formatters), nl=False)
+    emit(columns, rows, fmt, formatters)
 
 
 def _shorten(text: str, width: int) -> str:

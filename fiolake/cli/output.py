@@ -11,6 +11,8 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
+import click
+
 FORMATS = ("table", "csv", "json")
 
 Formatter = Callable[[Any], str]
@@ -97,3 +99,13 @@ def render(
         records = [{c: _jsonable(v) for c, v in zip(columns, row, strict=True)} for row in rows]
         return json.dumps(records, indent=2) + "\n"
     raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+def emit(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    fmt: str,
+    formatters: Mapping[str, Callable[[Any], str]] | None = None,
+) -> None:
+    """`render` the rows to stdout (data goes to stdout; logs and progress to stderr)."""
+    click.echo(render(columns, rows, fmt, formatters), nl=False)

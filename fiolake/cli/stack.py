@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from fiolake.cli import fail, format_option
+from fiolake.cli.output import emit
 from fiolake.errors import FiolakeError
 from fiolake.stack.roles import ROLE_NAMES
 
@@ -160,12 +161,11 @@ def env(state_dir: Path | None, role: str, fmt: str) -> None:
 @format_option()
 def status(state_dir: Path | None, fmt: str) -> None:
     """Pid, address and health of each component; exit 1 unless all are healthy."""
-    from fiolake.cli.output import render
     from fiolake.stack.local import stack_status
 
     columns = ["component", "pid", "address", "health"]
     rows = stack_status(_resolve_state(state_dir))
-    click.echo(render(columns, [[row[c] for c in columns] for row in rows], fmt), nl=False)
+    emit(columns, [[row[c] for c in columns] for row in rows], fmt)
     if any(row["health"] != "ok" for row in rows):
         raise click.exceptions.Exit(1)
 

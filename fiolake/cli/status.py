@@ -8,17 +8,15 @@ import click
 
 from fiolake.cli import fail, format_option, lake_option
 from fiolake.cli.common import IdParam
-from fiolake.cli.output import render
+from fiolake.cli.output import emit
 from fiolake.commits import RERUNNABLE
 from fiolake.errors import FiolakeError
 
 if TYPE_CHECKING:
     from fiolake.store import ObjectStore
 
-CTX = {"help_option_names": ["-h", "--help"]}
 
-
-@click.command(context_settings=CTX)
+@click.command()
 @click.option(
     "--campaign", type=IdParam("campaign id"), help="Campaign id printed by `fiolake publish`."
 )
@@ -65,10 +63,7 @@ def _one(store: ObjectStore, campaign: str, fmt: str) -> None:
     jobs = campaign_status(store, campaign)
     columns = ["job_id", "state", "runner", "run_id", "lease_age_s", "epoch", "reason"]
     rows = [[getattr(j, c) for c in columns] for j in jobs]
-    click.echo(
-        render(columns, rows, fmt, {"lease_age_s": lambda v: "---" if v is None else f"{v:.0f}s"}),
-        nl=False,
-    )
+    emit(columns, rows, fmt, {"lease_age_s": lambda v: "---" if v is None else f"{v:.0f}s"})
     summary = summarize(campaign, jobs)
     click.echo(", ".join(f"{n} {s}" for s, n in summary.counts.items() if n), err=True)
     for n, state, reason in summary.reasons:
@@ -87,6 +82,6 @@ def _recent(store: ObjectStore, n: int, fmt: str) -> None:
         [s.campaign_id, s.jobs, *(s.counts[state] for state in JOB_STATES), s.top_reason]
         for s in summaries
     ]
-    click.echo(render(columns, rows, fmt, {}), nl=False)
+    emit(columns, rows, fmt, {})
     if not ids:
         click.echo("no campaigns in this lake yet — publish one with `fiolake publish`", err=True)

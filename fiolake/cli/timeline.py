@@ -6,11 +6,9 @@ from __future__ import annotations
 import click
 
 from fiolake.cli import fail, format_option, lake_option
+from fiolake.cli.common import connect
 from fiolake.cli.comparisons import (
-    CTX,
     MARKS,
-    connect,
-    emit,
     filter_options,
     metric_option,
     p_text,
@@ -18,10 +16,11 @@ from fiolake.cli.comparisons import (
     run_filter,
     since_option,
 )
+from fiolake.cli.output import emit
 from fiolake.errors import FiolakeError
 
 
-@click.command(context_settings=CTX)
+@click.command()
 @lake_option
 @format_option()
 @filter_options
@@ -76,7 +75,7 @@ def trend(
     emit(cols, rows, fmt, formatters([metric]) if fmt == "table" else None)
 
 
-@click.command(context_settings=CTX)
+@click.command()
 @lake_option
 @format_option()
 @filter_options
