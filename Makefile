@@ -6,16 +6,26 @@ VENV := .venv
 BIN := $(VENV)/bin
 CACHE ?= $(HOME)/.cache/fiolake
 
-.PHONY: help setup fio venv minio demo test test-fast lint-imports lint bench bench-otava clean
+.PHONY: help setup sysdeps fio venv minio demo test test-fast lint-imports lint bench bench-otava clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-fio: ## install fio from Debian if it is missing
-	@command -v fio >/dev/null || { \
-	  echo "fio not found: installing Debian's fio" >&2; \
+# Debian packages the project runs for real: fio (the benchmark), Chromium + ChromeDriver
+# (the app's browser tests), faketime (skewed runner clocks), bubblewrap (the runner confined
+# as its image confines it) and docker-compose (validates compose.yaml; no engine needed).
+# --no-install-recommends: docker-compose would otherwise pull in the Docker engine.
+DEBS := fio chromium chromium-driver faketime bubblewrap docker-compose
+DEB_CMDS := fio chromium chromedriver faketime bwrap docker-compose
+
+fio: sysdeps
+sysdeps: ## install the Debian packages above if any of their commands is missing
+	@missing=; for c in $(DEB_CMDS); do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "missing:$$missing — installing Debian packages: $(DEBS)" >&2; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq fio >/dev/null; }
+	  $$SUDO apt-get update -qq && \
+	  $$SUDO apt-get install -y -qq --no-install-recommends $(DEBS) >/dev/null; fi
 	@fio --version
 
 $(BIN)/fiolake: pyproject.toml
