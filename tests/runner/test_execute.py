@@ -87,6 +87,7 @@ def _steady_run(tmp_path: Path, runtime: int, ramp: int = 0) -> dict:
     return row
 
 
+@pytest.mark.slow  # waits out fio's steadystate window: ~10 s of fio timers
 def test_fios_own_steadystate_verdict_is_recorded(tmp_path: Path) -> None:
     """A rate-limited job attains fio's `steadystate=iops:10%` within its 3 s window and
     ends early; one whose steadystate ramp outlasts its runtime is never judged, so not

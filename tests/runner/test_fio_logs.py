@@ -157,18 +157,18 @@ def test_logged_windows_match_fio_counts(run: Run):
         section = run.report.jobs[index][direction]
         logged = [r for r in rows if r["bw_bytes"] is not None and not r["zero_filled"]]
         logged = [r for r in logged if not r["from_totals"]]
-        iops_sum = sum(r["iops"] for r in rows if r["iops"] is not None)
+        ios_sum = sum(r["ios"] or 0 for r in rows)
         if thread in (4, 5):  # grouped: fio's totals cover both threads
             continue
         assert len(logged) == section["bw_samples"], (thread, direction)
         # Σ per-second bytes = fio's io_bytes within one window (the unlogged end included)
         window = max(r["io_bytes"] for r in logged)
         assert abs(sum(r["io_bytes"] for r in rows) - section["io_bytes"]) <= window
-        # Σ per-second IOPS stays within fio's total: the final window is often unlogged,
-        # and on a loaded machine the rate limiter catches up late, so no tight lower bound.
-        assert iops_sum <= section["total_ios"] + 2
-    grouped = sum(r["iops"] or 0 for r in run.rows if r["job_index"] == 3)
-    assert grouped <= run.report.jobs[3]["write"]["total_ios"] + 2
+        # Σ per-second I/Os (not IOPS: a short window has a high rate and few I/Os) stays
+        # within fio's total, give or take the rounding of one I/O per window.
+        assert ios_sum <= section["total_ios"] + len(rows)
+    grouped = [r["ios"] or 0 for r in run.rows if r["job_index"] == 3]
+    assert sum(grouped) <= run.report.jobs[3]["write"]["total_ios"] + len(grouped)
 
 
 def test_gap_is_zero_filled(run: Run):
