@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import stats as sps
+
+from fiolake.aggregator.stats import pooled_t_pvalue
 
 DEFAULT_MAX_PVALUE = 0.001
 WINDOW = 30  # points per E-Divisive window (windows overlap by half)
@@ -62,7 +63,7 @@ def _pvalue(left: np.ndarray, right: np.ndarray) -> float:
     positions = max(len(left) + len(right) - 2 * MIN_SIZE + 1, 1)
     if np.ptp(left) == 0 and np.ptp(right) == 0:
         return 0.0 if left[0] != right[0] else 1.0
-    return min(1.0, positions * float(sps.ttest_ind(left, right).pvalue))
+    return min(1.0, positions * pooled_t_pvalue(left, right))
 
 
 def _candidates(x: np.ndarray, offset: int, threshold: float, out: set[int]) -> None:
