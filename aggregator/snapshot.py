@@ -190,8 +190,12 @@ def scan(store: ObjectStore, *, full_listing: bool = False) -> Snapshot:
     commits, unindexed = load_commits(store, manifest, warnings, full_listing=full_listing)
     snap = Snapshot(manifest, commits, warnings=warnings, unindexed=unindexed)
     committed = snap.run_ids
-    for table in layout.TABLES:
-        for key in _table_keys(store, snap, table):
+    # One listing per table (or per day partition): issued together, since each is a round
+    # trip to the store and a compacted lake's listings are almost all empty.
+    with ThreadPoolExecutor(max_workers=len(layout.TABLES)) as pool:
+        listed = list(pool.map(lambda t: (t, _table_keys(store, snap, t)), layout.TABLES))
+    for table, keys in listed:
+        for key in keys:
             parsed = layout.parse_result_key(key)
             if parsed is None or parsed[0] != table:
                 continue
