@@ -110,9 +110,8 @@ def _new_rows(
 ) -> tuple[pa.Table | None, set[str]]:
     """Rows to append to `table`: committed runs it lacks. Also their run (job) ids."""
     if table == delta.COMMITS:
-        fresh = snap.commits.filter(
-            pc.invert(pc.is_in(snap.commits.column("job_id"), pa.array(sorted(covered), pa.string())))
-        )
+        known = pa.array(sorted(covered), pa.string())
+        fresh = snap.commits.filter(pc.invert(pc.is_in(snap.commits.column("job_id"), known)))
         return (fresh if fresh.num_rows else None), set(fresh.column("job_id").to_pylist())
     loose = {
         key: day

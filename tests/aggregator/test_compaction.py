@@ -63,15 +63,12 @@ def test_compaction_keeps_answers_and_reads_few_files(tmp_path: Path) -> None:
     # one Delta table per table, one data file each, with its own date column
     # (lakegen writes the first four tables only, as lakes did before disk_util & co.)
     written = set(layout.TABLES[:4])
-    assert {(m.table, m.new_runs, m.runs) for m in report.merged} == {
-        (t, 11, 11) for t in written
-    }
+    assert {(m.table, m.new_runs, m.runs) for m in report.merged} == {(t, 11, 11) for t in written}
     assert fingerprint(tmp_path) == before
     with connect(str(tmp_path)) as lake:
         assert all(len(keys) == (t in written) for t, keys in lake.files.items())
-        assert all(
-            k.startswith(layout.delta_table_prefix(t)) for t, keys in lake.files.items() for k in keys
-        )
+        for table, keys in lake.files.items():
+            assert all(k.startswith(layout.delta_table_prefix(table)) for k in keys)
         for table in set(layout.TABLES) - written:  # older lakes: empty views, not errors
             assert lake.con.sql(f"SELECT count(*) FROM {table}").fetchone() == (0,)
         days = lake.con.sql("SELECT DISTINCT date::VARCHAR FROM timeseries ORDER BY 1").fetchall()

@@ -377,7 +377,7 @@ def main() -> None:
         took = time.perf_counter() - start
         print(
             f"\ncompaction of the loose lake: {took:.2f} s, generation {report.generation}, "
-            f"{len(report.merged)} table × month files"
+            f"{len(report.merged)} Delta tables appended to"
         )
         after = measure("local, same lake after compaction", str(small))
         print("\nspeed-up from compaction (loose / compacted):")
