@@ -133,9 +133,9 @@ def _new_rows(
     merged = pa.concat_tables(tables, promote_options="permissive")
     keep = pa.array(sorted(snap.run_ids - covered), pa.string())
     merged = merged.filter(pc.is_in(merged.column("run_id"), keep))
-    new = {layout.parse_result_key(k)[2] for k in loose} | set(  # type: ignore[index]
-        pc.unique(merged.column("run_id")).to_pylist()
-    )
+    new = {layout.parse_result_key(k)[2] for k in loose}  # type: ignore[index]
+    if legacy:  # runs the merged files covered, rows or none (a rejected run has no results)
+        new |= set(snap.manifest.covered(table)) - covered  # type: ignore[union-attr]
     if merged.num_rows == 0:  # runs without rows here (a rejected run has no results)
         return None, new
     return _conform(table, merged.sort_by([("run_id", "ascending")])), new

@@ -28,7 +28,7 @@ from deltalake import CommitProperties, DeltaTable, WriterProperties, write_delt
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from fiolake import layout
-from fiolake.errors import LakeError
+from fiolake.errors import AccessDenied, LakeError
 from fiolake.store import LocalStore, ObjectStore, S3Store
 
 ROW_GROUP_ROWS = 65_536  # small enough that a query for one run skips most of a file
@@ -86,9 +86,16 @@ def _trusting(store: ObjectStore) -> Iterator[None]:
         try:
             yield
         except (DeltaError, OSError) as exc:
+            where = f"{store.url}/{layout.DELTA_PREFIX}"
+            text = str(exc)
+            if "403" in text or "AccessDenied" in text:
+                raise AccessDenied(
+                    f"access denied writing the Delta tables under {where} — run it with the "
+                    "compactor's credentials (eval \"$(fiolake stack env --role compactor)\")"
+                ) from exc
             raise LakeError(
-                f"Delta table under {store.url}/{layout.DELTA_PREFIX}: {exc} — check the "
-                "compactor's credentials and FIOLAKE_CA_BUNDLE"
+                f"Delta table under {where}: {text.splitlines()[0][:300]} — check the "
+                "endpoint, the credentials and FIOLAKE_CA_BUNDLE"
             ) from exc
         finally:
             if ca:
