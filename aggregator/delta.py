@@ -91,7 +91,7 @@ def _trusting(store: ObjectStore) -> Iterator[None]:
             if "403" in text or "AccessDenied" in text:
                 raise AccessDenied(
                     f"access denied writing the Delta tables under {where} — run it with the "
-                    "compactor's credentials (eval \"$(fiolake stack env --role compactor)\")"
+                    'compactor\'s credentials (eval "$(fiolake stack env --role compactor)")'
                 ) from exc
             raise LakeError(
                 f"Delta table under {where}: {text.splitlines()[0][:300]} — check the "
