@@ -8,7 +8,7 @@ compaction manifest records each table's Delta version and its data files.
 
 delta-rs talks to S3 through Rust's object_store, which takes no CA file option; it
 trusts the roots rustls loads from the `SSL_CERT_FILE` environment variable. The lake's
-private CA is put there for the duration of each delta-rs call (`_trusting`).
+private CA is put there for the duration of each delta-rs call (`trusting`).
 """
 
 from __future__ import annotations
@@ -76,8 +76,11 @@ def storage_options(store: ObjectStore) -> dict[str, str]:
 
 
 @contextmanager
-def _trusting(store: ObjectStore) -> Iterator[None]:
-    """SSL_CERT_FILE = the lake's CA while delta-rs builds its HTTP client; errors mapped."""
+def trusting(store: ObjectStore) -> Iterator[None]:
+    """SSL_CERT_FILE = the lake's CA while delta-rs builds its HTTP client; errors mapped.
+
+    Outside readers in this process (polars, DuckDB's delta extension) need it too.
+    """
     ca = store.settings.ca_bundle if isinstance(store, S3Store) else None
     with _ENV_LOCK:
         before = os.environ.get("SSL_CERT_FILE")
@@ -107,7 +110,7 @@ def _trusting(store: ObjectStore) -> Iterator[None]:
 
 def open_table(store: ObjectStore, table: str) -> DeltaTable | None:
     """The latest version of `table`, or None when no compaction has created it yet."""
-    with _trusting(store):
+    with trusting(store):
         try:
             return DeltaTable(table_uri(store, table), storage_options=storage_options(store))
         except TableNotFoundError:
@@ -116,7 +119,7 @@ def open_table(store: ObjectStore, table: str) -> DeltaTable | None:
 
 def data_files(store: ObjectStore, dt: DeltaTable, table: str) -> tuple[list[str], int]:
     """Object keys (relative to the lake) of the files in `dt`'s version, and their rows."""
-    with _trusting(store):
+    with trusting(store):
         actions = pa.table(dt.get_add_actions(flatten=True))
     paths = actions.column("path").to_pylist()
     rows = sum(n or 0 for n in actions.column("num_records").to_pylist())
@@ -128,7 +131,7 @@ def append(store: ObjectStore, table: str, data: pa.Table, generation: int) -> D
 
     New columns join the table's schema (files written before them read as NULL).
     """
-    with _trusting(store):
+    with trusting(store):
         write_deltalake(
             table_uri(store, table),
             data,
@@ -147,7 +150,7 @@ def append(store: ObjectStore, table: str, data: pa.Table, generation: int) -> D
 
 def optimize(store: ObjectStore, dt: DeltaTable) -> None:
     """Rewrite a table of more than MAX_FILES files into few (a new version of `dt`)."""
-    with _trusting(store):
+    with trusting(store):
         if len(dt.file_uris()) > MAX_FILES:
             dt.optimize.compact(
                 writer_properties=WriterProperties(
@@ -159,7 +162,7 @@ def optimize(store: ObjectStore, dt: DeltaTable) -> None:
 
 def vacuum(store: ObjectStore, dt: DeltaTable, grace: timedelta) -> list[str]:
     """Delete files the table's log removed longer than `grace` ago; their paths."""
-    with _trusting(store):
+    with trusting(store):
         hours = math.ceil(grace.total_seconds() / 3600)  # delta-rs counts whole hours
         return list(
             dt.vacuum(retention_hours=hours, enforce_retention_duration=False, dry_run=False)

@@ -5,10 +5,8 @@ real MinIO (TLS, private CA)."""
 
 from __future__ import annotations
 
-import os
 import secrets
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from pathlib import Path
 
@@ -53,20 +51,7 @@ def canonical(data: pa.Table, columns: list[str]) -> Rows:
     return sorted((tuple(_value(r[c]) for c in columns) for r in rows), key=repr)
 
 
-@contextmanager
-def trusting(store: ObjectStore) -> Iterator[None]:
-    """The lake's CA where Rust's object store looks for it (see aggregator.delta)."""
-    ca = store.settings.ca_bundle if isinstance(store, S3Store) else None
-    before = os.environ.get("SSL_CERT_FILE")
-    if ca:
-        os.environ["SSL_CERT_FILE"] = ca
-    try:
-        yield
-    finally:
-        if ca and before is None:
-            os.environ.pop("SSL_CERT_FILE", None)
-        elif ca:
-            os.environ["SSL_CERT_FILE"] = before
+trusting = delta.trusting  # the lake's CA where Rust's object store looks for it
 
 
 def read_duckdb(store: ObjectStore, table: str) -> pa.Table:
