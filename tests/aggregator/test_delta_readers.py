@@ -139,6 +139,7 @@ def exercise(url: str, store: ObjectStore, s3: S3Settings | None) -> None:
         )
 
 
+@pytest.mark.slow  # several compactions and three readers: seconds
 def test_outside_readers_local(tmp_path: Path) -> None:
     store = build(tmp_path)
     exercise(str(tmp_path), store, None)
@@ -164,6 +165,7 @@ def test_outside_readers_minio(stack) -> None:  # noqa: ANN001
     exercise(url, store, s3)
 
 
+@pytest.mark.slow  # several compactions and three readers: seconds
 def test_many_appends_are_rewritten_and_vacuumed(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
     store = build(tmp_path)
     monkeypatch.setattr(delta, "MAX_FILES", 2)
@@ -202,6 +204,7 @@ def write_legacy_generation(store: ObjectStore) -> None:
     store.put(layout.compaction_manifest_key(1), old.legacy_bytes())
 
 
+@pytest.mark.slow  # several compactions and three readers: seconds
 def test_lake_of_the_merged_file_layout_is_read_then_migrated(tmp_path: Path) -> None:
     store = build(tmp_path)
     url = str(tmp_path)
