@@ -1,48 +1,50 @@
-"""Compaction: merge many small per-run files into one file per table × month.
+"""Compaction: fold committed per-run files into the lake's Delta Lake tables.
 
-Steps, each safe to interrupt: (1) write merged files (and a commit index) under new,
-never-reused names in `compacted/`; (2) create the next manifest generation, create-only
-— the single atomic switch readers see; (3) clean up compacted files and manifests that
-no longer matter. `results/` and `commits/` are never modified. A crash before (2)
-leaves unreferenced files that readers ignore and step (3) of a later run removes; a
-crash after (2) leaves a complete new state. Re-running merges whatever is still loose.
+Steps, each safe to interrupt: (1) append the rows of committed runs not yet compacted
+to one Delta table per lake table (and new commit markers to `commits`), rewriting a
+table of many small files into few; (2) create the next manifest generation,
+create-only — the single atomic switch fiolake's views see; (3) clean up: Delta files
+superseded longer than the grace period (vacuum), and objects of earlier layouts and
+generations. `results/` and `commits/` are never modified.
+
+Delta readers see each table's latest version: only ever rows of committed runs. A crash
+after (1) leaves rows in a table that the manifest does not list yet; the next run finds
+them (files added since the manifest's version) and does not append them twice. A lake
+compacted before Delta (manifest format 1, merged files of our own) is migrated: its
+merged files are folded into the Delta tables like per-run files.
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from deltalake import DeltaTable
 
 from fiolake import layout
-from fiolake.aggregator.manifest import Manifest, Partition, latest_manifest, now_iso
-from fiolake.aggregator.snapshot import Snapshot, read_parquet_object, scan
+from fiolake.aggregator import delta
+from fiolake.aggregator.manifest import DeltaState, Manifest, latest_manifest, now_iso
+from fiolake.aggregator.snapshot import COMMITS_SCHEMA, Snapshot, read_all, scan
 from fiolake.commits import logged_job_ids
 from fiolake.errors import LakeError, NotFound, PreconditionFailed, StoreError
-from fiolake.schema import parquet_bytes
+from fiolake.schema import SCHEMAS
 from fiolake.store import LocalStore, ObjectStore, S3Store
-
-ROW_GROUP_ROWS = 65_536  # small enough that a query for one run skips most of a file
-_THREADS = 16
 
 Hook = Callable[[str], None]  # called with "files-written", "manifest-written" (tests)
 
 
 @dataclass(frozen=True)
 class Merged:
-    """One table × month rewritten by a compaction."""
+    """One Delta table appended to by a compaction."""
 
     table: str
-    month: str  # YYYY-MM
-    new_runs: int  # per-run files folded in by this compaction
-    runs: int  # run ids the merged file covers in total
-    rows: int
-    file: str
+    new_runs: int  # runs (files) folded in by this compaction
+    runs: int  # run ids the table covers in total
+    rows: int  # rows in the table
+    version: int  # the Delta version the manifest records
 
 
 @dataclass
@@ -55,38 +57,9 @@ class CompactionReport:
     # Markers new since the previous generation without a commit-log entry (older
     # runners): while any exist, readers list every marker instead of the log.
     unlogged: int = 0
+    migrated: bool = False  # a lake of the merged-file layout was folded into Delta
     removed: list[str] = field(default_factory=list)  # superseded compacted objects deleted
     cleanup_errors: list[str] = field(default_factory=list)
-
-
-def _compacted_bytes(table: pa.Table) -> bytes:
-    """zstd Parquet with row groups sized for run-level pruning."""
-    return parquet_bytes(table, row_group_size=ROW_GROUP_ROWS)
-
-
-def _read_all(store: ObjectStore, keys: list[str]) -> list[pa.Table]:
-    with ThreadPoolExecutor(max_workers=_THREADS) as pool:
-        return list(pool.map(lambda k: read_parquet_object(store, k), keys))
-
-
-def _merge(
-    store: ObjectStore, previous: str | None, loose: dict[str, str], keep: set[str]
-) -> pa.Table:
-    """Rows of `keep` run ids from the previous merged file and the per-run files.
-
-    `loose` maps key -> YYYY-MM-DD; per-run files get that `date` as a column, the way
-    the merged file stores it.
-    """
-    keys = ([previous] if previous else []) + sorted(loose)
-    tables = []
-    for key, data in zip(keys, _read_all(store, keys), strict=True):
-        if key in loose:
-            day = date.fromisoformat(loose[key])
-            data = data.append_column("date", pa.array([day] * data.num_rows, pa.date32()))
-        tables.append(data)
-    merged = pa.concat_tables(tables, promote_options="permissive")
-    merged = merged.filter(pc.is_in(merged.column("run_id"), pa.array(sorted(keep))))
-    return merged.sort_by([("run_id", "ascending")])
 
 
 def delete_object(store: ObjectStore, key: str) -> None:
@@ -107,14 +80,94 @@ def delete_object(store: ObjectStore, key: str) -> None:
         raise StoreError(f"{type(store).__name__} cannot delete objects")
 
 
-def _plan(snap: Snapshot, tables: Iterable[str]) -> dict[tuple[str, str], dict[str, str]]:
-    """(table, month) -> {run_id: key} of the per-run files to fold in."""
-    wanted = set(tables)
-    plan: dict[tuple[str, str], dict[str, str]] = {}
-    for (table, day), runs in snap.loose.items():
-        if table in wanted:
-            plan.setdefault((table, day[:7]), {}).update(runs)
-    return plan
+def _contract(table: str) -> pa.Schema:
+    if table == delta.COMMITS:
+        return COMMITS_SCHEMA
+    return SCHEMAS[table].append(pa.field("date", pa.date32()))
+
+
+def _conform(table: str, data: pa.Table) -> pa.Table:
+    """Columns of the current schema first (NULL where older files lack one), then extras.
+
+    Outside readers get one stable schema whatever the age of the per-run files.
+    """
+    columns, fields = [], []
+    for f in _contract(table):
+        if f.name in data.column_names:
+            columns.append(data.column(f.name).cast(f.type))
+        else:
+            columns.append(pa.nulls(data.num_rows, f.type))
+        fields.append(f)
+    for name in data.column_names:
+        if name not in _contract(table).names:
+            columns.append(data.column(name))
+            fields.append(data.schema.field(name))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def _new_rows(
+    store: ObjectStore, snap: Snapshot, table: str, covered: set[str]
+) -> tuple[pa.Table | None, set[str]]:
+    """Rows to append to `table`: committed runs it lacks. Also their run (job) ids."""
+    if table == delta.COMMITS:
+        known = pa.array(sorted(covered), pa.string())
+        fresh = snap.commits.filter(pc.invert(pc.is_in(snap.commits.column("job_id"), known)))
+        return (fresh if fresh.num_rows else None), set(fresh.column("job_id").to_pylist())
+    loose = {
+        key: day
+        for (t, day), runs in snap.loose.items()
+        if t == table
+        for run_id, key in runs.items()
+        if run_id not in covered
+    }
+    legacy = snap.manifest.files(table) if snap.manifest and snap.manifest.legacy else []
+    keys = legacy + sorted(loose)
+    if not keys:
+        return None, set()
+    tables = []
+    for key, data in zip(keys, read_all(store, keys), strict=True):
+        if key in loose:  # per-run files get their `date` from their path
+            day = date.fromisoformat(loose[key])
+            data = data.append_column("date", pa.array([day] * data.num_rows, pa.date32()))
+        tables.append(data)
+    merged = pa.concat_tables(tables, promote_options="permissive")
+    keep = pa.array(sorted(snap.run_ids - covered), pa.string())
+    merged = merged.filter(pc.is_in(merged.column("run_id"), keep))
+    new = {layout.parse_result_key(k)[2] for k in loose}  # type: ignore[index]
+    if legacy:  # runs the merged files covered, rows or none (a rejected run has no results)
+        new |= set(snap.manifest.covered(table)) - covered  # type: ignore[union-attr]
+    if merged.num_rows == 0:  # runs without rows here (a rejected run has no results)
+        return None, new
+    return _conform(table, merged.sort_by([("run_id", "ascending")])), new
+
+
+def _state(store: ObjectStore, table: str, dt: DeltaTable, keys: set[str]) -> DeltaState:
+    files, rows = delta.data_files(store, dt, table)
+    return DeltaState(table, dt.version(), tuple(files), frozenset(keys), rows)
+
+
+def _compact_table(
+    store: ObjectStore, snap: Snapshot, table: str, gen: int
+) -> tuple[DeltaState | None, Merged | None]:
+    """Bring one Delta table up to date; its state for the manifest, and what was added."""
+    prev = snap.manifest
+    before = prev.delta.get(table) if prev and not prev.legacy else None
+    covered = set(before.keys) if before else set()
+    dt = delta.open_table(store, table)
+    if dt is not None and (before is None or dt.version() != before.version):
+        # Rows an interrupted compaction appended after the manifest's version.
+        current, _ = delta.data_files(store, dt, table)
+        added = sorted(set(current) - set(before.files if before else ()))
+        covered |= delta.keys_in(store, table, added)
+    data, new = _new_rows(store, snap, table, covered)
+    if data is not None:
+        dt = delta.append(store, table, data, gen)
+    if dt is None:
+        return None, None
+    delta.optimize(store, dt)
+    state = _state(store, table, dt, covered | new)
+    merged = Merged(table, len(new), len(state.keys), state.rows, state.version)
+    return state, (merged if data is not None else None)
 
 
 def _unlogged(store: ObjectStore, snap: Snapshot) -> int:
@@ -128,44 +181,28 @@ def _unlogged(store: ObjectStore, snap: Snapshot) -> int:
     return len(snap.unindexed - logged_job_ids(store, since))
 
 
-def _write_state(
-    store: ObjectStore,
-    snap: Snapshot,
-    plan: dict[tuple[str, str], dict[str, str]],
-    gen: int,
-    listed_at: str | None,
-) -> tuple[Manifest, list[Merged]]:
-    prev = snap.manifest
-    partitions = dict(prev.partitions) if prev else {}
-    merged = []
-    for (table, month), runs in sorted(plan.items()):
-        old = partitions.get((table, month))
-        covered = set(runs) | (set(old.run_ids) if old else set())
-        days = {key: parsed[1] for key in runs.values() if (parsed := layout.parse_result_key(key))}
-        data = _merge(store, old.file if old else None, days, covered)
-        key = layout.compacted_key(table, month, gen, secrets.token_hex(6))
-        store.put(key, _compacted_bytes(data))
-        partitions[(table, month)] = Partition(table, month, key, frozenset(covered), data.num_rows)
-        merged.append(Merged(table, month, len(runs), len(covered), data.num_rows, key))
-    commits_key = layout.commits_index_key(gen, secrets.token_hex(6))
-    store.put(commits_key, _compacted_bytes(snap.commits.sort_by("job_id")))
-    manifest = Manifest(gen, now_iso(), commits_key, snap.commits.num_rows, partitions, listed_at)
-    return manifest, merged
-
-
 def _cleanup(store: ObjectStore, grace: timedelta, report: CompactionReport) -> None:
-    """Remove compacted objects the newest manifest does not use, once older than `grace`.
+    """Remove what the newest manifest does not use, once superseded longer than `grace`.
 
-    The grace period protects readers that opened the lake on an older generation.
+    Delta tables are vacuumed (files their log removed); elsewhere under `compacted/`,
+    earlier manifests and merged files of the layout before Delta are deleted once older
+    than `grace`. The grace period protects readers that opened an older generation.
     """
     current = latest_manifest(store)
     if current is None:
         return
-    live = {p.file for p in current.partitions.values()} | {current.commits_file}
-    live.add(layout.compaction_manifest_key(current.generation))
+    if not current.legacy:
+        for table in current.delta:
+            dt = delta.open_table(store, table)
+            if dt is not None:
+                report.removed += [
+                    layout.delta_table_prefix(table) + p for p in delta.vacuum(store, dt, grace)
+                ]
+    live = {layout.compaction_manifest_key(current.generation), *current.commit_files()}
+    live |= {k for table in layout.TABLES for k in current.files(table)}
     cutoff = datetime.now(UTC) - grace
     for key in list(store.list(layout.COMPACTED_PREFIX)):
-        if key in live:
+        if key in live or key.startswith(layout.DELTA_PREFIX):
             continue
         gen = layout.compaction_generation(key)
         if gen is not None and gen > current.generation:
@@ -187,7 +224,8 @@ def compact(
     grace: timedelta = timedelta(hours=1),
     hook: Hook | None = None,
 ) -> CompactionReport:
-    """Merge committed per-run files not yet compacted; write the next manifest; clean up."""
+    """Append committed runs not yet compacted to the Delta tables; write the next
+    manifest; clean up."""
     tables = list(tables)
     for table in tables:
         if table not in layout.TABLES:
@@ -196,14 +234,26 @@ def compact(
     # sorts after this instant (see fiolake.commits).
     listed_at = store.server_time().isoformat(timespec="milliseconds")
     snap = scan(store, full_listing=True)
-    plan = _plan(snap, tables)
-    indexed = snap.manifest.commits if snap.manifest else 0
+    prev = snap.manifest
     report = CompactionReport(None, commits=snap.commits.num_rows)
-    if plan or snap.commits.num_rows != indexed:
-        gen = (snap.manifest.generation if snap.manifest else 0) + 1
+    report.migrated = prev is not None and prev.legacy
+    if report.migrated:  # every table the old layout holds moves to Delta now
+        tables = [t for t in layout.TABLES if t in tables or prev.files(t)]
+    gen = (prev.generation if prev else 0) + 1
+    states = dict(prev.delta) if prev and not prev.legacy else {}
+    for table in [*tables, delta.COMMITS]:
+        state, merged = _compact_table(store, snap, table, gen)
+        if state is not None:
+            states[table] = state
+        if merged is not None:
+            report.merged.append(merged)
+    changed = report.migrated or states != (prev.delta if prev else {})
+    if changed:
         report.unlogged = _unlogged(store, snap)
         vouched = listed_at if report.unlogged == 0 else None
-        manifest, report.merged = _write_state(store, snap, plan, gen, vouched)
+        manifest = Manifest(
+            gen, now_iso(), None, snap.commits.num_rows, commits_listed_at=vouched, delta=states
+        )
         if hook:
             hook("files-written")
         try:
@@ -215,6 +265,7 @@ def compact(
         report.generation = gen
         if hook:
             hook("manifest-written")
+    report.merged = [m for m in report.merged if m.table != delta.COMMITS]
     try:
         _cleanup(store, grace, report)
     except NotFound:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 import duckdb
 import duckdb_extension_httpfs
@@ -36,17 +37,22 @@ def quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def httpfs_extension() -> Path:
-    """The httpfs extension file shipped in the duckdb-extension-httpfs wheel."""
-    base = Path(next(iter(duckdb_extension_httpfs.__path__)))
-    found = sorted(base.glob(f"extensions/v{duckdb.__version__}/httpfs.duckdb_extension"))
-    found = found or sorted(base.rglob("httpfs.duckdb_extension"))
+def extension_file(package: ModuleType, name: str) -> Path:
+    """A DuckDB extension file shipped in a `duckdb-extension-<name>` wheel (no network)."""
+    base = Path(next(iter(package.__path__)))
+    found = sorted(base.glob(f"extensions/v{duckdb.__version__}/{name}.duckdb_extension"))
+    found = found or sorted(base.rglob(f"{name}.duckdb_extension"))
     if not found:
         raise LakeError(
-            f"httpfs.duckdb_extension not found under {base}: reinstall "
-            f"duckdb-extension-httpfs=={duckdb.__version__}"
+            f"{name}.duckdb_extension not found under {base}: reinstall "
+            f"duckdb-extension-{name}=={duckdb.__version__}"
         )
     return found[0]
+
+
+def httpfs_extension() -> Path:
+    """The httpfs extension file shipped in the duckdb-extension-httpfs wheel."""
+    return extension_file(duckdb_extension_httpfs, "httpfs")
 
 
 def configure_s3(con: duckdb.DuckDBPyConnection, s3: S3Settings) -> None:

@@ -1,9 +1,14 @@
-"""Compaction manifests: which merged files replace which per-run files.
+"""Compaction manifests: which compacted files replace which per-run files.
 
 A manifest is a create-only JSON object `compacted/_manifests/g<generation>.json`
-describing the whole compacted state of the lake; the highest generation wins.
-Each generation is cumulative (it lists every partition ever compacted), so a
-reader needs exactly one GET to know what to read instead of the small files.
+describing the whole compacted state of the lake; the highest generation wins, and it
+is the one switch fiolake's views see (the Delta tables are committed one by one).
+Each generation is cumulative, so a reader needs exactly one GET to know what to read
+instead of the small files.
+
+Format 2 (Delta Lake): per table, the Delta version, its data files and the run ids
+they hold. Format 1 (before Delta): per table × month, one merged file of our own, plus
+a commit index file; still read, and folded into Delta by the next compaction.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from fiolake import layout
 from fiolake.errors import LakeError
 from fiolake.store import ObjectStore
 
-FORMAT = 1
+FORMAT = 2
+LEGACY_FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -27,6 +33,17 @@ class Partition:
     month: str  # YYYY-MM: the file holds the date= partitions of this month
     file: str  # object key of the merged Parquet file
     run_ids: frozenset[str]
+    rows: int
+
+
+@dataclass(frozen=True)
+class DeltaState:
+    """One Delta table at the version a compaction left it: its files and what they hold."""
+
+    table: str  # a lake table, or "commits"
+    version: int
+    files: tuple[str, ...]  # object keys of the data files of that version
+    keys: frozenset[str]  # run ids (job ids for commits) whose rows the files hold
     rows: int
 
 
@@ -43,11 +60,60 @@ class Manifest:
     # marker new since the previous generation had its commit-log entry: readers then
     # find later commits in the commit log instead of listing every marker.
     commits_listed_at: str | None = None
+    delta: dict[str, DeltaState] = field(default_factory=dict)  # format 2: table -> state
+    format: int = FORMAT
+
+    @property
+    def legacy(self) -> bool:
+        """Written before Delta Lake: merged files of our own (`partitions`)."""
+        return self.format == LEGACY_FORMAT
+
+    def covered(self, table: str) -> frozenset[str]:
+        """Run ids whose `table` rows the compacted files hold."""
+        if not self.legacy:
+            state = self.delta.get(table)
+            return state.keys if state else frozenset()
+        parts = [p.run_ids for (t, _), p in self.partitions.items() if t == table]
+        return frozenset().union(*parts)
+
+    def files(self, table: str) -> list[str]:
+        """Compacted files of `table` (they carry a `date` column of their own)."""
+        if not self.legacy:
+            state = self.delta.get(table)
+            return list(state.files) if state else []
+        return [p.file for (t, _), p in sorted(self.partitions.items()) if t == table]
+
+    def commit_files(self) -> list[str]:
+        """Files holding the commit markers known to this generation."""
+        if self.legacy:
+            return [self.commits_file] if self.commits_file else []
+        return self.files("commits")
 
     def to_bytes(self) -> bytes:
-        """Canonical JSON bytes."""
+        """Canonical JSON bytes (format 2: Delta states)."""
         body = {
             "format": FORMAT,
+            "generation": self.generation,
+            "created_at": self.created_at,
+            "commits": self.commits,
+            "commits_listed_at": self.commits_listed_at,
+            "delta": [
+                {
+                    "table": d.table,
+                    "version": d.version,
+                    "files": list(d.files),
+                    "rows": d.rows,
+                    "keys": sorted(d.keys),
+                }
+                for _, d in sorted(self.delta.items())
+            ],
+        }
+        return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+    def legacy_bytes(self) -> bytes:
+        """Format 1 JSON bytes (tests build lakes of the earlier layout with it)."""
+        body = {
+            "format": LEGACY_FORMAT,
             "generation": self.generation,
             "created_at": self.created_at,
             "commits_file": self.commits_file,
@@ -71,8 +137,10 @@ class Manifest:
         """Parse a manifest; LakeError when it is malformed or of a newer format."""
         try:
             body = json.loads(data)
-            if body["format"] != FORMAT:
-                raise ValueError(f"format {body['format']} is not {FORMAT}")
+            if body["format"] == FORMAT:
+                return cls._from_body(body)
+            if body["format"] != LEGACY_FORMAT:
+                raise ValueError(f"format {body['format']} is not {FORMAT} or {LEGACY_FORMAT}")
             parts = {}
             for p in body["partitions"]:
                 part = Partition(
@@ -86,12 +154,30 @@ class Manifest:
                 body["commits"],
                 parts,
                 body.get("commits_listed_at"),  # absent before the commit log
+                format=LEGACY_FORMAT,
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise LakeError(
                 f"malformed compaction manifest {key}: {exc}; "
                 "re-run `fiolake lake compact` to write a new generation"
             ) from exc
+
+    @classmethod
+    def _from_body(cls, body: dict) -> Manifest:
+        delta = {
+            d["table"]: DeltaState(
+                d["table"], d["version"], tuple(d["files"]), frozenset(d["keys"]), d["rows"]
+            )
+            for d in body["delta"]
+        }
+        return cls(
+            body["generation"],
+            body["created_at"],
+            None,
+            body["commits"],
+            commits_listed_at=body["commits_listed_at"],
+            delta=delta,
+        )
 
 
 def now_iso() -> str:

@@ -59,9 +59,7 @@ class Snapshot:
 
     def compacted_files(self, table: str) -> list[str]:
         """Merged files of `table` (they carry a `date` column of their own)."""
-        if self.manifest is None:
-            return []
-        return [p.file for (t, _), p in sorted(self.manifest.partitions.items()) if t == table]
+        return self.manifest.files(table) if self.manifest else []
 
     def loose_files(self, table: str) -> list[str]:
         """Per-run files of `table` no merged file covers (`date` comes from their path)."""
@@ -93,6 +91,12 @@ def read_parquet_object(store: ObjectStore, key: str) -> pa.Table:
     """One Parquet object from the store."""
     data, _ = store.get(key)
     return pq.read_table(io.BytesIO(data))
+
+
+def read_all(store: ObjectStore, keys: list[str]) -> list[pa.Table]:
+    """Parquet objects read in parallel, in the order of `keys`."""
+    with ThreadPoolExecutor(max_workers=_FETCH_THREADS) as pool:
+        return list(pool.map(lambda k: read_parquet_object(store, k), keys))
 
 
 def _read_markers(store: ObjectStore, keys: list[str], warnings: list[str]) -> list[Commit]:
@@ -127,8 +131,11 @@ def load_commits(
     found through the commit log when the manifest allows, else by listing them all.
     Also returns the job ids of the markers the index lacks."""
     indexed = pa.Table.from_pylist([], schema=COMMITS_SCHEMA)
-    if manifest is not None and manifest.commits_file:
-        indexed = read_parquet_object(store, manifest.commits_file).cast(COMMITS_SCHEMA)
+    if manifest is not None and manifest.commit_files():
+        files = read_all(store, manifest.commit_files())
+        indexed = pa.concat_tables(
+            [f.select(COMMITS_SCHEMA.names).cast(COMMITS_SCHEMA) for f in files]
+        )
     known = set(indexed.column("job_id").to_pylist())
     new = _unindexed_job_ids(store, manifest, known, full_listing)
     loose = commits_table(_read_markers(store, [layout.commit_key(j) for j in new], warnings))
@@ -167,8 +174,7 @@ def _table_keys(store: ObjectStore, snap: Snapshot, table: str) -> list[str]:
     manifest = snap.manifest
     if manifest is None:
         return list(store.list(full))
-    covered = set().union(*[p.run_ids for (t, _), p in manifest.partitions.items() if t == table])
-    need = snap.run_ids - covered
+    need = snap.run_ids - manifest.covered(table)
     if not need:
         return []
     days = _candidate_days(snap, need)
@@ -195,6 +201,7 @@ def scan(store: ObjectStore, *, full_listing: bool = False) -> Snapshot:
     with ThreadPoolExecutor(max_workers=len(layout.TABLES)) as pool:
         listed = list(pool.map(lambda t: (t, _table_keys(store, snap, t)), layout.TABLES))
     for table, keys in listed:
+        covered = manifest.covered(table) if manifest else frozenset()
         for key in keys:
             parsed = layout.parse_result_key(key)
             if parsed is None or parsed[0] != table:
@@ -203,8 +210,7 @@ def scan(store: ObjectStore, *, full_listing: bool = False) -> Snapshot:
             if run_id not in committed:
                 snap.orphan_files += 1
                 continue
-            part = manifest.partitions.get((table, day[:7])) if manifest else None
-            if part is not None and run_id in part.run_ids:
+            if run_id in covered:
                 continue
             snap.loose.setdefault((table, day), {})[run_id] = key
     return snap

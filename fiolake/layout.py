@@ -170,6 +170,8 @@ def raw_key(run_id: str, name: str) -> str:
 # per-run files they cover. results/ and commits/ stay untouched; see docs/aggregator.md.
 COMPACTED_PREFIX = "compacted/"
 MANIFESTS_PREFIX = f"{COMPACTED_PREFIX}_manifests/"
+# Delta Lake tables of the compacted layer: compacted/delta/<table>/ (+ `commits`)
+DELTA_PREFIX = f"{COMPACTED_PREFIX}delta/"
 
 _RESULT_KEY = re.compile(r"^results/([a-z_]+)/date=(\d{4}-\d{2}-\d{2})/([^/]+)\.parquet$")
 
@@ -204,6 +206,13 @@ def compacted_key(table: str, month: str, generation: int, token: str) -> str:
         raise ValueError(f"invalid month {month!r}: use YYYY-MM")
     name = f"g{generation:08d}-{check_id('token', token)}.parquet"
     return f"{COMPACTED_PREFIX}{table}/month={month}/{name}"
+
+
+def delta_table_prefix(table: str) -> str:
+    """The folder of the Delta table holding compacted `table` (or `commits`)."""
+    if table not in TABLES and table != "commits":
+        raise ValueError(f"unknown table {table!r}; tables are {', '.join(TABLES)}, commits")
+    return f"{DELTA_PREFIX}{table}/"
 
 
 def commits_index_key(generation: int, token: str) -> str:

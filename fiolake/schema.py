@@ -39,12 +39,20 @@ RUNS = pa.schema(
         ("cpu_model", pa.string()),
         ("cpu_count", pa.int32()),
         ("mem_bytes", pa.int64()),
+        # scaling_governor of the CPUs (comma-separated if they differ); NULL without cpufreq
+        ("cpu_governor", pa.string()),
         ("target_dir", pa.string()),
         ("mount_point", pa.string()),  # mount point of the file system target_dir lands on
         ("fs_type", pa.string()),
         ("mount_options", pa.string()),
         ("device", pa.string()),  # block device backing target_dir, when visible
         ("device_model", pa.string()),
+        # Settings of that device that change results (/sys/block/<disk>/...); NULL where
+        # there is no block device (tmpfs, overlay, NFS) or the kernel does not say.
+        ("device_firmware", pa.string()),  # device/firmware_rev (NVMe) or device/rev (SCSI)
+        ("io_scheduler", pa.string()),  # the active queue/scheduler: none, mq-deadline ...
+        ("read_ahead_bytes", pa.int64()),  # queue/read_ahead_kb × 1024
+        ("write_cache", pa.string()),  # queue/write_cache: 'write back' | 'write through'
         ("labels", pa.map_(pa.string(), pa.string())),  # runner --label k=v
         ("runtime_s", pa.int32()),  # runtime override applied to every job, if any
         ("size_bytes", pa.int64()),  # size override applied to every job, if any

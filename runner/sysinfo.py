@@ -1,4 +1,10 @@
-"""The environment fingerprint recorded with every run (host, kernel, CPU, target storage)."""
+"""The environment fingerprint recorded with every run (host, kernel, CPU, target storage).
+
+Besides what the machine is, the settings that change results: the target device's I/O
+scheduler, read-ahead, write cache and firmware, and the CPU frequency governor. Each is
+NULL where the machine does not say (tmpfs and overlay have no block device; VMs often
+have no cpufreq).
+"""
 
 from __future__ import annotations
 
@@ -53,21 +59,81 @@ def mount_info(path: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -> Mo
     return MountInfo(mount_point, fs_type, options, source, _device_model(path))
 
 
-def _device_model(path: Path) -> str | None:
-    # st_dev -> /sys/dev/block/MAJ:MIN -> the disk (a partition's parent) -> device/model.
+def _disk_dir(path: Path, sys: Path) -> Path | None:
+    """The sysfs directory of the whole disk (or dm/md device) holding `path`, if any.
+
+    st_dev -> /sys/dev/block/MAJ:MIN -> a partition's parent disk. None for file systems
+    without a block device (tmpfs, overlay, NFS: major 0).
+    """
     try:
         dev = os.stat(path).st_dev
-        sys_dir = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}").resolve()
+        sys_dir = (sys / f"dev/block/{os.major(dev)}:{os.minor(dev)}").resolve(strict=True)
     except OSError:
         return None
     for candidate in (sys_dir, sys_dir.parent):
-        for name in ("device/model", "device/name"):
-            model = candidate / name
-            if model.is_file():
-                text = model.read_text(errors="replace").strip()
-                if text:
-                    return text
-    return None
+        if (candidate / "queue").is_dir():
+            return candidate
+    return sys_dir
+
+
+def _read(path: Path) -> str | None:
+    try:
+        text = path.read_text(errors="replace").strip()
+    except OSError:
+        return None
+    return text or None
+
+
+def _device_model(path: Path, sys: Path = Path("/sys")) -> str | None:
+    disk = _disk_dir(path, sys)
+    if disk is None:
+        return None
+    return _read(disk / "device/model") or _read(disk / "device/name")
+
+
+@dataclass(frozen=True)
+class DeviceSettings:
+    """Settings of the block device under a target that change results; None = unknown."""
+
+    device_firmware: str | None  # NVMe firmware_rev, SCSI/SATA rev
+    io_scheduler: str | None  # the active one: none, mq-deadline, kyber, bfq ...
+    read_ahead_bytes: int | None
+    write_cache: str | None  # 'write back' | 'write through' (the kernel's words)
+
+
+def _active_scheduler(text: str | None) -> str | None:
+    # "none [mq-deadline] kyber bfq": the active one is bracketed; a lone name is active
+    if text is None:
+        return None
+    match = re.search(r"\[([^\]]+)\]", text)
+    return match.group(1) if match else (text if " " not in text else None)
+
+
+def device_settings(path: Path, sys: Path = Path("/sys")) -> DeviceSettings:
+    """Scheduler, read-ahead, write cache and firmware of the device holding `path`."""
+    disk = _disk_dir(path, sys)
+    if disk is None:
+        return DeviceSettings(None, None, None, None)
+    read_ahead = _read(disk / "queue/read_ahead_kb")
+    return DeviceSettings(
+        device_firmware=_read(disk / "device/firmware_rev") or _read(disk / "device/rev"),
+        io_scheduler=_active_scheduler(_read(disk / "queue/scheduler")),
+        read_ahead_bytes=int(read_ahead) * 1024 if read_ahead and read_ahead.isdigit() else None,
+        write_cache=_read(disk / "queue/write_cache"),
+    )
+
+
+def cpu_governor(sys: Path = Path("/sys")) -> str | None:
+    """The CPU frequency governors in use (comma-separated when CPUs differ); None without
+    cpufreq (most VMs)."""
+    found = sorted(
+        {
+            text
+            for f in (sys / "devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor")
+            if (text := _read(f))
+        }
+    )
+    return ",".join(found) or None
 
 
 @dataclass(frozen=True)
@@ -80,6 +146,7 @@ class HostInfo:
     cpu_model: str | None
     cpu_count: int
     mem_bytes: int | None
+    cpu_governor: str | None
 
 
 def _os_name() -> str:
@@ -129,6 +196,7 @@ def host_info() -> HostInfo:
         cpu_model=_cpu_model(),
         cpu_count=os.cpu_count() or 1,
         mem_bytes=_mem_bytes(),
+        cpu_governor=cpu_governor(),
     )
 
 
@@ -146,4 +214,5 @@ def environment_columns(target_dir: Path, fio: FioBinary) -> dict[str, object]:
         device=mount.device,
         device_model=mount.device_model,
     )
+    cols.update(asdict(device_settings(target_dir)))
     return cols

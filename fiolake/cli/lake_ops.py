@@ -38,10 +38,11 @@ def lake() -> None:
     help="Keep superseded compacted files this long for readers still using them.",
 )
 def compact(lake: str, tables: tuple[str, ...], grace: str) -> None:
-    """Merge committed per-run files into one file per table × date.
+    """Append committed runs to the lake's Delta Lake tables (compacted/delta/).
 
-    Safe to interrupt and re-run; results/ and commits/ are never modified. Needs
-    credentials that may write (and delete) under compacted/.
+    Any Delta reader (DuckDB delta_scan, polars, Spark, Trino) then sees exactly the
+    runs compacted so far. Safe to interrupt and re-run; results/ and commits/ are
+    never modified. Needs credentials that may write (and delete) under compacted/.
     """
     from datetime import timedelta
 
@@ -61,12 +62,14 @@ def compact(lake: str, tables: tuple[str, ...], grace: str) -> None:
     if report.generation is None:
         click.echo("nothing to compact: every committed run is already compacted", err=True)
     else:
-        files = sum(m.new_runs for m in report.merged)
+        runs = sum(m.new_runs for m in report.merged)
         click.echo(
-            f"generation {report.generation}: merged {files} per-run file(s) into "
-            f"{len(report.merged)} table × month file(s); {report.commits} commit(s) indexed",
+            f"generation {report.generation}: appended {runs} run(s) × table to "
+            f"{len(report.merged)} Delta table(s); {report.commits} commit(s) indexed",
             err=True,
         )
+        if report.migrated:
+            click.echo("migrated the merged files of the earlier layout into Delta", err=True)
         if report.unlogged:
             click.echo(
                 f"note: {report.unlogged} new commit(s) have no commit-log entry (runners older "

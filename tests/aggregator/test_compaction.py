@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from deltalake import DeltaTable
 
 from fiolake import layout
 from fiolake.aggregator.compact import compact
@@ -59,13 +60,15 @@ def test_compaction_keeps_answers_and_reads_few_files(tmp_path: Path) -> None:
     assert before[0] == 11 and before[6] == 11
     report = compact(store, grace=ZERO)
     assert report.generation == 1
-    # two days of runs, one month: one merged file per table, with its own date column
+    # one Delta table per table, one data file each, with its own date column
     # (lakegen writes the first four tables only, as lakes did before disk_util & co.)
     written = set(layout.TABLES[:4])
-    assert {(m.table, m.month) for m in report.merged} == {(t, "2025-03") for t in written}
+    assert {(m.table, m.new_runs, m.runs) for m in report.merged} == {(t, 11, 11) for t in written}
     assert fingerprint(tmp_path) == before
     with connect(str(tmp_path)) as lake:
         assert all(len(keys) == (t in written) for t, keys in lake.files.items())
+        for table, keys in lake.files.items():
+            assert all(k.startswith(layout.delta_table_prefix(table)) for k in keys)
         for table in set(layout.TABLES) - written:  # older lakes: empty views, not errors
             assert lake.con.sql(f"SELECT count(*) FROM {table}").fetchone() == (0,)
         days = lake.con.sql("SELECT DISTINCT date::VARCHAR FROM timeseries ORDER BY 1").fetchall()
@@ -82,7 +85,7 @@ def test_new_runs_after_compaction_are_read_once(tmp_path: Path) -> None:
     lakegen.write_run(store, run_id="late", job_id="late", metrics={READ: {"iops": 5}})
     with connect(str(tmp_path)) as lake:
         assert lake.con.sql("SELECT count(*) FROM runs WHERE run_id = 'late'").fetchone() == (1,)
-        # the merged file plus the new run's own file
+        # the Delta table's file plus the new run's own file
         assert lake.files["runs"][1] == layout.result_key("runs", lakegen.T0, "late")
     grown = fingerprint(tmp_path)
     assert grown[0] == 12
@@ -127,19 +130,18 @@ def test_interrupted_compaction_then_rerun(tmp_path: Path, stage: str) -> None:
     assert fingerprint(tmp_path) == before  # readers see the old or the new state, whole
     rerun = compact(store, grace=ZERO)
     assert fingerprint(tmp_path) == before
-    if stage == "files-written":
-        assert rerun.generation == 1  # the abandoned files were never referenced
-        assert len([k for k in rerun.removed if "/g00000001-" in k]) == 5  # 4 tables + commits
-    else:
-        assert rerun.generation is None  # the manifest made it: nothing left to do
-    # only the live generation's objects remain
+    # the Delta tables already hold the interrupted compaction's rows: none appended twice
+    assert rerun.merged == []
+    assert rerun.generation == (1 if stage == "files-written" else None)
     with connect(str(tmp_path)) as lake:
+        for table in layout.TABLES[:4]:
+            views = lake.con.sql(f"SELECT count(*) FROM {table}").fetchone()[0]
+            assert DeltaTable(str(tmp_path / layout.delta_table_prefix(table))).count() == views
         live = {k for keys in lake.files.values() for k in keys}
-        live |= {
-            lake.manifest.commits_file,
-            layout.compaction_manifest_key(lake.manifest.generation),
-        }
-    assert compacted_objects(tmp_path) == live
+        live |= {*lake.manifest.commit_files()}
+        live.add(layout.compaction_manifest_key(lake.manifest.generation))
+    data_files = {k for k in compacted_objects(tmp_path) if "/_delta_log/" not in k}
+    assert data_files == live
 
 
 def test_views_tolerate_deleted_small_files(tmp_path: Path) -> None:
@@ -176,8 +178,7 @@ def test_cli_compact(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["lake", "compact", "--lake", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert res.stderr == (
-        "generation 1: merged 44 per-run file(s) into 4 table × month file(s); "
-        "11 commit(s) indexed\n"
+        "generation 1: appended 44 run(s) × table to 4 Delta table(s); 11 commit(s) indexed\n"
     )
     res = CliRunner().invoke(cli, ["lake", "compact", "--lake", str(tmp_path)])
     assert res.stderr == "nothing to compact: every committed run is already compacted\n"

@@ -4,8 +4,8 @@
 
 Builds a synthetic lake of --runs runs (8 jobs × 2 directions each, 60 s of per-second
 timeseries per job × direction) with pyarrow in bulk. That big lake is written
-*already compacted* (one file per table × month, a manifest and a commit index, as
-`fiolake lake compact` leaves it), plus one commit marker per run and, so that listing
+*already compacted* (a Delta table per table and for the commit index, and a manifest,
+as `fiolake lake compact` leaves it), plus one commit marker per run and, so that listing
 costs are honest, an empty placeholder for every per-run file compaction would have
 covered (never read: the manifest says so). A smaller --loose-runs lake is written the
 way runners write (one Parquet file per table per run) and measured before and after
@@ -36,11 +36,12 @@ if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path[0] = str(Path(__file__).resolve().parents[2])
 
 from fiolake import layout
+from fiolake.aggregator import delta
 from fiolake.aggregator.compact import compact
 from fiolake.aggregator.compare import compare
 from fiolake.aggregator.filters import RunFilter
 from fiolake.aggregator.lake import connect
-from fiolake.aggregator.manifest import Manifest, Partition
+from fiolake.aggregator.manifest import DeltaState, Manifest
 from fiolake.aggregator.series import per_second
 from fiolake.aggregator.snapshot import commits_table, scan
 from fiolake.aggregator.trend import trend
@@ -205,22 +206,25 @@ def build_compacted(root: Path, runs: int, placeholders: bool) -> None:
             if placeholders:
                 for run_id in ids:
                     write_file(root, f"results/{name}/date={day}/{run_id}.parquet", b"")
-    partitions: dict[tuple[str, str], Partition] = {}
-    for month, tables in months.items():
-        for name, parts in tables.items():
-            data = pa.concat_tables(parts)
-            key = layout.compacted_key(name, month, 1, "bench")
-            write_file(root, key, parquet_bytes(data))
-            ids = frozenset(covered[month])
-            partitions[(name, month)] = Partition(name, month, key, ids, data.num_rows)
+    states = {}
+    store = LocalStore(root)
+    for name in SCHEMAS:
+        parts = [p for tables in months.values() for p in tables.get(name, [])]
+        if parts:
+            dt = delta.append(store, name, pa.concat_tables(parts), 1)
+            files, rows = delta.data_files(store, dt, name)
+            ids = frozenset().union(*covered.values())
+            states[name] = DeltaState(name, dt.version(), tuple(files), ids, rows)
     markers = [Commit.from_bytes(commit_bytes(i)) for i in range(runs)]
-    commits_key = layout.commits_index_key(1, "bench")
-    write_file(root, commits_key, parquet_bytes(commits_table(markers)))
+    dt = delta.append(store, delta.COMMITS, commits_table(markers), 1)
+    files, rows = delta.data_files(store, dt, delta.COMMITS)
+    jobs = frozenset(m.job_id for m in markers)
+    states[delta.COMMITS] = DeltaState(delta.COMMITS, dt.version(), tuple(files), jobs, rows)
     for i in range(runs):
         write_file(root, layout.commit_key(f"job-{i:06d}"), commit_bytes(i))
     # As a compaction of a fleet whose runners all write the commit log leaves it.
     listed_at = datetime.now(UTC).isoformat()
-    manifest = Manifest(1, T0.isoformat(), commits_key, runs, partitions, listed_at)
+    manifest = Manifest(1, T0.isoformat(), None, runs, commits_listed_at=listed_at, delta=states)
     write_file(root, layout.compaction_manifest_key(1), manifest.to_bytes())
 
 
@@ -377,7 +381,7 @@ def main() -> None:
         took = time.perf_counter() - start
         print(
             f"\ncompaction of the loose lake: {took:.2f} s, generation {report.generation}, "
-            f"{len(report.merged)} table × month files"
+            f"{len(report.merged)} Delta tables appended to"
         )
         after = measure("local, same lake after compaction", str(small))
         print("\nspeed-up from compaction (loose / compacted):")

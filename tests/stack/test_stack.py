@@ -154,7 +154,7 @@ def test_lake_compact_with_stack_env_role_compactor(stack: StackEnv) -> None:
     assert as_runner.stderr.startswith("Error: ") and "access denied" in as_runner.stderr
     done = CliRunner().invoke(cli, argv, env=compactor)
     assert done.exit_code == 0, done.output
-    assert done.stderr.startswith("generation 1: merged ")
+    assert done.stderr.startswith("generation 1: appended ")
     assert "; 2 commit(s) indexed" in done.stderr
 
 

@@ -1,0 +1,179 @@
+"""The compacted layer as Delta Lake tables, written by delta-rs (`deltalake`).
+
+One table per lake table plus `commits`, at `compacted/delta/<table>/`. The compactor is
+their only writer and only ever appends rows of committed runs, so any Delta reader
+(DuckDB `delta_scan`, polars `scan_delta`, Spark, Trino) sees exactly the runs compacted
+so far, never an orphan attempt. fiolake's own views do not need delta-rs: the
+compaction manifest records each table's Delta version and its data files.
+
+delta-rs talks to S3 through Rust's object_store, which takes no CA file option; it
+trusts the roots rustls loads from the `SSL_CERT_FILE` environment variable. The lake's
+private CA is put there for the duration of each delta-rs call (`trusting`).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
+from deltalake.exceptions import DeltaError, TableNotFoundError
+
+from fiolake import layout
+from fiolake.errors import AccessDenied, LakeError
+from fiolake.store import LocalStore, ObjectStore, S3Store
+
+ROW_GROUP_ROWS = 65_536  # small enough that a query for one run skips most of a file
+# Appends add one file per table per compaction; past this many files a table is
+# rewritten into few (Delta `optimize`), the superseded files kept for the grace period.
+MAX_FILES = 32
+COMMITS = "commits"
+_ENV_LOCK = threading.Lock()
+
+
+def key_column(table: str) -> str:
+    """The column naming what a Delta table's rows belong to (a run, or a job's marker)."""
+    return "job_id" if table == COMMITS else "run_id"
+
+
+def table_uri(store: ObjectStore, table: str) -> str:
+    """Where delta-rs finds `table` of `store`'s lake."""
+    prefix = layout.delta_table_prefix(table).rstrip("/")
+    if isinstance(store, LocalStore):
+        return str(store.root / prefix)
+    if isinstance(store, S3Store):
+        return f"{store.url}/{prefix}"
+    raise LakeError(f"{type(store).__name__} cannot hold Delta tables")
+
+
+def storage_options(store: ObjectStore) -> dict[str, str]:
+    """delta-rs storage options for `store`: endpoint, keys, TLS only, conditional PUT.
+
+    `AWS_CONDITIONAL_PUT=etag` makes log commits create-only on MinIO (no DynamoDB lock).
+    """
+    if not isinstance(store, S3Store):
+        return {}
+    s3 = store.settings
+    options = {
+        "AWS_ENDPOINT_URL": s3.endpoint,
+        "AWS_REGION": s3.region,
+        "AWS_ALLOW_HTTP": "false",
+        "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false",
+        "AWS_CONDITIONAL_PUT": "etag",
+    }
+    if s3.access_key:
+        options["AWS_ACCESS_KEY_ID"] = s3.access_key
+        options["AWS_SECRET_ACCESS_KEY"] = s3.secret_key or ""
+    return options
+
+
+@contextmanager
+def trusting(store: ObjectStore) -> Iterator[None]:
+    """SSL_CERT_FILE = the lake's CA while delta-rs builds its HTTP client; errors mapped.
+
+    Outside readers in this process (polars, DuckDB's delta extension) need it too.
+    """
+    ca = store.settings.ca_bundle if isinstance(store, S3Store) else None
+    with _ENV_LOCK:
+        before = os.environ.get("SSL_CERT_FILE")
+        if ca:
+            os.environ["SSL_CERT_FILE"] = ca
+        try:
+            yield
+        except (DeltaError, OSError) as exc:
+            where = f"{store.url}/{layout.DELTA_PREFIX}"
+            text = str(exc)
+            if "403" in text or "AccessDenied" in text:
+                raise AccessDenied(
+                    f"access denied writing the Delta tables under {where} — run it with the "
+                    'compactor\'s credentials (eval "$(fiolake stack env --role compactor)")'
+                ) from exc
+            raise LakeError(
+                f"Delta table under {where}: {text.splitlines()[0][:300]} — check the "
+                "endpoint, the credentials and FIOLAKE_CA_BUNDLE"
+            ) from exc
+        finally:
+            if ca:
+                if before is None:
+                    os.environ.pop("SSL_CERT_FILE", None)
+                else:
+                    os.environ["SSL_CERT_FILE"] = before
+
+
+def open_table(store: ObjectStore, table: str) -> DeltaTable | None:
+    """The latest version of `table`, or None when no compaction has created it yet."""
+    with trusting(store):
+        try:
+            return DeltaTable(table_uri(store, table), storage_options=storage_options(store))
+        except TableNotFoundError:
+            return None
+
+
+def data_files(store: ObjectStore, dt: DeltaTable, table: str) -> tuple[list[str], int]:
+    """Object keys (relative to the lake) of the files in `dt`'s version, and their rows."""
+    with trusting(store):
+        actions = pa.table(dt.get_add_actions(flatten=True))
+    paths = actions.column("path").to_pylist()
+    rows = sum(n or 0 for n in actions.column("num_records").to_pylist())
+    return sorted(f"{layout.delta_table_prefix(table)}{p}" for p in paths), rows
+
+
+def append(store: ObjectStore, table: str, data: pa.Table, generation: int) -> DeltaTable:
+    """Append `data` to `table` (created on first use); returns the table after the commit.
+
+    New columns join the table's schema (files written before them read as NULL).
+    """
+    with trusting(store):
+        write_deltalake(
+            table_uri(store, table),
+            data,
+            mode="append",
+            schema_mode="merge",
+            storage_options=storage_options(store),
+            writer_properties=WriterProperties(
+                compression="ZSTD", max_row_group_size=ROW_GROUP_ROWS
+            ),
+            commit_properties=CommitProperties(
+                custom_metadata={"fiolake.generation": str(generation)}
+            ),
+        )
+        return DeltaTable(table_uri(store, table), storage_options=storage_options(store))
+
+
+def optimize(store: ObjectStore, dt: DeltaTable) -> None:
+    """Rewrite a table of more than MAX_FILES files into few (a new version of `dt`)."""
+    with trusting(store):
+        if len(dt.file_uris()) > MAX_FILES:
+            dt.optimize.compact(
+                writer_properties=WriterProperties(
+                    compression="ZSTD", max_row_group_size=ROW_GROUP_ROWS
+                )
+            )
+            dt.update_incremental()
+
+
+def vacuum(store: ObjectStore, dt: DeltaTable, grace: timedelta) -> list[str]:
+    """Delete files the table's log removed longer than `grace` ago; their paths."""
+    with trusting(store):
+        hours = math.ceil(grace.total_seconds() / 3600)  # delta-rs counts whole hours
+        return list(
+            dt.vacuum(retention_hours=hours, enforce_retention_duration=False, dry_run=False)
+        )
+
+
+def keys_in(store: ObjectStore, table: str, files: list[str]) -> set[str]:
+    """The run ids (job ids for `commits`) the rows of `files` belong to."""
+    column = key_column(table)
+    found: set[str] = set()
+    for key in files:
+        data, _ = store.get(key)
+        found.update(pc.unique(pq.read_table(io.BytesIO(data), columns=[column])[0]).to_pylist())
+    return found
