@@ -11,7 +11,8 @@ from fiolake.errors import UsageProblem
 SERIES_METRICS = ("bw_bytes", "iops", "lat_mean_ns", "clat_mean_ns", "slat_mean_ns")
 
 
-def _rows(lake: Lake, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+def fetch_rows(lake: Lake, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    """Rows of one query on a fresh cursor (safe from any thread)."""
     cur = lake.cursor()
     try:
         return cur.execute(sql, params or []).fetchall()
@@ -45,7 +46,7 @@ def per_second(lake: Lake, run_ids: list[str], metric: str) -> list[SeriesPoint]
         WHERE t.run_id IN ({marks})
         GROUP BY ALL ORDER BY ALL
     """
-    return [SeriesPoint(*row) for row in _rows(lake, sql, list(run_ids))]
+    return [SeriesPoint(*row) for row in fetch_rows(lake, sql, list(run_ids))]
 
 
 def distinct(lake: Lake, column: str, where: str = "true", params: list[Any] | None = None) -> list:
@@ -53,12 +54,12 @@ def distinct(lake: Lake, column: str, where: str = "true", params: list[Any] | N
     sql = (
         f'SELECT DISTINCT "{column}" FROM runs WHERE {where} AND "{column}" IS NOT NULL ORDER BY 1'
     )
-    return [r[0] for r in _rows(lake, sql, params)]
+    return [r[0] for r in fetch_rows(lake, sql, params)]
 
 
 def overview(lake: Lake) -> list[tuple[Any, ...]]:
     """Per backend: runs by status, profiles, first and last start."""
-    return _rows(
+    return fetch_rows(
         lake,
         """SELECT backend, count(*) FILTER (status = 'ok'), count(*) FILTER (status = 'failed'),
                   count(*) FILTER (status = 'rejected'), count(DISTINCT profile),
@@ -69,11 +70,11 @@ def overview(lake: Lake) -> list[tuple[Any, ...]]:
 
 def latest_campaign(lake: Lake) -> tuple[str, list[tuple[Any, ...]]] | None:
     """The campaign with the newest run, and its runs per backend × profile × status."""
-    found = _rows(lake, "SELECT campaign_id FROM runs ORDER BY started_at DESC LIMIT 1")
+    found = fetch_rows(lake, "SELECT campaign_id FROM runs ORDER BY started_at DESC LIMIT 1")
     if not found:
         return None
     campaign = found[0][0]
-    rows = _rows(
+    rows = fetch_rows(
         lake,
         """SELECT backend, profile, status, count(*), max(finished_at) FROM runs
            WHERE campaign_id = ? GROUP BY ALL ORDER BY ALL""",
@@ -84,7 +85,7 @@ def latest_campaign(lake: Lake) -> tuple[str, list[tuple[Any, ...]]] | None:
 
 def recent_runs(lake: Lake, limit: int = 200) -> list[tuple[Any, ...]]:
     """(run_id, backend, profile, campaign_id, started_at) of the newest ok runs."""
-    return _rows(
+    return fetch_rows(
         lake,
         """SELECT run_id, backend, profile, campaign_id, started_at FROM runs
            WHERE status = 'ok' ORDER BY started_at DESC LIMIT ?""",
