@@ -128,3 +128,11 @@ def steady_marks(lake: Lake, run_ids: list[str]) -> list[SteadyMark]:
         GROUP BY ALL ORDER BY ALL
     """
     return [SteadyMark(*row) for row in fetch_rows(lake, sql, list(run_ids))]
+
+
+def cases_of(lake: Lake, profile: str) -> list[tuple[str, str]]:
+    """(job name, direction) pairs of a profile's successful runs, in the job file's order."""
+    sql = """SELECT x.job_name, x.direction FROM results x JOIN runs r USING (run_id)
+             WHERE r.status = 'ok' AND r.profile = ?
+             GROUP BY ALL ORDER BY min(x.job_index), x.job_name, x.direction"""
+    return [(j, d) for j, d in fetch_rows(lake, sql, [profile])]
