@@ -68,7 +68,8 @@ frame = pd.DataFrame(
 title = f"{metric} ({unit})" if unit else metric
 tooltip = ["backend", "when", alt.Tooltip("value:Q", format=".4g"), "runs", "run"]
 base = alt.Chart(frame).encode(x=time_axis("at"), y=alt.Y("value:Q", title=title))
-lines = base.mark_line(point=alt.OverlayMarkDef(size=18)).encode(
+# Dots for a readable number of points only: thousands of marks slow the browser down.
+lines = base.mark_line(point=alt.OverlayMarkDef(size=18) if len(frame) <= 400 else False).encode(
     color=backend_colour(), tooltip=tooltip
 )
 changes = frame[frame["change"]]

@@ -7,14 +7,14 @@ import streamlit as st
 
 from fiolake.aggregator.fleet import SILENT_AFTER_S, fleet
 from fiolake.app.charts import when
-from fiolake.app.common import get_lake, run_or_stop
+from fiolake.app.common import call_or_stop, get_lake
 from fiolake.fleet import IDLE_EVERY_S, RUNNING
 
 st.set_page_config(page_title="fiolake · Fleet", layout="wide")
 st.title("Fleet")
 lake = get_lake()
 
-members, problems = run_or_stop(fleet, lake)
+members, problems = call_or_stop(fleet, lake)
 for problem in problems:
     st.warning(problem)
 if not members:

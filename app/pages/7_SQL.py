@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from fiolake.aggregator.query import run_query
-from fiolake.app.common import get_lake, human_frame, run_or_stop
+from fiolake.app.common import call_or_stop, get_lake, human_frame
 
 st.set_page_config(page_title="fiolake · SQL", layout="wide")
 st.title("SQL")
@@ -30,7 +30,7 @@ timeout_s = right.number_input("Time limit (s)", min_value=1, max_value=300, val
 human = st.checkbox("Human units for known columns", value=True)
 
 if st.button("Run", type="primary"):
-    result = run_or_stop(run_query, lake, query, row_limit=int(row_cap), timeout_s=timeout_s)
+    result = call_or_stop(run_query, lake, query, row_limit=int(row_cap), timeout_s=timeout_s)
     if result.truncated:
         st.warning(f"Result truncated: showing the first {int(row_cap)} rows (raise the row cap).")
     raw = pd.DataFrame(result.rows, columns=result.columns)
