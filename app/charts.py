@@ -71,47 +71,64 @@ def verdict_colour() -> alt.Color:
     )
 
 
+def _ratio_row(
+    case: str,
+    metric: str,
+    backend: str,
+    ratio: float,
+    span: tuple[float | None, float | None],
+    verdict: str,
+    p_adjusted: float | None,
+    runs: str,
+) -> dict[str, Any]:
+    low, high = span
+    return {
+        "case": case,
+        "metric": metric,
+        "backend": backend,
+        "ratio": ratio,
+        "low": low if low is not None else ratio,
+        "high": high if high is not None else ratio,
+        "verdict": verdict if verdict in VERDICT_COLOURS else "not tested",
+        "p (adjusted)": None if p_adjusted is None else float(f"{p_adjusted:.2g}"),
+        "runs": runs,
+        "one": 1.0,
+    }
+
+
 def ratio_frame(result: Comparison) -> pd.DataFrame:
     """One row per backend × case other than the baseline, ready for `ratio_chart`."""
-    rows = []
-    for r in result.rows:
-        if r.verdict == BASELINE or r.ratio is None:
-            continue
-        case = f"{r.profile} · {r.job_name} · {r.direction}"
-        if r.job_name == r.profile:
-            case = f"{r.profile} · {r.direction}"
-        rows.append(
-            {
-                "case": case,
-                "metric": r.metric,
-                "backend": r.group,
-                "ratio": r.ratio,
-                "low": r.ratio_ci_low if r.ratio_ci_low is not None else r.ratio,
-                "high": r.ratio_ci_high if r.ratio_ci_high is not None else r.ratio,
-                "verdict": r.verdict if r.verdict in VERDICT_COLOURS else "not tested",
-                "p (adjusted)": None if r.p_adjusted is None else float(f"{r.p_adjusted:.2g}"),
-                "runs": f"{r.n} vs {r.n_baseline}",
-                "one": 1.0,
-            }
-        )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(
+        _ratio_row(
+            f"{r.profile} · {r.direction}"
+            if r.job_name == r.profile
+            else f"{r.profile} · {r.job_name} · {r.direction}",
+            r.metric,
+            r.group,
+            r.ratio,
+            (r.ratio_ci_low, r.ratio_ci_high),
+            r.verdict,
+            r.p_adjusted,
+            f"{r.n} vs {r.n_baseline}",
+        )  # fmt: skip
+        for r in result.rows
+        if r.verdict != BASELINE and r.ratio is not None
+    )
 
 
 def profile_ratio_frame(ratios: list[ProfileRatio]) -> pd.DataFrame:
     """`ratio_chart` rows from the landing page's per-profile ratios."""
     return pd.DataFrame(
-        {
-            "case": pr.profile,
-            "metric": pr.metric,
-            "backend": pr.backend,
-            "ratio": pr.ratio,
-            "low": pr.low if pr.low is not None else pr.ratio,
-            "high": pr.high if pr.high is not None else pr.ratio,
-            "verdict": pr.verdict if pr.verdict in VERDICT_COLOURS else "not tested",
-            "p (adjusted)": None if pr.p_adjusted is None else float(f"{pr.p_adjusted:.2g}"),
-            "runs": f"{pr.cases} case(s)",
-            "one": 1.0,
-        }
+        _ratio_row(
+            pr.profile,
+            pr.metric,
+            pr.backend,
+            pr.ratio,
+            (pr.low, pr.high),
+            pr.verdict,
+            pr.p_adjusted,
+            f"{pr.cases} case(s)",
+        )  # fmt: skip
         for pr in ratios
     )
 

@@ -121,28 +121,18 @@ else:
     x = alt.X("latency:Q", title=f"{lat_type} ({unit}, log scale)", scale=alt.Scale(type="log"))
     colour = backend_colour()
     dash = alt.StrokeDash("direction:N", legend=alt.Legend(orient="top"))
-    hist = (
-        alt.Chart(frame)
-        .mark_line(interpolate="step-after")
-        .encode(
-            x=x,
-            y=alt.Y("share:Q", title="share of I/Os", axis=alt.Axis(format="%")),
-            color=colour,
-            strokeDash=dash,
+
+    def _steps(field: str, title: str, name: str) -> alt.Chart:
+        y = alt.Y(f"{field}:Q", title=title, axis=alt.Axis(format="%"))
+        return (
+            alt.Chart(frame)
+            .mark_line(interpolate="step-after")
+            .encode(x=x, y=y, color=colour, strokeDash=dash)
+            .properties(height=260, title=name)
         )
-        .properties(height=260, title="Histogram")
-    )
-    cdf = (
-        alt.Chart(frame)
-        .mark_line(interpolate="step-after")
-        .encode(
-            x=x,
-            y=alt.Y("cumulative:Q", title="I/Os at or below", axis=alt.Axis(format="%")),
-            color=colour,
-            strokeDash=dash,
-        )
-        .properties(height=260, title="CDF")
-    )
+
+    hist = _steps("share", "share of I/Os", "Histogram")
+    cdf = _steps("cumulative", "I/Os at or below", "CDF")
     show(alt.hconcat(hist, cdf).resolve_scale(color="shared"))
     samples = frame.groupby("backend")["count"].sum()
     st.caption(

@@ -33,7 +33,7 @@ from fiolake.aggregator.runlist import list_runs
 from fiolake.aggregator.series import cases_of, per_second, recent_runs, steady_marks
 from fiolake.aggregator.trend import trend
 from tests.app import browser
-from tests.bench.aggregator import build_compacted
+from tests.bench.aggregator import build_compacted, timed
 
 GOAL_S = 2.0
 
@@ -71,15 +71,6 @@ def library_queries(lake: Lake) -> dict[str, Callable[[], object]]:
         "SQL": lambda: None,
         "_job": lambda: job,
     }
-
-
-def timed(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
