@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,26 @@ def test_empty_lake_shows_the_error(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "none"))
     at = page("Home.py")
     assert at.error[0].value.startswith(f"no results in lake {tmp_path / 'none'}")
+
+
+def test_trends_page_shows_what_changed_across_a_change_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = lakegen.local_store(tmp_path / "lake")
+    for i in range(12):  # IOPS drop by 40 % when the kernel changes
+        slow = i >= 6
+        lakegen.write_run(
+            store, run_id=f"r{i:02d}", job_id=f"j{i:02d}", backend="nvme",
+            metrics={READ: {"iops": (600.0 if slow else 1000.0) * (1 + (i % 3 - 1) / 100)}},
+            started_at=lakegen.T0 + timedelta(hours=i),
+            kernel="6.8.0" if slow else "6.1.0-18-amd64",
+        )  # fmt: skip
+    monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "lake"))
+    at = page("pages/4_Trends.py")
+    assert not at.exception
+    assert at.selectbox(key="change").options == ["nvme · 2025-03-01 18:00 UTC"]
+    assert "last run before `r05`, first after `r06`" in at.markdown[0].value
+    diff = at.dataframe[0].value
+    assert diff[diff["field"] == "kernel"][["before", "after"]].values.tolist() == [
+        ["6.1.0-18-amd64", "6.8.0"]
+    ]
