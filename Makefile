@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CACHE ?= $(HOME)/.cache/fiolake
 
-.PHONY: help setup sysdeps fio venv minio demo test test-fast lint-imports lint bench bench-otava clean
+.PHONY: help setup sysdeps fio venv minio demo test test-fast screenshots lint-imports lint bench bench-otava clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -52,7 +52,12 @@ test: setup lint-imports ## everything: layer contract, then both tiers (real fi
 # 75 s with two workers on this 2-core machine). The full tier stays serial: each worker
 # would start its own MinIO + OpenBao.
 test-fast: fio venv ## the fast tier: no MinIO, no OpenBao, no Go (two pytest workers)
-	$(BIN)/pytest -q -n 2 -m "not stack and not slow"
+	$(BIN)/pytest -q -n 2 -m "not stack and not slow and not browser"
+
+# Chromium from Debian (sysdeps), driven by Playwright's Python package (never its own
+# browser download); the app runs on a lake written by real fio.
+screenshots: fio venv ## the app in headless Chromium: browser tests, PNGs in build/test-artifacts/app/
+	$(BIN)/pytest -q -m browser tests/app/test_browser.py
 
 # The contract is checked on the code users install: the wheel, unpacked outside the
 # checkout (against the editable install grimp cannot see the package-dir mapping).

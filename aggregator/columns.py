@@ -96,3 +96,20 @@ def display_scale(column: str, largest: float | None) -> tuple[float, str]:
     if column in COUNT_COLUMNS:
         return 1.0, "IOPS" if column.startswith("iops") else "I/Os"
     return 1.0, ""
+
+
+def ratio_text(metric: str, ratio: float | None, low: float | None, high: float | None) -> str:
+    """`6.3× [5.1×, 7.8×]`; for ratios below 1 also `(96 % lower)`."""
+    if ratio is None:
+        return "---"
+    text = f"{ratio:.3g}×"
+    if ratio < 1:
+        text += f" ({(1 - ratio) * 100:.0f} % lower)"
+    if low is not None and high is not None:
+        text += f" [{low:.3g}×, {high:.3g}×]"
+    return text
+
+
+def p_text(value: float | None) -> str:
+    """A p-value in two significant digits."""
+    return "---" if value is None else f"{value:.2g}"

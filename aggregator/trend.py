@@ -40,15 +40,24 @@ def _fetch(lake: Lake, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
 
 
 def trend(
-    lake: Lake, metric: str, *, filt: RunFilter | None = None, bucket: str = "run"
+    lake: Lake,
+    metric: str,
+    *,
+    filt: RunFilter | None = None,
+    bucket: str = "run",
+    case: tuple[str, str] | None = None,
 ) -> list[TrendPoint]:
-    """`metric` per backend × profile × job × direction over time, oldest first."""
+    """`metric` per backend × profile × job × direction over time, oldest first; `case`
+    (job name, direction) keeps only that job × direction."""
     filt = filt or RunFilter()
     check_metrics(lake, [metric])
     if bucket not in BUCKETS:
         raise UsageProblem(f"invalid bucket {bucket!r}: choose {' or '.join(BUCKETS)}")
     validate(lake, filt)
     where, params = filt.where("r")
+    if case is not None:
+        where += " AND x.job_name = ? AND x.direction = ?"
+        params += list(case)
     per_run = f"""
         SELECT r.backend, r.profile, x.job_name, x.direction, r.started_at, x.run_id,
                {columns.per_run_aggregate(metric)} AS value

@@ -33,6 +33,7 @@ def get_lake() -> Lake:
         st.caption(f"Lake: `{url}`")
         if st.button("Reload lake"):
             _open.clear()
+            _cached_call.clear()
     try:
         return _open(url)
     except FiolakeError as exc:
@@ -41,8 +42,29 @@ def get_lake() -> Lake:
         raise  # unreachable: st.stop() ends the script run
 
 
-def run_or_stop(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call an aggregator function; show its error and stop the page if it fails."""
+@st.cache_data(ttl=REFRESH_S, show_spinner=False, max_entries=500)
+def _cached_call(name: str, state: tuple, _fn: Any, _lake: Lake, *args: Any, **kwargs: Any) -> Any:
+    # Keyed by the function's name, what the lake holds (commits only grow; compaction
+    # bumps the generation) and the arguments; the function and the lake object are not
+    # hashed (leading "_").
+    return _fn(_lake, *args, **kwargs)
+
+
+def run_or_stop(fn: Any, lake: Lake, *args: Any, **kwargs: Any) -> Any:
+    """Call an aggregator function on `lake`, its result cached for this state of the
+    lake; show its error and stop the page if it fails."""
+    name = f"{fn.__module__}.{fn.__qualname__}"
+    state = (
+        lake.url,
+        lake.snapshot.commits.num_rows,
+        lake.manifest.generation if lake.manifest else 0,
+    )
+    return call_or_stop(_cached_call, name, state, fn, lake, *args, **kwargs)
+
+
+def call_or_stop(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call `fn` uncached (live objects, user queries); show its error and stop the page
+    if it fails."""
     try:
         return fn(*args, **kwargs)
     except FiolakeError as exc:

@@ -19,6 +19,9 @@ CLAIMS_PREFIX = "claims/"
 # waiting/<job_id>/<runner>.json: why a runner left a job unjudged (e.g. Vault unreachable),
 # overwritten by that runner, read by `fiolake status` for jobs still pending.
 WAITING_PREFIX = "waiting/"
+# fleet/<runner>.json: one runner's latest status (host, backend, jobs done, current job),
+# overwritten at start, per job and every few minutes while idle; read by the app.
+FLEET_PREFIX = "fleet/"
 COMMITS_PREFIX = "commits/"
 # commit-log/<store time>-<job_id>.json: a copy of each marker written just after it,
 # keyed by the store's clock, so readers find commits made since a compaction with one
@@ -133,6 +136,11 @@ def slug(text: str, limit: int, empty: str = "x") -> str:
 def waiting_key(job_id: str, runner_id: str) -> str:
     """One runner's note about `job_id` (the runner id made key-safe)."""
     return f"{waiting_prefix(job_id)}{slug(runner_id, 100, 'runner')}.json"
+
+
+def fleet_key(runner_id: str) -> str:
+    """One runner's status object (the runner id made key-safe)."""
+    return f"{FLEET_PREFIX}{slug(runner_id, 100, 'runner')}.json"
 
 
 def commit_key(job_id: str) -> str:

@@ -30,6 +30,7 @@ from fiolake.lease import claim_lease, release_lease, still_ours
 from fiolake.manifest import Manifest, verify_envelope
 from fiolake.runner import execute as ex
 from fiolake.runner import target
+from fiolake.runner.fleet import FleetStatus
 from fiolake.runner.heartbeat import Heartbeat
 from fiolake.runner.lake_writer import commit_marker, outcome_objects
 from fiolake.runner.policy import Caps
@@ -98,6 +99,9 @@ class Runner:
         self._waiting: dict[str, str] = {}  # job id -> reason last noted in waiting/
         # job id -> (monotonic time to look again, current delay): jobs left unjudged
         self._unjudged: dict[str, tuple[float, float]] = {}
+        self.fleet = FleetStatus(
+            store, config.runner_id, config.backend, config.labels, lambda: vars(self.stats)
+        )
 
     # -- discovery -----------------------------------------------------------------------
     def open_jobs(self) -> Iterator[tuple[str, str, str]]:
@@ -232,6 +236,7 @@ class Runner:
             manifest.backend,
             lease.epoch,
         )
+        self.fleet.job(job_id, self.config.ttl_s)
         heartbeat = Heartbeat(self.store, lease)
         heartbeat.start()
         try:
@@ -381,6 +386,7 @@ class Runner:
         """Run jobs until stopped, --once, --max-jobs or --idle-exit says so."""
         cfg = self.config
         self.drain_spool()
+        self.fleet.start()
         idle_since = time.monotonic()
         while not self.stop_requested.is_set():
             did_work = False
@@ -396,6 +402,7 @@ class Runner:
                 log.warning("store unavailable, retrying: %s", exc)
             except FiolakeError as exc:
                 log.error("%s", exc)
+            self.fleet.idle(did_work)
             if did_work:
                 idle_since = time.monotonic()
             if cfg.once or self._limit_reached():
@@ -405,6 +412,7 @@ class Runner:
                 break
             if not did_work:
                 self.stop_requested.wait(cfg.poll_s)
+        self.fleet.stop()
         return self.stats
 
     def _limit_reached(self) -> bool:

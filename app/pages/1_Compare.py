@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
 from fiolake.aggregator.columns import format_value
 from fiolake.aggregator.compare import compare, metric_columns
 from fiolake.aggregator.filters import RunFilter
+from fiolake.aggregator.headline import landing_scope
 from fiolake.aggregator.series import distinct
+from fiolake.app.charts import ratio_chart, ratio_frame, show
 from fiolake.app.common import get_lake, run_or_stop
 
 st.set_page_config(page_title="fiolake · Compare", layout="wide")
@@ -17,17 +18,33 @@ st.title("Compare backends")
 lake = get_lake()
 
 campaigns = distinct(lake, "campaign_id", "status = 'ok'")
+# Open where the landing page's answer comes from: the newest campaign with two backends.
+newest = run_or_stop(landing_scope, lake).campaign
 left, mid, right = st.columns(3)
-campaign = left.selectbox("Campaign", ["(all)", *campaigns], index=1 if campaigns else 0)
+campaign = left.selectbox(
+    "Campaign",
+    ["(all)", *campaigns],
+    index=campaigns.index(newest) + 1 if newest in campaigns else 0,
+    key="campaign",
+    bind="query-params",
+)
 scope = RunFilter(campaign=None if campaign == "(all)" else campaign)
 where, params = scope.where("runs")
 backends_all = distinct(lake, "backend", where, params)
-backends = mid.multiselect("Backends", backends_all, default=backends_all)
+backends = mid.multiselect(
+    "Backends", backends_all, default=backends_all, key="backend", bind="query-params"
+)
 profiles = distinct(lake, "profile", where, params)
-profile = right.selectbox("Profile", ["(all)", *profiles])
+profile = right.selectbox("Profile", ["(all)", *profiles], key="profile", bind="query-params")
 metrics = metric_columns(lake)
-metric = left.selectbox("Metric", metrics, index=metrics.index("iops") if "iops" in metrics else 0)
-baseline = mid.selectbox("Baseline", backends or ["(none)"])
+metric = left.selectbox(
+    "Metric",
+    metrics,
+    index=metrics.index("iops") if "iops" in metrics else 0,
+    key="metric",
+    bind="query-params",
+)
+baseline = mid.selectbox("Baseline", backends or ["(none)"], key="baseline", bind="query-params")
 
 if not backends:
     st.info("Pick at least one backend.")
@@ -68,45 +85,11 @@ table = pd.DataFrame(
 )
 st.dataframe(table, hide_index=True)
 
-chart_data = pd.DataFrame(
-    [
-        {
-            "backend": r.group,
-            "case": f"{r.profile} · {r.job_name} · {r.direction}",
-            "ratio": r.ratio if r.ratio is not None else 1.0,
-            "low": r.ratio_ci_low if r.ratio_ci_low is not None else r.ratio or 1.0,
-            "high": r.ratio_ci_high if r.ratio_ci_high is not None else r.ratio or 1.0,
-            "verdict": r.verdict,
-            "p_adjusted": r.p_adjusted,
-            "n": r.n,
-        }
-        for r in result.rows
-    ]
-)
-title = f"{metric}: ratio to {result.baseline} (log scale)"
-bars = (
-    alt.Chart()
-    .mark_point(filled=True, size=80)
-    .encode(
-        x=alt.X("backend:N", sort=result.groups, title=None),
-        y=alt.Y("ratio:Q", title=title, scale=alt.Scale(type="log")),
-        color=alt.Color("verdict:N"),
-        tooltip=["backend", "case", "ratio", "low", "high", "p_adjusted", "verdict", "n"],
-    )
-)
-errors = (
-    alt.Chart()
-    .mark_errorbar(ticks=True)
-    .encode(
-        x=alt.X("backend:N", sort=result.groups),
-        y=alt.Y("low:Q", title=title, scale=alt.Scale(type="log")),
-        y2="high:Q",
-    )
-)
-chart = alt.layer(bars, errors, data=chart_data).facet(column=alt.Column("case:N", title=None))
-st.altair_chart(chart)
+frame = ratio_frame(result)
+if not frame.empty:
+    show(ratio_chart(frame, result.baseline, metric))
 st.caption(
-    "Points: ratio of geometric means to the baseline; whiskers: 95% CI (Welch on log "
+    "Bars: ratio of geometric means to the baseline (log axis); whiskers: 95% CI (Welch on log "
     "values, unadjusted; never below zero). Verdicts use p-values adjusted across the "
     "table (Holm) and a ±5 % minimum effect: see docs/statistics.md."
 )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from fiolake.aggregator.columns import p_text, ratio_text
 from fiolake.cli import fail, format_option, lake_option
 from fiolake.cli.common import connect
 from fiolake.cli.output import emit
@@ -57,23 +58,6 @@ def run_filter(
 
     when = parse_since(since) if since else None
     return RunFilter(campaign, tuple(backends), profile, tuple(runs), when)
-
-
-def ratio_text(metric: str, ratio: float | None, low: float | None, high: float | None) -> str:
-    """`6.3× [5.1×, 7.8×]`; for ratios below 1 also `(96 % lower)`."""
-    if ratio is None:
-        return "---"
-    text = f"{ratio:.3g}×"
-    if ratio < 1:
-        text += f" ({(1 - ratio) * 100:.0f} % lower)"
-    if low is not None and high is not None:
-        text += f" [{low:.3g}×, {high:.3g}×]"
-    return text
-
-
-def p_text(value: float | None) -> str:
-    """A p-value in two significant digits."""
-    return "---" if value is None else f"{value:.2g}"
 
 
 def spread_text(low: float | None, high: float | None) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -31,13 +32,15 @@ def run_button(at: AppTest):  # noqa: ANN201 - streamlit's Button element
     return next(b for b in at.button if b.label == "Run")
 
 
-def test_home(lake: Path) -> None:
+def test_home_answers_first(lake: Path) -> None:
     at = page("Home.py")
     assert not at.exception
+    assert "campaign **nightly**" in at.markdown[0].value
+    # nvme 1000 vs ceph 600 IOPS (±2 %): baseline ceph (as many runs, first by name)
+    assert at.markdown[1].value.startswith("**random-reads** — nvme 1.7× ceph IOPS [1.6×, 1.")
     assert [m.value for m in at.metric][:2] == ["6", "2"]
-    backends = at.dataframe[0].value["backend"].tolist()
-    assert backends == ["ceph", "nvme"]
-    assert at.subheader[1].value == "Latest campaign: nightly"
+    assert at.dataframe[0].value["backend"].tolist() == ["ceph", "nvme"]
+    assert len(at.get("vega_lite_chart")) == 2  # IOPS and p99 latency tabs
 
 
 def test_compare_page_shows_the_backends(lake: Path) -> None:
@@ -52,15 +55,15 @@ def test_compare_page_shows_the_backends(lake: Path) -> None:
     assert len(at.get("vega_lite_chart")) == 1
 
 
-def test_timeseries_and_trends_pages(lake: Path) -> None:
-    for name in ("pages/2_Timeseries.py", "pages/3_Trends.py"):
+def test_chart_pages(lake: Path) -> None:
+    for name in ("pages/2_Latency.py", "pages/3_Timeseries.py", "pages/4_Trends.py"):
         at = page(name)
         assert not at.exception, name
         assert len(at.get("vega_lite_chart")) == 1, name
 
 
 def test_sql_page_row_cap(lake: Path) -> None:
-    at = page("pages/4_SQL.py")
+    at = page("pages/7_SQL.py")
     at.text_area[0].input("SELECT * FROM range(50) t(n)")
     at.number_input[0].set_value(10)
     run_button(at).click()
@@ -71,7 +74,7 @@ def test_sql_page_row_cap(lake: Path) -> None:
 
 
 def test_sql_page_refuses_writes(lake: Path) -> None:
-    at = page("pages/4_SQL.py")
+    at = page("pages/7_SQL.py")
     at.text_area[0].input("CREATE TABLE x AS SELECT 1")
     run_button(at).click()
     at.run()
@@ -82,3 +85,26 @@ def test_empty_lake_shows_the_error(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "none"))
     at = page("Home.py")
     assert at.error[0].value.startswith(f"no results in lake {tmp_path / 'none'}")
+
+
+def test_trends_page_shows_what_changed_across_a_change_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = lakegen.local_store(tmp_path / "lake")
+    for i in range(12):  # IOPS drop by 40 % when the kernel changes
+        slow = i >= 6
+        lakegen.write_run(
+            store, run_id=f"r{i:02d}", job_id=f"j{i:02d}", backend="nvme",
+            metrics={READ: {"iops": (600.0 if slow else 1000.0) * (1 + (i % 3 - 1) / 100)}},
+            started_at=lakegen.T0 + timedelta(hours=i),
+            kernel="6.8.0" if slow else "6.1.0-18-amd64",
+        )  # fmt: skip
+    monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "lake"))
+    at = page("pages/4_Trends.py")
+    assert not at.exception
+    assert at.selectbox(key="change").options == ["nvme · 2025-03-01 18:00 UTC"]
+    assert "last run before `r05`, first after `r06`" in at.markdown[0].value
+    diff = at.dataframe[0].value
+    assert diff[diff["field"] == "kernel"][["before", "after"]].values.tolist() == [
+        ["6.1.0-18-amd64", "6.8.0"]
+    ]

@@ -18,6 +18,7 @@ import requests
 from botocore.exceptions import ClientError
 from click.testing import CliRunner
 
+from fiolake import layout
 from fiolake.aggregator.compact import compact, delete_object
 from fiolake.cli import cli
 from fiolake.errors import AccessDenied, FiolakeError, NotFound, PreconditionFailed, StoreError
@@ -53,6 +54,16 @@ def test_runner_cannot_write_jobs_but_can_write_claims_and_results(stack: StackE
         key = _key(prefix)
         etag = runner.put(key, b"{}", if_none_match=True)
         assert runner.get(key)[1].etag == etag
+
+
+def test_runner_publishes_its_fleet_status_and_nothing_beside_it(stack: StackEnv) -> None:
+    key = layout.fleet_key("runner-x")
+    _store(stack, "runner").put(key, b"{}")
+    assert key in list(_store(stack, "analyst").list(layout.FLEET_PREFIX))
+    with pytest.raises(AccessDenied, match="access denied"):
+        _store(stack, "runner").put(_key("fleetx/"), b"{}")  # a neighbour of fleet/
+    with pytest.raises(AccessDenied, match="access denied"):
+        _store(stack, "publisher").put(_key(layout.FLEET_PREFIX), b"{}")
 
 
 def test_runner_cannot_delete_even_its_own_results(stack: StackEnv) -> None:

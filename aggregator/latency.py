@@ -1,0 +1,133 @@
+"""Latency distributions per backend: percentile curves, json+ bins, and latency against
+IOPS across a sweep profile's jobs (fio-plot's core chart). Aggregated in SQL: a page
+draws tens of points per backend, never one per run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fiolake.aggregator.filters import RunFilter, validate
+from fiolake.aggregator.lake import Lake
+from fiolake.aggregator.series import fetch_rows
+
+LAT_TYPES = ("clat", "lat", "slat")
+# fio's histogram: 64 log-linear buckets per power of two (runner/fio_bins.py), so a
+# binned value is known to within one bucket: 1/64 of its power of two.
+BUCKETS_PER_OCTAVE = 64
+
+
+@dataclass(frozen=True)
+class PercentilePoint:
+    """The median over runs of one percentile of one backend's job × direction."""
+
+    backend: str
+    job_name: str
+    direction: str
+    percentile: float
+    value_ns: float
+    runs: int
+
+
+@dataclass(frozen=True)
+class Bin:
+    """One json+ bucket, counts summed over a backend's runs."""
+
+    backend: str
+    job_name: str
+    direction: str
+    value_ns: int
+    count: int
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One job of a sweep profile on one backend: mean over runs of IOPS and latency."""
+
+    backend: str
+    job_name: str
+    direction: str
+    iodepth: int | None
+    bs: str | None
+    iops: float
+    clat_mean_ns: float | None
+    clat_p99_ns: float | None
+    runs: int
+
+
+def _scope(lake: Lake, filt: RunFilter) -> tuple[str, list]:
+    validate(lake, filt)
+    return filt.where("r")
+
+
+def percentile_curves(lake: Lake, filt: RunFilter, lat_type: str = "clat") -> list[PercentilePoint]:
+    """fio's percentiles (p1 … p99.99) per backend × job × direction, median over runs."""
+    where, params = _scope(lake, filt)
+    sql = f"""
+        SELECT r.backend, p.job_name, p.direction, p.percentile,
+               median(p.value_ns), count(DISTINCT p.run_id)
+        FROM percentiles p JOIN runs r USING (run_id)
+        WHERE {where} AND p.lat_type = ? AND p.source = 'fio_json' AND p.value_ns > 0
+        GROUP BY ALL ORDER BY ALL
+    """
+    return [PercentilePoint(*row) for row in fetch_rows(lake, sql, [*params, lat_type])]
+
+
+def bins(lake: Lake, filt: RunFilter, lat_type: str = "clat") -> list[Bin]:
+    """fio's json+ latency buckets per backend × job × direction (counts over runs)."""
+    where, params = _scope(lake, filt)
+    sql = f"""
+        SELECT r.backend, b.job_name, b.direction, b.value_ns, sum(b.count)::BIGINT
+        FROM latency_bins b JOIN runs r USING (run_id)
+        WHERE {where} AND b.lat_type = ?
+        GROUP BY ALL ORDER BY ALL
+    """
+    return [Bin(*row) for row in fetch_rows(lake, sql, [*params, lat_type])]
+
+
+def sweep(lake: Lake, filt: RunFilter) -> list[SweepPoint]:
+    """Per backend × job × direction: mean IOPS and latency over runs, with the job's
+    iodepth and block size, ordered as the sweep runs (iodepth, then job name)."""
+    where, params = _scope(lake, filt)
+    sql = f"""
+        WITH per_run AS (
+            SELECT r.backend, x.job_name, x.direction, x.run_id,
+                   max(x.iodepth) AS iodepth, max(x.bs) AS bs, sum(x.iops) AS iops,
+                   avg(x.clat_mean_ns) AS clat_mean, avg(x.clat_p99_ns) AS clat_p99
+            FROM results x JOIN runs r USING (run_id)
+            WHERE {where}
+            GROUP BY ALL
+        )
+        SELECT backend, job_name, direction, max(iodepth), max(bs), avg(iops),
+               avg(clat_mean), avg(clat_p99), count(*)
+        FROM per_run GROUP BY ALL
+        ORDER BY backend, direction, max(iodepth), job_name
+    """
+    return [SweepPoint(*row) for row in fetch_rows(lake, sql, params)]
+
+
+def sweep_profiles(lake: Lake) -> list[str]:
+    """Profiles whose jobs differ in iodepth or block size (the sweeps)."""
+    sql = """
+        SELECT r.profile FROM results x JOIN runs r USING (run_id)
+        WHERE r.status = 'ok'
+        GROUP BY r.profile
+        HAVING count(DISTINCT x.job_name) > 1
+           AND (count(DISTINCT x.iodepth) > 1 OR count(DISTINCT x.bs) > 1)
+        ORDER BY 1
+    """
+    return [p for (p,) in fetch_rows(lake, sql)]
+
+
+def profiles_by_runs(lake: Lake) -> list[str]:
+    """Profiles with successful runs, the most-run first (ties: by name)."""
+    sql = """SELECT profile FROM runs WHERE status = 'ok' AND profile IS NOT NULL
+             GROUP BY profile ORDER BY count(*) DESC, profile"""
+    return [p for (p,) in fetch_rows(lake, sql)]
+
+
+def jobs_of(lake: Lake, profile: str) -> list[str]:
+    """The fio job names of a profile's successful runs, in the job file's order."""
+    sql = """SELECT x.job_name FROM results x JOIN runs r USING (run_id)
+             WHERE r.status = 'ok' AND r.profile = ?
+             GROUP BY x.job_name ORDER BY min(x.job_index), x.job_name"""
+    return [j for (j,) in fetch_rows(lake, sql, [profile])]

@@ -1,0 +1,124 @@
+"""A metric over time per backend, change points marked; the env-diff across a change."""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from fiolake.aggregator.columns import display_scale
+from fiolake.aggregator.compare import metric_columns
+from fiolake.aggregator.envdiff import env_diff
+from fiolake.aggregator.filters import RunFilter
+from fiolake.aggregator.latency import profiles_by_runs
+from fiolake.aggregator.series import cases_of, distinct
+from fiolake.aggregator.trend import trend
+from fiolake.app.charts import backend_colour, show, time_axis, when
+from fiolake.app.common import get_lake, run_or_stop
+
+st.set_page_config(page_title="fiolake · Trends", layout="wide")
+st.title("Trends")
+lake = get_lake()
+
+metrics = metric_columns(lake)
+profiles = profiles_by_runs(lake)
+top, bottom = st.columns(4), st.columns([3, 1])
+metric = top[0].selectbox(
+    "Metric",
+    metrics,
+    index=metrics.index("iops") if "iops" in metrics else 0,
+    key="metric",
+    bind="query-params",
+)
+profile = top[1].selectbox("Profile", profiles, key="profile", bind="query-params")
+cases = cases_of(lake, profile) if profile else []
+case = top[2].selectbox(
+    "Job · direction",
+    cases,
+    format_func=lambda c: f"{c[0]} · {c[1]}",
+    key="case",
+    bind="query-params",
+)
+bucket = top[3].radio(
+    "One point per", ["run", "day"], horizontal=True, key="per", bind="query-params"
+)
+backends_all = distinct(lake, "backend", "status = 'ok'")
+backends = bottom[0].multiselect(
+    "Backends", backends_all, default=backends_all, key="backend", bind="query-params"
+)
+if not backends or profile is None or case is None:
+    st.info("Pick a profile, a job and at least one backend.")
+    st.stop()
+
+filt = RunFilter(backends=tuple(backends), profile=profile)
+points = run_or_stop(trend, lake, metric, filt=filt, bucket=bucket, case=tuple(case))
+divisor, unit = display_scale(metric, max((p.value or 0.0) for p in points))
+frame = pd.DataFrame(
+    {
+        "at": p.at,
+        "value": None if p.value is None else p.value / divisor,
+        "backend": p.backend,
+        "runs": p.n,
+        "run": p.run_id or "",
+        "change": p.change_point,
+        "when": when(p.at),
+    }
+    for p in points
+)
+title = f"{metric} ({unit})" if unit else metric
+tooltip = ["backend", "when", alt.Tooltip("value:Q", format=".4g"), "runs", "run"]
+base = alt.Chart(frame).encode(x=time_axis("at"), y=alt.Y("value:Q", title=title))
+# Dots for a readable number of points only: thousands of marks slow the browser down.
+lines = base.mark_line(point=alt.OverlayMarkDef(size=18) if len(frame) <= 400 else False).encode(
+    color=backend_colour(), tooltip=tooltip
+)
+changes = frame[frame["change"]]
+rules = (
+    alt.Chart(changes)
+    .mark_rule(strokeDash=[5, 3], strokeWidth=2)
+    .encode(x="at:T", color=backend_colour(), tooltip=tooltip)
+)
+show(alt.layer(rules, lines).properties(height=420))
+st.caption(
+    f"{len(frame):,} points; dashed lines: change points (E-Divisive means, as `fiolake "
+    "regressions`), at the first point after the change. Times are run starts in UTC."
+)
+
+if changes.empty:
+    st.info("No change point in these series.")
+    st.stop()
+st.subheader("What changed across a change point")
+options = list(changes.index)
+picked = st.selectbox(
+    "Change point",
+    options,
+    format_func=lambda i: f"{frame.at[i, 'backend']} · {frame.at[i, 'when']}",
+    key="change",
+    bind="query-params",
+)
+if bucket != "run":
+    st.info("Pick one point per run to compare the runs on both sides of a change.")
+    st.stop()
+series = frame[frame["backend"] == frame.at[picked, "backend"]]
+before = series[series["at"] < frame.at[picked, "at"]]
+if before.empty:
+    st.stop()
+run_before, run_after = before.iloc[-1]["run"], frame.at[picked, "run"]
+level_before = series[series["at"] < frame.at[picked, "at"]]["value"].tail(10).mean()
+level_after = series[series["at"] >= frame.at[picked, "at"]]["value"].head(10).mean()
+st.markdown(
+    f"**{frame.at[picked, 'backend']}**: {title} from about {level_before:.4g} to "
+    f"{level_after:.4g} (means of up to 10 runs each side); last run before "
+    f"`{run_before}`, first after `{run_after}`."
+)
+diffs = run_or_stop(env_diff, lake, run_before, run_after)
+if not diffs:
+    st.write("The recorded environments are the same.")
+else:
+    st.dataframe(
+        pd.DataFrame(
+            {"field": d.field, "before": str(d.a), "after": "" if d.b is None else str(d.b)}
+            for d in diffs
+        ),
+        hide_index=True,
+    )
