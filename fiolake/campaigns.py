@@ -34,8 +34,11 @@ def plan_campaign(
     expires_in: timedelta,
     expect_mount: str | None = None,
     expect_fs: str | None = None,
+    gangs: Sequence[int] = (),
+    gang_timeout_s: int | None = None,
 ) -> list[Manifest]:
-    """One manifest per (job file, backend, repetition), in a stable order."""
+    """One manifest per (job file, backend, repetition) — per gang size too when `gangs`
+    is given (each a job N runners of the backend run together) — in a stable order."""
     return [
         new_manifest(
             campaign_id=campaign_id,
@@ -49,9 +52,12 @@ def plan_campaign(
             expires_in=expires_in,
             expect_mount=expect_mount,
             expect_fs=expect_fs,
+            gang=gang,
+            gang_timeout_s=gang_timeout_s,
         )
         for profile, text in job_files
         for backend in backends
+        for gang in (gangs or (None,))
         for rep in range(repeat)
     ]
 
@@ -262,6 +268,8 @@ def plan_rerun(
                 rerun_of=old.job_id,
                 expect_mount=old.expect_mount,
                 expect_fs=old.expect_fs,
+                gang=old.gang,
+                gang_timeout_s=old.gang_timeout_s,
             )
         )
     return out
