@@ -15,8 +15,8 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from fiolake import gangs, layout, schema
-from fiolake.commits import REASON_CHARS, new_commit
-from fiolake.errors import PolicyError, StoreError
+from fiolake.commits import REASON_CHARS, Commit, new_commit
+from fiolake.errors import NotFound, PolicyError, StoreError
 from fiolake.manifest import Manifest
 from fiolake.runner import execute as ex
 from fiolake.runner.heartbeat import Heartbeat
@@ -243,8 +243,9 @@ def _take_part(
     )
     # Everyone uploaded? Then one commit names all N runs; until then keep the slot alive.
     while True:
-        if store.head(layout.commit_key(job_id)) is not None:
-            return None  # another member committed it
+        committed = _committed_status(store, job_id)
+        if committed is not None:
+            return _count(runner, committed)  # another member committed it
         finished = gangs.dones(store, job_id, member.attempt, member.size)
         if len(finished) == member.size:
             break
@@ -288,7 +289,21 @@ def _commit(
     )
     won = commit_marker(store, commit, deadline_s=cfg.upload_deadline_s)
     if won is None:
-        return None
-    setattr(runner.stats, status, getattr(runner.stats, status) + 1)
+        committed = _committed_status(store, manifest.job_id)
+        return None if committed is None else _count(runner, committed)
     log.info("committed gang %s: %d run(s) %s", manifest.job_id, len(run_ids), status)
+    return _count(runner, status)
+
+
+def _committed_status(store: ObjectStore, job_id: str) -> str | None:
+    """The status in the job's commit marker, or None while it has none."""
+    try:
+        return Commit.from_bytes(store.get(layout.commit_key(job_id))[0]).status
+    except NotFound:
+        return None
+
+
+def _count(runner: Runner, status: str) -> str:
+    # Every member counts the gang's outcome as a job it ran (--max-jobs, the summary).
+    setattr(runner.stats, status, getattr(runner.stats, status) + 1)
     return status

@@ -1,0 +1,133 @@
+"""Gang jobs in the lake: member rows and the gang's aggregate, as DuckDB views.
+
+A gang's N member runs (runs.gang_size = N) started within a few ms of one instant by
+the store's clock (runs.start_skew_ms), so their per-second windows line up: second k
+of every member is second k of the gang. Views (docs/gangs.md):
+
+- `gang_members`: one row per member run, with its slot, start skew and clock offset.
+- `gang_seconds`: per gang job × fio job × direction × second, the members' bytes and
+  I/Os summed (threads and members), over the seconds every member logged in full.
+- `gang_results`: per gang job × fio job × direction, elbencho's two figures — "first
+  done" (bandwidth and IOPS summed over the window in which every member still ran)
+  and "last done" (everything moved until the slowest member finished) — and latency
+  percentiles from the members' summed json+ bins (exact: fio's own method on the
+  merged histogram, fiolake.fio_bins; never an average of percentiles).
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from fiolake.fio_bins import bin_percentiles
+
+# Percentiles of `gang_results` (column -> percentile), fio's usual ones.
+GANG_PERCENTILES: dict[str, float] = {
+    "clat_p50_ns": 50.0,
+    "clat_p99_ns": 99.0,
+    "clat_p999_ns": 99.9,
+}
+
+_MEMBERS = """
+CREATE VIEW gang_members AS
+SELECT job_id, campaign_id, backend, profile, gang_size, gang_slot, gang_attempt, run_id,
+       runner, host, status, gang_start_at, start_skew_ms, clock_offset_ms,
+       clock_offset_error_ms, started_at, finished_at, effective_job_sha256
+FROM runs WHERE gang_size IS NOT NULL
+"""
+
+# Per member × fio job × direction × second: threads summed, whole windows only.
+_MEMBER_SECONDS = """
+CREATE VIEW _fiolake.gang_member_seconds AS
+SELECT m.job_id, m.run_id, t.job_name, t.direction, t.second,
+       sum(t.io_bytes) AS io_bytes, sum(t.ios) AS ios
+FROM timeseries t JOIN gang_members m USING (run_id)
+WHERE NOT coalesce(t.partial, false)
+GROUP BY ALL
+"""
+
+# The common window: seconds 1..S where S is the shortest member's last whole second.
+_WINDOW = """
+CREATE VIEW _fiolake.gang_window AS
+SELECT job_id, job_name, direction, count(*) AS members, min(last_s) AS first_done_s
+FROM (SELECT job_id, run_id, job_name, direction, max(second) AS last_s
+      FROM _fiolake.gang_member_seconds GROUP BY ALL)
+GROUP BY ALL
+"""
+
+_SECONDS = """
+CREATE VIEW gang_seconds AS
+SELECT s.job_id, s.job_name, s.direction, s.second, count(*) AS members,
+       sum(s.io_bytes) AS io_bytes, sum(s.ios) AS ios
+FROM _fiolake.gang_member_seconds s JOIN _fiolake.gang_window w
+  USING (job_id, job_name, direction)
+WHERE s.second <= w.first_done_s
+GROUP BY ALL
+"""
+
+_RESULTS = """
+CREATE VIEW gang_results AS
+WITH first_done AS (
+  SELECT job_id, job_name, direction, sum(io_bytes) AS bytes, sum(ios) AS ios
+  FROM gang_seconds GROUP BY ALL
+), last_done AS (
+  SELECT m.job_id, r.job_name, r.direction, sum(r.io_bytes) AS bytes,
+         sum(r.total_ios) AS ios, max(r.runtime_ms) AS runtime_ms
+  FROM results r JOIN gang_members m USING (run_id)
+  GROUP BY ALL
+), bins AS (
+  SELECT m.job_id, b.job_name, b.direction, b.value_ns, sum(b.count) AS count
+  FROM latency_bins b JOIN gang_members m USING (run_id)
+  WHERE b.lat_type = 'clat'
+  GROUP BY ALL
+), hist AS (
+  SELECT job_id, job_name, direction, list(value_ns ORDER BY value_ns) AS v,
+         list(CAST(count AS BIGINT) ORDER BY value_ns) AS c
+  FROM bins GROUP BY ALL
+), gang AS (
+  SELECT job_id, any_value(campaign_id) AS campaign_id, any_value(backend) AS backend,
+         any_value(profile) AS profile, any_value(gang_size) AS gang_size,
+         any_value(effective_job_sha256) AS effective_job_sha256,
+         max(start_skew_ms) - min(start_skew_ms) AS start_skew_ms,
+         bool_and(status = 'ok') AS all_ok
+  FROM gang_members GROUP BY job_id
+)
+SELECT g.job_id, g.campaign_id, g.backend, g.profile, g.gang_size, l.job_name, l.direction,
+       w.members, g.start_skew_ms,
+       w.first_done_s, f.bytes AS first_done_io_bytes,
+       CAST(f.bytes / w.first_done_s AS BIGINT) AS first_done_bw_bytes,
+       f.ios / w.first_done_s AS first_done_iops,
+       l.runtime_ms / 1000.0 AS last_done_s, l.bytes AS last_done_io_bytes,
+       CAST(l.bytes * 1000.0 / l.runtime_ms AS BIGINT) AS last_done_bw_bytes,
+       l.ios * 1000.0 / l.runtime_ms AS last_done_iops,
+       {percentiles},
+       g.all_ok, g.effective_job_sha256
+FROM gang g
+JOIN last_done l USING (job_id)
+LEFT JOIN _fiolake.gang_window w USING (job_id, job_name, direction)
+LEFT JOIN first_done f USING (job_id, job_name, direction)
+LEFT JOIN hist h USING (job_id, job_name, direction)
+"""
+
+
+def _bin_percentile(values: list[int] | None, counts: list[int] | None, p: float) -> int | None:
+    if not values or not counts:
+        return None
+    return bin_percentiles(dict(zip(values, counts, strict=True)), [p])[0]
+
+
+def create_views(con: duckdb.DuckDBPyConnection) -> None:
+    """Create `gang_members`, `gang_seconds` and `gang_results` over the lake views."""
+    con.create_function(
+        "fio_bin_percentile",
+        _bin_percentile,
+        ["BIGINT[]", "BIGINT[]", "DOUBLE"],
+        "BIGINT",
+        null_handling="special",
+    )
+    percentiles = ", ".join(
+        f"fio_bin_percentile(h.v, h.c, CAST({p} AS DOUBLE)) AS {name}"
+        for name, p in GANG_PERCENTILES.items()
+    )
+    for sql in (_MEMBERS, _MEMBER_SECONDS, _WINDOW, _SECONDS):
+        con.execute(sql)
+    con.execute(_RESULTS.format(percentiles=percentiles))
