@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 
-from fiolake import layout
+from fiolake import gangs, layout
 from fiolake.commits import Commit
 from fiolake.errors import FiolakeError, NotFound, PreconditionFailed, UsageProblem
 from fiolake.lease import is_expired, lease_age_s, read_lease
@@ -161,6 +161,10 @@ def campaign_status(store: ObjectStore, campaign_id: str) -> list[JobStatus]:
             continue
         except NotFound:
             pass
+        gang = _gang_status(store, job_id, key)
+        if gang is not None:
+            out.append(gang)
+            continue
         current = read_lease(store, job_id)
         if current is None:
             reason = _waiting_reasons(store, job_id)
@@ -172,6 +176,20 @@ def campaign_status(store: ObjectStore, campaign_id: str) -> list[JobStatus]:
             JobStatus(job_id, state, lease.runner, None, lease_age_s(info), lease.epoch, None, key)
         )
     return out
+
+
+def _gang_status(store: ObjectStore, job_id: str, key: str) -> JobStatus | None:
+    """Where an uncommitted gang job stands ("waiting for 2 of 4 runners" / running),
+    or None when it is no gang job or no runner joined it yet."""
+    if not any(True for _ in store.list_children(layout.gang_prefix(job_id))):
+        return None
+    size = manifest_in_envelope(store.get(key)[0]).gang or 1
+    state = gangs.gang_state(store, job_id, size)
+    runners = ",".join(state.runners) or None
+    if state.started:
+        return JobStatus(job_id, "running", runners, None, None, state.attempt, None, key)
+    why = f"waiting for runners: {state.held} of {size} joined (attempt {state.attempt})"
+    return JobStatus(job_id, "pending", runners, None, None, state.attempt, why, key)
 
 
 # Every state `campaign_status` reports, in the order a campaign's summary shows them.

@@ -161,6 +161,9 @@ def run_member(runner: Runner, manifest: Manifest, request: ex.RunRequest) -> st
     try:
         return _take_part(runner, member, heartbeat, request)
     except GangFailed as exc:
+        committed = _committed_status(store, job_id)
+        if committed is not None:  # ended for good (e.g. the gang never filled)
+            return _count(runner, committed)
         log.warning("gang %s attempt %d failed: %s", job_id, attempt, exc)
         runner.stats.lost += 1
         return None
