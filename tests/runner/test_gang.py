@@ -86,12 +86,12 @@ def test_gang_of_three_starts_together_and_commits_once(minio_lake: LakeEnv) -> 
     print(f"gang aggregate: {json.dumps(agg, default=str)}")
     assert agg["members"] == 3 and agg["first_done_s"] == window
     assert agg["first_done_io_bytes"] == expected
-    assert agg["first_done_bw_bytes"] == expected // window
+    assert agg["first_done_bw_bytes"] == round(expected / window)
     series = sql(minio_lake, "SELECT second, io_bytes FROM gang_seconds ORDER BY second")
     assert [s["second"] for s in series] == list(range(1, window + 1))
     results = sql(minio_lake, "SELECT sum(io_bytes) AS b, max(runtime_ms) AS ms FROM results")
     assert agg["last_done_io_bytes"] == results[0]["b"]
-    assert agg["last_done_bw_bytes"] == int(results[0]["b"] * 1000 / results[0]["ms"])
+    assert agg["last_done_bw_bytes"] == round(results[0]["b"] * 1000 / results[0]["ms"])
 
     # Aggregate percentiles = fio's method on the concatenated bins (not a mean of p99s).
     bins: dict[int, int] = {}
