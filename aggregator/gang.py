@@ -16,9 +16,18 @@ of every member is second k of the gang. Views (docs/gangs.md):
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 import duckdb
 
 from fiolake.fio_bins import bin_percentiles
+
+
+class RunFilter(Protocol):
+    """aggregator.filters.RunFilter (imported by name there would be a cycle via lake)."""
+
+    def where(self, alias: str = "runs") -> tuple[str, list[Any]]: ...
+
 
 # Percentiles of `gang_results` (column -> percentile), fio's usual ones.
 GANG_PERCENTILES: dict[str, float] = {
@@ -131,3 +140,54 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
     for sql in (_MEMBERS, _MEMBER_SECONDS, _WINDOW, _SECONDS):
         con.execute(sql)
     con.execute(_RESULTS.format(percentiles=percentiles))
+
+
+# Columns of `gang_comparison`, in order.
+COMPARISON_COLUMNS = (
+    "backend", "gang_size", "profile", "job_name", "direction", "job_id", "start_skew_ms",
+    "first_done_s", "first_done_bw_bytes", "first_done_iops", "last_done_s",
+    "last_done_bw_bytes", "last_done_iops", "clat_p50_ns", "clat_p99_ns", "clat_p999_ns",
+    "scaling",
+)  # fmt: skip
+MEMBER_COLUMNS = (
+    "job_id", "gang_attempt", "gang_slot", "runner", "host", "run_id", "status",
+    "start_skew_ms", "clock_offset_ms", "clock_offset_error_ms",
+)  # fmt: skip
+
+
+def has_gangs(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> bool:
+    """Whether the runs `filt` selects include gang members."""
+    where, params = filt.where("gang_members")
+    return con.execute(f"SELECT count(*) FROM gang_members WHERE {where}", params).fetchone()[0] > 0
+
+
+def gang_comparison(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[tuple]:
+    """One row per gang job (COMPARISON_COLUMNS), by backend, gang size and job;
+    `scaling` = first-done bandwidth over that of the smallest gang of the same backend,
+    profile, job and direction (2.0 for 2 members that each got what one got alone)."""
+    where, params = filt.where("m")
+    cols = ", ".join(f"g.{c}" for c in COMPARISON_COLUMNS if c != "scaling")
+    query = f"""
+        WITH g AS (
+          SELECT * FROM gang_results
+          WHERE job_id IN (SELECT m.job_id FROM gang_members m WHERE {where})
+        ), base AS (
+          SELECT backend, profile, job_name, direction,
+                 arg_min(first_done_bw_bytes, gang_size) AS bw
+          FROM g GROUP BY ALL
+        )
+        SELECT {cols}, g.first_done_bw_bytes / nullif(base.bw, 0) AS scaling
+        FROM g JOIN base USING (backend, profile, job_name, direction)
+        ORDER BY g.profile, g.job_name, g.direction, g.backend, g.gang_size, g.job_id
+    """
+    return con.execute(query, params).fetchall()
+
+
+def gang_member_rows(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[tuple]:
+    """One row per member run (MEMBER_COLUMNS) of the gangs `filt` selects."""
+    where, params = filt.where("m")
+    query = (
+        f"SELECT {', '.join(MEMBER_COLUMNS)} FROM gang_members m WHERE {where} "
+        "ORDER BY job_id, gang_attempt, gang_slot"
+    )
+    return con.execute(query, params).fetchall()
