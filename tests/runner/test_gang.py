@@ -134,6 +134,24 @@ def test_killed_member_fails_the_attempt_and_the_rerun_commits_once(minio_lake: 
     assert len(logged) >= 1
 
 
+def _faketime(tmp: Path, offset: str) -> tuple[str, ...]:
+    """Run under libfaketime with the wall clock `offset` away.
+
+    libfaketime 0.9.10 faking CLOCK_MONOTONIC makes Python's Event.wait(timeout) hang, and
+    with DONT_FAKE_MONOTONIC its clock_nanosleep wrapper fails time.sleep (EINVAL): so
+    the monotonic clock stays real and time.sleep waits on an Event instead (the
+    runner's intervals are monotonic either way; only its wall clock is off).
+    """
+    shim = tmp / "faketime-shim"
+    shim.mkdir(exist_ok=True)
+    (shim / "sitecustomize.py").write_text(
+        "import threading, time\n"
+        "_pause = threading.Event()\n"
+        "time.sleep = lambda seconds: _pause.wait(seconds) and None\n"
+    )
+    return ("env", "DONT_FAKE_MONOTONIC=1", f"PYTHONPATH={shim}", "faketime", "-f", offset)
+
+
 def test_member_with_its_clock_30s_off_starts_with_the_others(minio_lake: LakeEnv) -> None:
     _publish_gang(minio_lake, runtime=3)
     procs = [
@@ -147,7 +165,7 @@ def test_member_with_its_clock_30s_off_starts_with_the_others(minio_lake: LakeEn
             *RUNNER_ARGS,
             "--max-jobs",
             "1",
-            wrapper=("faketime", "-f", "+30s"),
+            wrapper=_faketime(minio_lake.tmp, "+30s"),
         )
     )
     for proc, name in zip(procs, ["m0", "m1", "skewed"], strict=True):
