@@ -95,6 +95,8 @@ class Member:
             start = gangs.read_start(self.store, job_id, self.attempt)
             if start is not None:
                 return start
+            if self.store.head(layout.commit_key(job_id)) is not None:
+                raise GangFailed("the job ended (committed) before the gang started")
             self.check(heartbeat)
             held = gangs.slots(self.store, job_id, self.attempt, self.size)
             if len(held) == self.size:
@@ -185,7 +187,7 @@ def _take_part(
     try:
         start = member.wait_for_all(heartbeat, clock)
     except TimeoutError as exc:
-        member.fail(str(exc))
+        # The job ends here (no failed marker: the commit itself tells the others).
         outcome = ex.failed_outcome(request, str(exc))
         return _commit(runner, member, outcome, (outcome.run_id,), str(exc))
     local_start = clock.to_local(start.start_at)

@@ -103,6 +103,18 @@ def test_gang_of_three_starts_together_and_commits_once(minio_lake: LakeEnv) -> 
     mean_of_p99 = sql(minio_lake, "SELECT avg(clat_p99_ns) AS p FROM results")[0]["p"]
     print(f"aggregate p99 {agg['clat_p99_ns']} ns vs mean of member p99s {mean_of_p99:.0f} ns")
 
+    # `compare --campaign` shows the gang aggregate (not members as repetitions).
+    shown = minio_lake.cli("admin", "compare", "--campaign", campaign)
+    assert shown.returncode == 0, shown.stderr
+    print(shown.stdout)
+    [row] = shown.stdout.splitlines()[2:]
+    assert row.split()[:5] == ["shared", "3", "gang-write", "w", "write"]
+    assert row.split()[-1] == "1.00x"
+    members_csv = minio_lake.cli(
+        "admin", "compare", "--campaign", campaign, "--gang", "members", "--format", "csv"
+    )
+    assert members_csv.stdout.count(job_id := commit.job_id) == 3, members_csv.stderr
+
 
 def test_killed_member_fails_the_attempt_and_the_rerun_commits_once(minio_lake: LakeEnv) -> None:
     _publish_gang(minio_lake, runtime=6)
