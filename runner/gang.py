@@ -39,7 +39,7 @@ log = logging.getLogger("fiolake.runner")
 
 # Seconds between the moment the start is fixed and the start itself: every member must
 # see start.json (it polls every poll_s) and be ready before the instant.
-START_LEAD_S = 2.0
+START_LEAD_S = 3.0
 # How often a waiting member looks at the slots (bounded by the runner's --poll).
 WATCH_MAX_S = 0.5
 DEFAULT_TIMEOUT_S = 600
@@ -130,11 +130,15 @@ class Member:
 
 
 def _sleep_until(local_instant: float) -> None:
-    # Coarse sleep, then a short spin: time.sleep overshoots by a scheduler tick.
-    while (left := local_instant - time.time()) > 0.02:
-        time.sleep(left - 0.015)
-    while time.time() < local_instant:
-        pass
+    """Sleep until `local_instant` (this host's clock) in shortening steps: no busy spin,
+    which on a loaded host (or N members on one) would only compete for the CPU."""
+    left = local_instant - time.time()
+    if left < 0:
+        log.warning("ready %.0f ms after the gang's start instant: starting late", -left * 1e3)
+    else:
+        log.info("ready %.0f ms before the gang's start instant", left * 1e3)
+    while (left := local_instant - time.time()) > 0:
+        time.sleep(left if left < 0.005 else left - 0.002)
 
 
 def _with_gang_columns(outcome: ex.RunOutcome, columns: dict[str, object]) -> None:

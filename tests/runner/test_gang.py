@@ -113,7 +113,7 @@ def test_gang_of_three_starts_together_and_commits_once(minio_lake: LakeEnv) -> 
     members_csv = minio_lake.cli(
         "admin", "compare", "--campaign", campaign, "--gang", "members", "--format", "csv"
     )
-    assert members_csv.stdout.count(job_id := commit.job_id) == 3, members_csv.stderr
+    assert members_csv.stdout.count(commit.job_id) == 3, members_csv.stderr
 
 
 def test_killed_member_fails_the_attempt_and_the_rerun_commits_once(minio_lake: LakeEnv) -> None:
