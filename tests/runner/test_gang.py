@@ -16,7 +16,7 @@ from fiolake import gangs, layout
 from fiolake.commits import Commit
 from fiolake.fio_bins import bin_percentiles
 from tests.runner.conftest import LakeEnv, wait_for
-from tests.runner.test_protocol import admin_store, commits, job_file, sql
+from tests.runner.test_protocol import admin_store, commits, job_file, sql, statuses
 
 pytestmark = [pytest.mark.slow, pytest.mark.stack]
 
@@ -204,19 +204,30 @@ def test_member_with_its_clock_30s_off_starts_with_the_others(minio_lake: LakeEn
     assert max(ends) - min(ends) < 1000
 
 
-def test_gang_that_never_fills_fails_with_only_k_of_n(tmp_path: Path, minio_lake: LakeEnv) -> None:
+def test_gang_that_never_fills_fails_with_only_k_of_n(minio_lake: LakeEnv) -> None:
     path = job_file(minio_lake.tmp, GANG_JOB.format(runtime=1), "gang-write")
     campaign = minio_lake.publish(
-        path, "--backend", "shared", "--gang", "3", "--gang-timeout", "4s"
+        path, "--backend", "shared", "--gang", "3", "--gang-timeout", "15s"
     )
     procs = [
         minio_lake.start_runner(f"m{i}", "shared", *RUNNER_ARGS, "--max-jobs", "1")
         for i in range(2)
     ]
+    # While they wait, `status` says for whom.
+    waiting = wait_for(
+        lambda: [
+            r for r in statuses(minio_lake, campaign) if "2 of 3 joined" in (r["reason"] or "")
+        ],
+        12,
+        "status to show 2 of 3 runners",
+    )
+    assert waiting[0]["state"] == "pending"
+    assert waiting[0]["reason"] == "waiting for runners: 2 of 3 joined (attempt 1)"
+    assert set(waiting[0]["runner"].split(",")) == {"m0", "m1"}
     for i, proc in enumerate(procs):
         assert proc.wait(timeout=120) == 0, minio_lake.runner_log(f"m{i}")
     commit = _only_commit(minio_lake)
     assert commit.status == "failed"
-    assert "only 2 of 3 runners of backend shared showed up within 4 s" in commit.reason
+    assert "only 2 of 3 runners of backend shared showed up within 15 s" in commit.reason
     done = minio_lake.cli("publisher", "status", "--campaign", campaign)
     assert "only 2 of 3 runners" in done.stdout, done.stderr
