@@ -175,8 +175,8 @@ def compare(
         filt = run_filter(campaign, backends, profile, since, runs)
         with connect(lake) as handle:
             con = handle.cursor()
-            if gang_mode == "members" or (
-                gang_mode == "aggregate" or (gang_mode == "auto" and gang.has_gangs(con, filt))
+            if gang_mode in ("members", "aggregate") or (
+                gang_mode == "auto" and gang.has_gangs(con, filt)
             ):
                 _emit_gangs(con, filt, members=gang_mode == "members", fmt=fmt)
                 return
