@@ -16,6 +16,7 @@ import duckdb
 import duckdb_extension_httpfs
 import pyarrow as pa
 
+from fiolake.aggregator import gang
 from fiolake.aggregator.manifest import Manifest
 from fiolake.aggregator.snapshot import Snapshot, scan
 from fiolake.config import Settings
@@ -211,6 +212,7 @@ def connect(lake_url: str, s3: S3Settings | None = None, *, sandbox: bool = True
     con = new_connection(s3 if lake_url.startswith("s3://") else None)
     try:
         _create_views(con, store, snap)
+        gang.create_views(con)
         if sandbox:
             _sandbox(con, store, s3 if lake_url.startswith("s3://") else None)
     except duckdb.Error as exc:

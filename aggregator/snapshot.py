@@ -45,7 +45,7 @@ class Snapshot:
     """The committed state of a lake at one moment."""
 
     manifest: Manifest | None
-    commits: pa.Table  # COMMITS_SCHEMA, one row per job
+    commits: pa.Table  # COMMITS_SCHEMA, one row per committed run (a gang's: one per member)
     # (table, YYYY-MM-DD) -> {run_id: key}: committed per-run files no merged file covers
     loose: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
     orphan_files: int = 0  # result files of uncommitted attempts among those listed (ignored)
@@ -75,15 +75,16 @@ class Snapshot:
         return self.compacted_files(table) + self.loose_files(table)
 
 
-def _commit_row(commit: Commit) -> dict[str, object]:
-    row = dict(commit.__dict__)
+def _commit_rows(commit: Commit) -> list[dict[str, object]]:
+    row = {name: getattr(commit, name) for name in COMMITS_SCHEMA.names}
     row["committed_at"] = datetime.fromisoformat(commit.committed_at)
-    return row
+    # A gang job commits every member run: one row each, so the views keep them all.
+    return [{**row, "run_id": run_id} for run_id in commit.run_ids]
 
 
 def commits_table(commits: Iterable[Commit]) -> pa.Table:
-    """Commit markers as an Arrow table of COMMITS_SCHEMA."""
-    rows = [_commit_row(c) for c in commits]
+    """Commit markers as an Arrow table of COMMITS_SCHEMA (one row per committed run)."""
+    rows = [row for c in commits for row in _commit_rows(c)]
     return pa.Table.from_pylist(rows, schema=COMMITS_SCHEMA)
 
 

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 
-from fiolake import layout
+from fiolake import gangs, layout
 from fiolake.commits import Commit
 from fiolake.errors import FiolakeError, NotFound, PreconditionFailed, UsageProblem
 from fiolake.lease import is_expired, lease_age_s, read_lease
@@ -34,8 +34,11 @@ def plan_campaign(
     expires_in: timedelta,
     expect_mount: str | None = None,
     expect_fs: str | None = None,
+    gangs: Sequence[int] = (),
+    gang_timeout_s: int | None = None,
 ) -> list[Manifest]:
-    """One manifest per (job file, backend, repetition), in a stable order."""
+    """One manifest per (job file, backend, repetition) — per gang size too when `gangs`
+    is given (each a job N runners of the backend run together) — in a stable order."""
     return [
         new_manifest(
             campaign_id=campaign_id,
@@ -49,9 +52,12 @@ def plan_campaign(
             expires_in=expires_in,
             expect_mount=expect_mount,
             expect_fs=expect_fs,
+            gang=gang,
+            gang_timeout_s=gang_timeout_s,
         )
         for profile, text in job_files
         for backend in backends
+        for gang in (gangs or (None,))
         for rep in range(repeat)
     ]
 
@@ -155,6 +161,10 @@ def campaign_status(store: ObjectStore, campaign_id: str) -> list[JobStatus]:
             continue
         except NotFound:
             pass
+        gang = _gang_status(store, job_id, key)
+        if gang is not None:
+            out.append(gang)
+            continue
         current = read_lease(store, job_id)
         if current is None:
             reason = _waiting_reasons(store, job_id)
@@ -166,6 +176,20 @@ def campaign_status(store: ObjectStore, campaign_id: str) -> list[JobStatus]:
             JobStatus(job_id, state, lease.runner, None, lease_age_s(info), lease.epoch, None, key)
         )
     return out
+
+
+def _gang_status(store: ObjectStore, job_id: str, key: str) -> JobStatus | None:
+    """Where an uncommitted gang job stands ("waiting for 2 of 4 runners" / running),
+    or None when it is no gang job or no runner joined it yet."""
+    if not any(True for _ in store.list_children(layout.gang_prefix(job_id))):
+        return None
+    size = manifest_in_envelope(store.get(key)[0]).gang or 1
+    state = gangs.gang_state(store, job_id, size)
+    runners = ",".join(state.runners) or None
+    if state.started:
+        return JobStatus(job_id, "running", runners, None, None, state.attempt, None, key)
+    why = f"waiting for runners: {state.held} of {size} joined (attempt {state.attempt})"
+    return JobStatus(job_id, "pending", runners, None, None, state.attempt, why, key)
 
 
 # Every state `campaign_status` reports, in the order a campaign's summary shows them.
@@ -262,6 +286,8 @@ def plan_rerun(
                 rerun_of=old.job_id,
                 expect_mount=old.expect_mount,
                 expect_fs=old.expect_fs,
+                gang=old.gang,
+                gang_timeout_s=old.gang_timeout_s,
             )
         )
     return out

@@ -39,18 +39,38 @@ class Commit:
     status: str  # ok | failed | rejected | interrupted, as in the runs row
     committed_at: str  # ISO 8601 UTC
     reason: str = ""  # why a run failed or was rejected (short; the runs row has it all)
+    # A gang job's member runs in slot order (run_id is the first); omitted when empty,
+    # so solo markers stay byte-identical to those of earlier versions.
+    members: tuple[str, ...] = ()
 
     def to_bytes(self) -> bytes:
         """Canonical JSON bytes (sorted keys) written create-only."""
-        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":")).encode()
+        body = asdict(self)
+        if not self.members:
+            del body["members"]
+        else:
+            body["members"] = list(self.members)
+        return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+    @property
+    def run_ids(self) -> tuple[str, ...]:
+        """Every run this marker commits: a gang's members, else the one run."""
+        return self.members or (self.run_id,)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Commit:
         """Parse a marker; raises ValueError on anything malformed."""
+        later = ("reason", "members")  # came later: markers without them are still markers
         try:
             obj = json.loads(data)
-            # `reason` came later: markers without it are still markers.
-            return cls(**{k: obj[k] for k in cls.__dataclass_fields__ if k != "reason" or k in obj})
+            fields = {k: obj[k] for k in cls.__dataclass_fields__ if k not in later or k in obj}
+            members = fields.get("members", ())
+            if not isinstance(members, list | tuple) or not all(
+                isinstance(m, str) for m in members
+            ):
+                raise ValueError("members is not a list of run ids")
+            fields["members"] = tuple(members)
+            return cls(**fields)
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"malformed commit marker: {exc}") from exc
 
@@ -61,11 +81,17 @@ RERUNNABLE = ("rejected", "failed", "interrupted")
 
 
 def new_commit(
-    job_id: str, run_id: str, campaign_id: str, runner: str, status: str, reason: str = ""
+    job_id: str,
+    run_id: str,
+    campaign_id: str,
+    runner: str,
+    status: str,
+    reason: str = "",
+    members: tuple[str, ...] = (),
 ) -> Commit:
     """A marker stamped with the current UTC time."""
     now = datetime.now(UTC).isoformat(timespec="milliseconds")
-    return Commit(job_id, run_id, campaign_id, runner, status, now, reason[:REASON_CHARS])
+    return Commit(job_id, run_id, campaign_id, runner, status, now, reason[:REASON_CHARS], members)
 
 
 COMMIT_LOG_SLACK = timedelta(minutes=5)

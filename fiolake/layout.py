@@ -28,6 +28,10 @@ COMMITS_PREFIX = "commits/"
 # short LIST (StartAfter) instead of listing every marker ever written.
 COMMIT_LOG_PREFIX = "commit-log/"
 RESULTS_PREFIX = "results/"
+# gangs/<job_id>/a<attempt>/...: how N runners of a gang job meet (fiolake.gangs): one
+# create-only slot lease per member, the start instant, each member's done note, and
+# the marker that fails an attempt as a whole.
+GANGS_PREFIX = "gangs/"
 RAW_PREFIX = "raw/"
 
 TABLES = (
@@ -263,3 +267,41 @@ def job_id_from_commit_log_key(key: str) -> str | None:
         return check_id("job id", name[stamp + 1 : -len(".json")])
     except ValueError:
         return None
+
+
+def gang_prefix(job_id: str) -> str:
+    """Prefix of every attempt of one gang job."""
+    return f"{GANGS_PREFIX}{check_id('job id', job_id)}/"
+
+
+def gang_attempt_prefix(job_id: str, attempt: int) -> str:
+    """Prefix of one attempt of a gang job (attempts count from 1)."""
+    if attempt < 1:
+        raise ValueError(f"gang attempts count from 1, not {attempt}")
+    return f"{gang_prefix(job_id)}a{attempt:04d}/"
+
+
+def gang_attempt_from_child(name: str) -> int | None:
+    """The attempt number of a child listed under `gang_prefix(...)`, else None."""
+    m = re.match(r"^a(\d{4})$", name)
+    return int(m.group(1)) if m and int(m.group(1)) >= 1 else None
+
+
+def gang_slot_key(job_id: str, attempt: int, slot: int) -> str:
+    """Lease of member slot `slot` (0-based) of an attempt: created once, then renewed."""
+    return f"{gang_attempt_prefix(job_id, attempt)}slot-{slot:03d}.json"
+
+
+def gang_done_key(job_id: str, attempt: int, slot: int) -> str:
+    """Create-only note: member `slot` uploaded its run (names the run id and its start)."""
+    return f"{gang_attempt_prefix(job_id, attempt)}done-{slot:03d}.json"
+
+
+def gang_start_key(job_id: str, attempt: int) -> str:
+    """Create-only: the instant (store clock) every member starts fio at."""
+    return f"{gang_attempt_prefix(job_id, attempt)}start.json"
+
+
+def gang_failed_key(job_id: str, attempt: int) -> str:
+    """Create-only: this attempt failed as a whole (a member died or lost its slot)."""
+    return f"{gang_attempt_prefix(job_id, attempt)}failed.json"

@@ -34,17 +34,26 @@ class Lease:
     ttl_s: float
     run_id: str | None = None
     etag: str = ""
+    # Object key when not the job's claim (a gang member's slot); not serialised.
+    place: str = ""
 
     def to_bytes(self) -> bytes:
         body = asdict(self)
         body.pop("etag")
+        body.pop("place")
         return json.dumps(body, sort_keys=True).encode()
 
     @classmethod
-    def from_bytes(cls, data: bytes, etag: str) -> Lease:
+    def from_bytes(cls, data: bytes, etag: str, place: str = "") -> Lease:
         obj = json.loads(data)
-        fields = {k: obj[k] for k in cls.__dataclass_fields__ if k in obj and k != "etag"}
-        return cls(**fields, etag=etag)
+        local = ("etag", "place")
+        fields = {k: obj[k] for k in cls.__dataclass_fields__ if k in obj and k not in local}
+        return cls(**fields, etag=etag, place=place)
+
+    @property
+    def key(self) -> str:
+        """The object this lease lives at."""
+        return self.place or layout.claim_key(self.job_id)
 
 
 def lease_age_s(info: ObjectInfo) -> float:
@@ -57,23 +66,23 @@ def is_expired(lease: Lease, info: ObjectInfo) -> bool:
     return lease.state == "released" or lease_age_s(info) > lease.ttl_s
 
 
-def read_lease(store: ObjectStore, job_id: str) -> tuple[Lease, ObjectInfo] | None:
-    """The current lease of a job with its metadata, or None when never claimed."""
+def read_lease(store: ObjectStore, job_id: str, place: str = "") -> tuple[Lease, ObjectInfo] | None:
+    """The current lease of a job (or at `place`) with its metadata, or None when never
+    claimed."""
     try:
-        data, info = store.get(layout.claim_key(job_id))
+        data, info = store.get(place or layout.claim_key(job_id))
     except NotFound:
         return None
-    return Lease.from_bytes(data, info.etag), info
+    return Lease.from_bytes(data, info.etag, place), info
 
 
 def _write(store: ObjectStore, lease: Lease, *, create: bool, if_match: str | None) -> Lease | None:
-    key = layout.claim_key(lease.job_id)
     try:
-        etag = store.put(key, lease.to_bytes(), if_none_match=create, if_match=if_match)
+        etag = store.put(lease.key, lease.to_bytes(), if_none_match=create, if_match=if_match)
         return replace(lease, etag=etag)
     except (PreconditionFailed, NotFound):
         # Our own request may have landed before a retry failed: the nonce tells.
-        current = read_lease(store, lease.job_id)
+        current = read_lease(store, lease.job_id, lease.place)
         if current is not None and current[0].nonce == lease.nonce:
             return current[0]
         return None
@@ -83,13 +92,21 @@ def claim_lease(store: ObjectStore, job_id: str, runner: str, ttl_s: float) -> L
     """Take the job's lease if it is free or expired; None when someone else holds it."""
     current = read_lease(store, job_id)
     if current is None:
-        lease = Lease(job_id, runner, 1, 0, secrets.token_hex(8), "running", ttl_s)
-        return _write(store, lease, create=True, if_match=None)
+        return create_lease(store, job_id, runner, ttl_s)
     held, info = current
     if not is_expired(held, info):
         return None
     lease = Lease(job_id, runner, held.epoch + 1, 0, secrets.token_hex(8), "running", ttl_s)
     return _write(store, lease, create=False, if_match=held.etag)
+
+
+def create_lease(
+    store: ObjectStore, job_id: str, runner: str, ttl_s: float, place: str = ""
+) -> Lease | None:
+    """Create a lease (create-only, epoch 1) at the job's claim or `place`; None when it
+    exists already. Never takes one over: a gang slot, once held, is never handed on."""
+    lease = Lease(job_id, runner, 1, 0, secrets.token_hex(8), "running", ttl_s, place=place)
+    return _write(store, lease, create=True, if_match=None)
 
 
 def renew_lease(store: ObjectStore, lease: Lease, **changes: object) -> Lease:
@@ -108,5 +125,5 @@ def release_lease(store: ObjectStore, lease: Lease) -> None:
 
 def still_ours(store: ObjectStore, lease: Lease) -> bool:
     """Whether the stored lease is still exactly the one we last wrote."""
-    current = read_lease(store, lease.job_id)
+    current = read_lease(store, lease.job_id, lease.place)
     return current is not None and current[0].nonce == lease.nonce

@@ -42,7 +42,10 @@ _STR_FIELDS = (
 )
 _OPTIONAL_INT_FIELDS = ("runtime_s", "size_bytes")
 # Fields a payload may leave out (then None); each is a string when present.
-_OPTIONAL_FIELDS = ("rerun_of", "expect_mount", "expect_fs")
+_OPTIONAL_STR_FIELDS = ("rerun_of", "expect_mount", "expect_fs")
+# ... and those that are a positive integer when present (gang jobs, `publish --gang`).
+_OPTIONAL_GANG_FIELDS = ("gang", "gang_timeout_s")
+_OPTIONAL_FIELDS = _OPTIONAL_STR_FIELDS + _OPTIONAL_GANG_FIELDS
 
 
 def _utc_text(t: datetime) -> str:
@@ -90,6 +93,11 @@ class Manifest:
     # is elsewhere leaves the job to another runner instead of measuring the wrong disk.
     expect_mount: str | None = None
     expect_fs: str | None = None
+    # A gang job (`publish --gang N`): N runners of the backend run it together, started
+    # at one instant by the store's clock (fiolake.gangs); absent for one-runner jobs.
+    gang: int | None = None
+    # Seconds the gang's runners have to show up before the job ends as failed.
+    gang_timeout_s: int | None = None
 
     def payload(self) -> bytes:
         """Canonical JSON (sorted keys, no whitespace, UTF-8): the bytes that get signed."""
@@ -128,13 +136,20 @@ def new_manifest(
     rerun_of: str | None = None,
     expect_mount: str | None = None,
     expect_fs: str | None = None,
+    gang: int | None = None,
+    gang_timeout_s: int | None = None,
 ) -> Manifest:
-    """Build the manifest of one job; its id is `<campaign>-<profile>-<backend>-r<rep>`."""
+    """Build the manifest of one job; its id is `<campaign>-<profile>-<backend>-r<rep>`
+    (with `-g<N>` for a gang of N, so gang sizes of one campaign do not collide)."""
     layout.check_id("campaign id", campaign_id)
     if expires_in <= timedelta(0):
         raise ValueError(f"expires_in must be positive, not {expires_in}")
+    if gang is not None and gang < 1:
+        raise ValueError(f"gang must be at least 1, not {gang}")
     now = now or datetime.now(UTC)
     job_id = f"{campaign_id}-{layout.slug(profile, 40)}-{layout.slug(backend, 40)}-r{repetition}"
+    if gang is not None:
+        job_id += f"-g{gang}"
     return Manifest(
         job_id=layout.check_id("job id", job_id),
         campaign_id=campaign_id,
@@ -152,6 +167,8 @@ def new_manifest(
         rerun_of=rerun_of,
         expect_mount=expect_mount,
         expect_fs=expect_fs,
+        gang=gang,
+        gang_timeout_s=gang_timeout_s if gang is not None else None,
     )
 
 
@@ -268,9 +285,13 @@ def _manifest_from_payload(payload: bytes) -> Manifest:
     if not required <= set(doc) <= names:
         missing, extra = sorted(required - set(doc)), sorted(set(doc) - names)
         raise _malformed(f"payload fields differ (missing {missing}, unexpected {extra})")
-    for name in _OPTIONAL_FIELDS:
+    for name in _OPTIONAL_STR_FIELDS:
         if name in doc and not isinstance(doc[name], str):
             raise _malformed(f"{name} is not a string")
+    for name in _OPTIONAL_GANG_FIELDS:
+        value = doc.get(name, 1)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise _malformed(f"{name} is not a positive integer")
     for name in _STR_FIELDS:
         if not isinstance(doc[name], str):
             raise _malformed(f"{name} is not a string")

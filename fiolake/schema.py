@@ -71,6 +71,15 @@ RUNS = pa.schema(
         # other-fio, cpu-busy (outside_cpu_pct > 25), steal (> 5), page-cache, cut-short
         # (fio stopped at the injected runtime cap before the workload was done)
         ("flags", pa.list_(pa.string())),
+        # Gang jobs (`publish --gang N`, fiolake.gangs); null for one-runner runs.
+        ("gang_size", pa.int32()),  # members that ran the job together
+        ("gang_slot", pa.int32()),  # this member's 0-based slot
+        ("gang_attempt", pa.int32()),  # 1-based attempt of the gang (a failed one re-runs)
+        ("gang_start_at", TS),  # the instant every member was to start fio (store clock)
+        # when this member actually started fio, minus gang_start_at, by the store's clock
+        ("start_skew_ms", pa.float64()),
+        ("clock_offset_ms", pa.float64()),  # store clock − this host's clock
+        ("clock_offset_error_ms", pa.float64()),  # ± bound of that offset
     ]
 )
 

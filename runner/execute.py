@@ -57,6 +57,7 @@ class RunRequest:
     caps: policy.Caps = field(default_factory=policy.Caps)
     expect_mount: str | None = None  # the target must be this mount point
     expect_fs: str | None = None  # the target must be on this file-system type
+    gang_size: int | None = None  # hosts running this job together (part of its hash)
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,11 @@ def rejected_outcome(request: RunRequest, reason: str) -> RunOutcome:
     return _outcome_without_fio(request, new_run_id(), "rejected", reason)
 
 
+def failed_outcome(request: RunRequest, reason: str) -> RunOutcome:
+    """A run that failed before fio started (e.g. a gang whose runners never all came)."""
+    return _outcome_without_fio(request, new_run_id(), "failed", reason)
+
+
 def _outcome_without_fio(request: RunRequest, run_id: str, status: str, reason: str) -> RunOutcome:
     now = datetime.now(UTC)
     row = _base_run_row(request, run_id)
@@ -184,6 +190,7 @@ def execute(
     on_progress: Callable[[Progress], None] | None = None,
     should_stop: Callable[[], bool | str | None] | None = None,
     grace_s: float = 10.0,
+    before_start: Callable[[], None] | None = None,
 ) -> RunOutcome:
     """Run fio once and turn its output into lake tables; failures become status='failed'.
 
@@ -225,6 +232,7 @@ def execute(
                 fio=binary.path,
                 on_progress=on_progress,
                 should_stop=should_stop,
+                before_start=before_start,
             )
         finally:
             alone = monitor.stop()
@@ -297,7 +305,7 @@ def _collect(
     row.update(env_cols)
     row.update(
         canonical_job_file=canonical,
-        effective_job_sha256=effective_job_sha256(canonical),
+        effective_job_sha256=effective_job_sha256(canonical, request.gang_size),
         fio_argv=fio_run.argv,
         started_at=fio_run.started_at,
         finished_at=fio_run.finished_at,

@@ -132,12 +132,15 @@ def run_fio(
     on_progress: Callable[[Progress], None] | None = None,
     should_stop: Callable[[], bool | str | None] | None = None,
     tick_s: float = 1.0,
+    before_start: Callable[[], None] | None = None,
 ) -> FioRun:
     """Run fio on `job_file` with cwd=`outdir`; JSON lands in `outdir/fio.json`.
 
     `should_stop` is asked once per tick: True (a lost lease) or a reason such as
     'interrupted' stops fio with SIGINT and becomes FioRun.watchdog. fio dies with the
     thread that started it (PR_SET_PDEATHSIG), so it never outlives fiolake.
+    `before_start` runs last before fio is started (a gang member waits there for the
+    gang's start instant), so `started_at` is when fio really started.
     """
     output = outdir / OUTPUT_NAME
     tmpdir = outdir / "tmp"
@@ -149,6 +152,8 @@ def run_fio(
         "--eta=always" if on_progress else "--eta=never",
         str(job_file),
     ]
+    if before_start is not None:
+        before_start()
     started = datetime.now(UTC)
     stderr_path = outdir / "fio.stderr"
     with open(stderr_path, "wb") as stderr_fh:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fiolake.runner.fio_bins import bin_percentiles, hist_bins
+from fiolake.fio_bins import bin_percentiles, hist_bins
 from fiolake.runner.fio_report import (
     DIRECTIONS,
     FioReport,

@@ -1,7 +1,7 @@
 """fio's JSON / json+ report → rows of the lake tables `results` and `percentiles`.
 
 Parsing and the shared helpers live in runner.fio_report (re-exported here); fio's bin
-arithmetic in runner.fio_bins. Values stay in raw units; a statistic fio did not measure
+arithmetic in fiolake.fio_bins. Values stay in raw units; a statistic fio did not measure
 is null, never 0.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from fiolake.runner.fio_bins import bin_percentiles
+from fiolake.fio_bins import bin_percentiles
 from fiolake.runner.fio_report import (
     DIRECTIONS,
     LAT_TYPES,

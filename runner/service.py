@@ -29,7 +29,7 @@ from fiolake.errors import (
 from fiolake.lease import claim_lease, release_lease, still_ours
 from fiolake.manifest import Manifest, verify_envelope
 from fiolake.runner import execute as ex
-from fiolake.runner import target
+from fiolake.runner import gang, target
 from fiolake.runner.fleet import FleetStatus
 from fiolake.runner.heartbeat import Heartbeat
 from fiolake.runner.lake_writer import commit_marker, outcome_objects
@@ -222,7 +222,10 @@ class Runner:
             caps=self.config.caps,
             expect_mount=manifest.expect_mount or self.config.expect_mount,
             expect_fs=manifest.expect_fs or self.config.expect_fs,
+            gang_size=manifest.gang,
         )
+        if manifest.gang is not None:  # N runners run it together: runner.gang
+            return gang.run_member(self, manifest, request)
         lease = claim_lease(self.store, job_id, self.config.runner_id, self.config.ttl_s)
         if lease is None:
             return None

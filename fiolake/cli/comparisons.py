@@ -110,6 +110,15 @@ def since_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--exclude-unsteady", is_flag=True, help="Leave out runs whose last 5 s were not steady."
 )
+@click.option(
+    "--gang",
+    "gang_mode",
+    type=click.Choice(["auto", "aggregate", "members", "off"]),
+    default="auto",
+    show_default=True,
+    help="Gang jobs (publish --gang): their aggregates across backends and gang sizes, or "
+    "their member runs; auto = aggregates when the selected runs are gang members.",
+)
 def compare(
     lake: str,
     fmt: str,
@@ -125,6 +134,7 @@ def compare(
     fdr: bool,
     allow_mixed: bool,
     exclude_unsteady: bool,
+    gang_mode: str,
 ) -> None:
     """Compare backends (or runs): ratios of geometric means with 95 % CIs, and a verdict.
 
@@ -138,7 +148,9 @@ def compare(
     never pooled unless --allow-mixed. docs/statistics.md has every formula.
       fiolake compare --campaign nightly --backend nvme --backend ceph
       fiolake compare --run RUN_A --run RUN_B --format json
+      fiolake compare --campaign c-20261123-113827-952b --gang members
     """
+    from fiolake.aggregator import gang
     from fiolake.aggregator.columns import format_value
     from fiolake.aggregator.compare import DEFAULT_METRICS
     from fiolake.aggregator.compare import compare as compare_runs
@@ -146,6 +158,12 @@ def compare(
     try:
         filt = run_filter(campaign, backends, profile, since, runs)
         with connect(lake) as handle:
+            con = handle.cursor()
+            if gang_mode in ("members", "aggregate") or (
+                gang_mode == "auto" and gang.has_gangs(con, filt)
+            ):
+                _emit_gangs(con, filt, members=gang_mode == "members", fmt=fmt)
+                return
             result = compare_runs(
                 handle,
                 by=by,
@@ -204,5 +222,36 @@ def compare(
         "spread: max/min − 1 of the repetitions; steady: runs at steady state / runs judged "
         "(runs shorter than 5 s: unknown); "
         "⚑: runs flagged as not alone",
+        err=True,
+    )
+
+
+def _emit_gangs(con: Any, filt: Any, *, members: bool, fmt: str) -> None:
+    """The gang aggregate table (or member rows) of `compare`."""
+    from fiolake.aggregator import gang
+    from fiolake.aggregator.columns import format_value
+
+    if members:
+        emit(list(gang.MEMBER_COLUMNS), gang.gang_member_rows(con, filt), fmt)
+        return
+    rows = gang.gang_comparison(con, filt)
+    if fmt != "table":
+        emit(list(gang.COMPARISON_COLUMNS), rows, fmt)
+        return
+    cols = ["backend", "gang", "profile", "job", "dir", "skew ms", "first done", "bw",
+            "iops", "last done", "bw", "iops", "p50", "p99", "p99.9", "scaling"]  # fmt: skip
+    table = [
+        (r[0], r[1], r[2], r[3], r[4], f"{r[6]:.1f}", f"{r[7]} s",
+         format_value("bw_bytes", r[8]), format_value("iops", r[9]), f"{r[10]:.2f} s",
+         format_value("bw_bytes", r[11]), format_value("iops", r[12]),
+         *(format_value("clat_p99_ns", v) for v in r[13:16]),
+         "---" if r[16] is None else f"{r[16]:.2f}x")
+        for r in rows
+    ]  # fmt: skip
+    emit(cols, table, fmt)
+    click.echo(
+        "gang aggregates: first done = summed over the seconds every member ran; last done "
+        "= until the slowest finished; percentiles from the members' summed json+ bins; "
+        "scaling: first-done bandwidth vs the smallest gang of the same backend and job",
         err=True,
     )

@@ -77,6 +77,21 @@ from fiolake.errors import FiolakeError, PolicyError
     type=click.Choice(RERUNNABLE),
     help="With --rerun: which ended jobs to re-run (repeatable) [default: all three].",
 )
+@click.option(
+    "--gang",
+    "gangs",
+    multiple=True,
+    type=click.IntRange(1, 256),
+    help="N runners of the backend run each job together, started at one instant by the "
+    "store's clock; their aggregate is one result (repeat for a scaling series: 1, 2, 4).",
+)
+@click.option(
+    "--gang-timeout",
+    type=DurationParam(),
+    default="10m",
+    show_default=True,
+    help="With --gang: the job fails ('only K of N runners') if they do not all show up.",
+)
 @lake_option
 @caps_options
 def publish(
@@ -91,6 +106,8 @@ def publish(
     expect_fs: str | None,
     rerun: str | None,
     rerun_states: tuple[str, ...],
+    gangs: tuple[int, ...],
+    gang_timeout: float,
     lake: str,
 ) -> None:
     """Publish one signed manifest per (job file, backend, repetition); print the campaign id.
@@ -104,11 +121,12 @@ def publish(
       eval "$(fiolake stack env --role publisher)"
       fiolake publish database-oltp random-reads --backend disk --backend tmpfs --repeat 3
       fiolake publish --rerun c-20261123-070000-ab12 --status rejected
+      fiolake publish nfs-seq-write.fio --backend nfs --gang 4
     """
     if rerun is not None:
-        if job_files or backends or campaign or expect_mount or expect_fs:
+        if job_files or backends or campaign or expect_mount or expect_fs or gangs:
             raise click.UsageError(
-                "--rerun takes no job files, --backend, --campaign or --expect-* — it "
+                "--rerun takes no job files, --backend, --campaign, --expect-* or --gang — it "
                 "re-publishes the selected jobs of that campaign as they were"
             )
         _publish_rerun(rerun, rerun_states or RERUNNABLE, expires, lake)
@@ -159,6 +177,8 @@ def publish(
             expires_in=timedelta(seconds=expires),
             expect_mount=expect_mount,
             expect_fs=expect_fs,
+            gangs=sorted(set(gangs)),
+            gang_timeout_s=max(1, round(gang_timeout)),
         )
         publish_manifests(store, manifests, signer)
     except FiolakeError as exc:

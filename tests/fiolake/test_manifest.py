@@ -334,3 +334,46 @@ def test_vault_round_trip_from_environment(stack, tmp_path: Path) -> None:  # no
     assert verify(data, offline) == m
     tampered = rewrap(data, payload=base64.b64encode(m.payload().replace(b"r0", b"r1")).decode())
     assert refused(tampered, offline) == f"bad signature (keyid {keyid})"
+
+
+# --- gang jobs ------------------------------------------------------------------------
+
+
+def test_gang_fields_are_signed_and_absent_from_solo_payloads(
+    signer: LocalSigner, keyring: Keyring
+) -> None:
+    assert b"gang" not in make_manifest().payload()  # solo manifests keep their bytes
+    gang = new_manifest(
+        campaign_id="c-20261122-014501-3fa9",
+        backend="nfs",
+        profile="seq-write",
+        job_file_text=JOB_FILE,
+        runtime_s=2,
+        size_bytes=None,
+        repetition=0,
+        bucket=BUCKET,
+        expires_in=timedelta(hours=1),
+        now=NOW,
+        gang=4,
+        gang_timeout_s=600,
+    )
+    assert gang.job_id.endswith("-r0-g4")  # gang sizes of one campaign never collide
+    assert b'"gang":4' in gang.payload() and b'"gang_timeout_s":600' in gang.payload()
+    got = verify(sign_manifest(gang, signer), keyring, gang)
+    assert (got.gang, got.gang_timeout_s) == (4, 600)
+    # The size is covered by the signature: a runner never runs a gang of another size.
+    tampered = dataclasses.replace(gang, gang=1).payload()
+    forged = rewrap(sign_manifest(gang, signer), payload=base64.b64encode(tampered).decode())
+    assert refused(forged, keyring, bucket=gang.bucket, key=gang.key) == "bad signature (keyid " + (
+        signer.keyid + ")"
+    )
+
+
+def test_gang_size_must_be_a_positive_integer(signer: LocalSigner, keyring: Keyring) -> None:
+    m = make_manifest()
+    doc = json.loads(m.payload()) | {"gang": 0}
+    payload = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    sig = signer.sign(pae(PAYLOAD_TYPE, payload))
+    assert refused(envelope_bytes(payload, [sig]), keyring) == (
+        "malformed envelope: gang is not a positive integer"
+    )

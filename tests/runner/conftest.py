@@ -62,12 +62,16 @@ class LakeEnv:
         assert done.returncode == 0, done.stderr
         return done.stdout.strip()
 
-    def start_runner(self, name: str, backend: str, *args: str) -> subprocess.Popen:
+    def start_runner(
+        self, name: str, backend: str, *args: str, wrapper: tuple[str, ...] = ()
+    ) -> subprocess.Popen:
+        """A runner process (under `wrapper`, e.g. faketime, when given)."""
         target = self.tmp / f"target-{name}"
         log = open(self.tmp / f"runner-{name}.log", "w")  # noqa: SIM115 - closed with the process
         env = {**os.environ, **self.runner}
         proc = subprocess.Popen(
             [
+                *wrapper,
                 sys.executable,
                 "-m",
                 "fiolake",

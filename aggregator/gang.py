@@ -1,0 +1,193 @@
+"""Gang jobs in the lake: member rows and the gang's aggregate, as DuckDB views.
+
+A gang's N member runs (runs.gang_size = N) started within a few ms of one instant by
+the store's clock (runs.start_skew_ms), so their per-second windows line up: second k
+of every member is second k of the gang. Views (docs/gangs.md):
+
+- `gang_members`: one row per member run, with its slot, start skew and clock offset.
+- `gang_seconds`: per gang job × fio job × direction × second, the members' bytes and
+  I/Os summed (threads and members), over the seconds every member logged in full.
+- `gang_results`: per gang job × fio job × direction, elbencho's two figures — "first
+  done" (bandwidth and IOPS summed over the window in which every member still ran)
+  and "last done" (everything moved until the slowest member finished) — and latency
+  percentiles from the members' summed json+ bins (exact: fio's own method on the
+  merged histogram, fiolake.fio_bins; never an average of percentiles).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import duckdb
+
+from fiolake.fio_bins import bin_percentiles
+
+
+class RunFilter(Protocol):
+    """aggregator.filters.RunFilter (imported by name there would be a cycle via lake)."""
+
+    def where(self, alias: str = "runs") -> tuple[str, list[Any]]: ...
+
+
+# Percentiles of `gang_results` (column -> percentile), fio's usual ones.
+GANG_PERCENTILES: dict[str, float] = {
+    "clat_p50_ns": 50.0,
+    "clat_p99_ns": 99.0,
+    "clat_p999_ns": 99.9,
+}
+
+_MEMBERS = """
+CREATE VIEW gang_members AS
+SELECT job_id, campaign_id, backend, profile, gang_size, gang_slot, gang_attempt, run_id,
+       runner, host, status, gang_start_at, start_skew_ms, clock_offset_ms,
+       clock_offset_error_ms, started_at, finished_at, effective_job_sha256
+FROM runs WHERE gang_size IS NOT NULL
+"""
+
+# Per member × fio job × direction × second: threads summed, whole windows only.
+_MEMBER_SECONDS = """
+CREATE VIEW _fiolake.gang_member_seconds AS
+SELECT m.job_id, m.run_id, t.job_name, t.direction, t.second,
+       sum(t.io_bytes) AS io_bytes, sum(t.ios) AS ios
+FROM timeseries t JOIN gang_members m USING (run_id)
+WHERE NOT coalesce(t.partial, false)
+GROUP BY ALL
+"""
+
+# The common window: seconds 1..S where S is the shortest member's last whole second.
+_WINDOW = """
+CREATE VIEW _fiolake.gang_window AS
+SELECT job_id, job_name, direction, count(*) AS members, min(last_s) AS first_done_s
+FROM (SELECT job_id, run_id, job_name, direction, max(second) AS last_s
+      FROM _fiolake.gang_member_seconds GROUP BY ALL)
+GROUP BY ALL
+"""
+
+_SECONDS = """
+CREATE VIEW gang_seconds AS
+SELECT s.job_id, s.job_name, s.direction, s.second, count(*) AS members,
+       sum(s.io_bytes) AS io_bytes, sum(s.ios) AS ios
+FROM _fiolake.gang_member_seconds s JOIN _fiolake.gang_window w
+  USING (job_id, job_name, direction)
+WHERE s.second <= w.first_done_s
+GROUP BY ALL
+"""
+
+_RESULTS = """
+CREATE VIEW gang_results AS
+WITH first_done AS (
+  SELECT job_id, job_name, direction, sum(io_bytes) AS bytes, sum(ios) AS ios
+  FROM gang_seconds GROUP BY ALL
+), last_done AS (
+  SELECT m.job_id, r.job_name, r.direction, sum(r.io_bytes) AS bytes,
+         sum(r.total_ios) AS ios, max(r.runtime_ms) AS runtime_ms
+  FROM results r JOIN gang_members m USING (run_id)
+  GROUP BY ALL
+), bins AS (
+  SELECT m.job_id, b.job_name, b.direction, b.value_ns, sum(b.count) AS count
+  FROM latency_bins b JOIN gang_members m USING (run_id)
+  WHERE b.lat_type = 'clat'
+  GROUP BY ALL
+), hist AS (
+  SELECT job_id, job_name, direction, list(value_ns ORDER BY value_ns) AS v,
+         list(CAST(count AS BIGINT) ORDER BY value_ns) AS c
+  FROM bins GROUP BY ALL
+), gang AS (
+  SELECT job_id, any_value(campaign_id) AS campaign_id, any_value(backend) AS backend,
+         any_value(profile) AS profile, any_value(gang_size) AS gang_size,
+         any_value(effective_job_sha256) AS effective_job_sha256,
+         max(start_skew_ms) - min(start_skew_ms) AS start_skew_ms,
+         bool_and(status = 'ok') AS all_ok
+  FROM gang_members GROUP BY job_id
+)
+SELECT g.job_id, g.campaign_id, g.backend, g.profile, g.gang_size, l.job_name, l.direction,
+       w.members, g.start_skew_ms,
+       w.first_done_s, f.bytes AS first_done_io_bytes,
+       CAST(f.bytes / w.first_done_s AS BIGINT) AS first_done_bw_bytes,
+       f.ios / w.first_done_s AS first_done_iops,
+       l.runtime_ms / 1000.0 AS last_done_s, l.bytes AS last_done_io_bytes,
+       CAST(l.bytes * 1000.0 / l.runtime_ms AS BIGINT) AS last_done_bw_bytes,
+       l.ios * 1000.0 / l.runtime_ms AS last_done_iops,
+       {percentiles},
+       g.all_ok, g.effective_job_sha256
+FROM gang g
+JOIN last_done l USING (job_id)
+LEFT JOIN _fiolake.gang_window w USING (job_id, job_name, direction)
+LEFT JOIN first_done f USING (job_id, job_name, direction)
+LEFT JOIN hist h USING (job_id, job_name, direction)
+"""
+
+
+def _bin_percentile(values: list[int] | None, counts: list[int] | None, p: float) -> int | None:
+    if not values or not counts:
+        return None
+    return bin_percentiles(dict(zip(values, counts, strict=True)), [p])[0]
+
+
+def create_views(con: duckdb.DuckDBPyConnection) -> None:
+    """Create `gang_members`, `gang_seconds` and `gang_results` over the lake views."""
+    con.create_function(
+        "fio_bin_percentile",
+        _bin_percentile,
+        ["BIGINT[]", "BIGINT[]", "DOUBLE"],
+        "BIGINT",
+        null_handling="special",
+    )
+    percentiles = ", ".join(
+        f"fio_bin_percentile(h.v, h.c, CAST({p} AS DOUBLE)) AS {name}"
+        for name, p in GANG_PERCENTILES.items()
+    )
+    for sql in (_MEMBERS, _MEMBER_SECONDS, _WINDOW, _SECONDS):
+        con.execute(sql)
+    con.execute(_RESULTS.format(percentiles=percentiles))
+
+
+# Columns of `gang_comparison`, in order.
+COMPARISON_COLUMNS = (
+    "backend", "gang_size", "profile", "job_name", "direction", "job_id", "start_skew_ms",
+    "first_done_s", "first_done_bw_bytes", "first_done_iops", "last_done_s",
+    "last_done_bw_bytes", "last_done_iops", "clat_p50_ns", "clat_p99_ns", "clat_p999_ns",
+    "scaling",
+)  # fmt: skip
+MEMBER_COLUMNS = (
+    "job_id", "gang_attempt", "gang_slot", "runner", "host", "run_id", "status",
+    "start_skew_ms", "clock_offset_ms", "clock_offset_error_ms",
+)  # fmt: skip
+
+
+def has_gangs(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> bool:
+    """Whether the runs `filt` selects include gang members."""
+    where, params = filt.where("gang_members")
+    return con.execute(f"SELECT count(*) FROM gang_members WHERE {where}", params).fetchone()[0] > 0
+
+
+def gang_comparison(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[tuple]:
+    """One row per gang job (COMPARISON_COLUMNS), by backend, gang size and job;
+    `scaling` = first-done bandwidth over that of the smallest gang of the same backend,
+    profile, job and direction (2.0 for 2 members that each got what one got alone)."""
+    where, params = filt.where("m")
+    cols = ", ".join(f"g.{c}" for c in COMPARISON_COLUMNS if c != "scaling")
+    query = f"""
+        WITH g AS (
+          SELECT * FROM gang_results
+          WHERE job_id IN (SELECT m.job_id FROM gang_members m WHERE {where})
+        ), base AS (
+          SELECT backend, profile, job_name, direction,
+                 arg_min(first_done_bw_bytes, gang_size) AS bw
+          FROM g GROUP BY ALL
+        )
+        SELECT {cols}, g.first_done_bw_bytes / nullif(base.bw, 0) AS scaling
+        FROM g JOIN base USING (backend, profile, job_name, direction)
+        ORDER BY g.profile, g.job_name, g.direction, g.backend, g.gang_size, g.job_id
+    """
+    return con.execute(query, params).fetchall()
+
+
+def gang_member_rows(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[tuple]:
+    """One row per member run (MEMBER_COLUMNS) of the gangs `filt` selects."""
+    where, params = filt.where("m")
+    query = (
+        f"SELECT {', '.join(MEMBER_COLUMNS)} FROM gang_members m WHERE {where} "
+        "ORDER BY job_id, gang_attempt, gang_slot"
+    )
+    return con.execute(query, params).fetchall()
