@@ -32,6 +32,7 @@ class Runner(Protocol):
     store: ObjectStore
     config: Any  # RunnerConfig: runner_id, ttl_s, poll_s, fio, grace_s, upload_deadline_s
     stats: Any  # RunnerStats: ok/failed/rejected/lost counters
+    fleet: Any  # runner.fleet.FleetStatus: the status object the Fleet page reads
     stop_requested: threading.Event
 
 
@@ -162,6 +163,7 @@ def run_member(runner: Runner, manifest: Manifest, request: ex.RunRequest) -> st
     slot, lease = claimed
     member = Member(runner, manifest, attempt, slot)
     log.info("joined gang %s as slot %d of %d (attempt %d)", job_id, slot, member.size, attempt)
+    runner.fleet.job(job_id, cfg.ttl_s)  # the Fleet page shows the gang job as current
     heartbeat = Heartbeat(store, lease)
     heartbeat.start()
     try:
