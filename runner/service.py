@@ -222,7 +222,8 @@ class Runner:
         lease = claim_lease(self.store, job_id, self.config.runner_id, self.config.ttl_s)
         if lease is None:
             return None
-        if self.stop_requested.is_set():
+        # A pass's listing ages while it runs jobs: a job committed since is not run again.
+        if self.stop_requested.is_set() or self.store.head(layout.commit_key(job_id)):
             release_lease(self.store, lease)
             return None
         log.info(
