@@ -1,6 +1,6 @@
 """The nemesis: injects every fault kind on a schedule while runners work through jobs.
 
-Process faults act on one runner at a time (two threads, never on the same runner);
+Process faults act on one runner at a time (three threads, never on the same runner);
 infrastructure faults (MinIO, OpenBao, the proxy) run in a third thread. Each kind is
 injected `rounds` times, in shuffled order. `run_history_test` is the whole test: start
 a private stack and runners, publish jobs in waves, let the nemesis loose, wait until
@@ -72,14 +72,8 @@ class Nemesis:
             free = [
                 s
                 for s in self.cluster.slots
-                if s.runner_id not in self._busy and s.alive() and s.skewed == (want == "skew")
+                if s.runner_id not in self._busy and s.alive() and (s.skewed or want != "skew")
             ]
-            if want != "skew":
-                free += [
-                    s
-                    for s in self.cluster.slots
-                    if s.runner_id not in self._busy and s.alive() and s.skewed
-                ]
             if not free:
                 return None
             slot = random.choice(free)
@@ -163,16 +157,16 @@ class Nemesis:
         random.shuffle(kinds)
         proxy = self.cluster.proxy
         for kind in kinds:
-            time.sleep(random.uniform(1.0, 3.0))
+            time.sleep(random.uniform(0.5, 1.5))
             if kind == "MinIO restart":
                 restart_minio(self.cluster.state_dir)
             elif kind == "OpenBao down":
                 stop_openbao(self.cluster.state_dir)
-                time.sleep(4)
+                time.sleep(3)
                 start_openbao(self.cluster.state_dir)
             else:
                 proxy.mode = "drop" if kind == "dropped responses" else "delay"
-                time.sleep(3)
+                time.sleep(2.5)
                 proxy.mode = "pass"
             self.injected[kind] += 1
 
@@ -188,6 +182,7 @@ def run_history_test(
         cluster.start()
         nemesis = Nemesis(cluster, rounds)
         threads = [
+            threading.Thread(target=nemesis.process_worker, daemon=True),
             threading.Thread(target=nemesis.process_worker, daemon=True),
             threading.Thread(target=nemesis.process_worker, daemon=True),
             threading.Thread(target=nemesis.infra_worker, daemon=True),
@@ -231,7 +226,7 @@ def run_history_test(
             1
             for e in events
             if e["process"] in skewed
-            and e["type"] == "ok"
+            and (e["type"], e["f"]) == ("ok", "put")
             and e.get("key", "").startswith("commits/")
         )
     finally:
