@@ -33,6 +33,8 @@ from fiolake.store import S3Store
 from tests.faults.proxy import FaultyProxy
 
 BACKEND = "faults"
+# Debian's libfaketime (a dependency of the `faketime` package `make sysdeps` installs).
+LIBFAKETIME = next(Path("/usr/lib").glob("*/faketime/libfaketime.so.1"), None)
 FIOLAKE = Path(sys.executable).with_name("fiolake")
 # A short fio run that sleeps more than it computes (rate-limited null engine): the
 # nemesis can catch a runner "during fio", and two cores carry several runners.
@@ -181,11 +183,14 @@ class Cluster:
         ]
         env = self.runner_env(slot)
         if slot.skewed:
+            assert LIBFAKETIME is not None, "libfaketime is missing — run `make sysdeps`"
             # A clock running minutes ahead (SigV4 refuses > 15 min; a clock behind would
             # make MinIO's fresh certificate "not yet valid").
+            # libfaketime preloaded directly (the `faketime` wrapper would fork, and a
+            # kill -9 of the wrapper would leave the runner running).
             skew = random.randint(60, 600)
             slot.skews.append(skew)
-            argv = ["faketime", "-f", f"+{skew}", *argv]
+            env.update(LD_PRELOAD=str(LIBFAKETIME), FAKETIME=f"+{skew}")
         log = open(slot.root / "runner.log", "ab")  # noqa: SIM115 - owned by the process
         slot.proc = subprocess.Popen(  # noqa: S603
             argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
