@@ -40,7 +40,7 @@ FIOLAKE = Path(sys.executable).with_name("fiolake")
 # nemesis can catch a runner "during fio", and two cores carry several runners.
 JOB_FILE = (
     "[faults]\nioengine=null\nrw=randread\nbs=4k\nsize=64M\n"
-    "time_based=1\nruntime=1\nrate_iops=200\n"
+    "time_based=1\nruntime=500ms\nrate_iops=200\n"
 )
 
 
