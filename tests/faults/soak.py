@@ -25,18 +25,18 @@ def main() -> int:
     jobs = max(10, int(JOBS_PER_MINUTE * minutes * 0.8))
     with tempfile.TemporaryDirectory(prefix="fiolake-soak-") as tmp:
         out = run_history_test(Path(tmp), jobs=jobs, rounds=rounds, publish_s=publish_s)
-    rows = [(kind, out.injected[kind]) for kind in KINDS]
-    width = max(len(k) for k, _ in rows)
+    rows = [(f"injected: {kind}", out.injected[kind]) for kind in KINDS]
+    rows += [
+        ("responses dropped by the proxy", out.dropped),
+        ("responses delayed by the proxy", out.delayed),
+        ("commits by the skewed runner", out.skewed_commits),
+        ("runner exits nobody asked for", len(out.crashes)),
+        *out.report.stats.items(),
+    ]
+    width = max(len(name) for name, _ in rows)
     print(f"soak: {minutes:g} min asked, {out.wall_s / 60:.1f} min wall, {out.jobs} jobs")
-    print(f"{'fault':<{width}}  injected")
-    for kind, n in rows:
-        print(f"{kind:<{width}}  {n:>8}")
-    print(f"{'responses dropped by the proxy':<{width}}  {out.dropped:>8}")
-    print(f"{'responses delayed by the proxy':<{width}}  {out.delayed:>8}")
-    print(f"{'commits by the skewed runner':<{width}}  {out.skewed_commits:>8}")
-    print(f"{'runner exits nobody asked for':<{width}}  {len(out.crashes):>8}")
-    for name, value in out.report.stats.items():
-        print(f"{name:<{width}}  {value:>8}")
+    for name, value in rows:
+        print(f"{name:<{width}}  {value:>6}")
     print(f"checker: {'PASSED' if out.report.ok else 'FAILED'}")
     for problem in out.report.problems:
         print(f"  {problem}")
