@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CACHE ?= $(HOME)/.cache/fiolake
 
-.PHONY: help setup sysdeps fio venv minio demo test test-fast screenshots lint-imports lint bench bench-otava clean
+.PHONY: help setup sysdeps fio venv minio demo test test-fast screenshots lint-imports lint bench bench-otava soak clean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -80,6 +80,10 @@ OTAVA_VENV ?= build/otava-venv
 bench-otava: ## change points vs Apache Otava, in a throwaway venv (Otava's pins clash with ours)
 	python3 -m venv $(OTAVA_VENV) && $(OTAVA_VENV)/bin/pip install -q apache-otava==0.8.0
 	$(OTAVA_VENV)/bin/python tests/bench/changepoints_vs_otava.py
+
+SOAK_MINUTES ?= 30
+soak: setup ## the fault-injection history test for SOAK_MINUTES (default 30), with a summary table
+	SOAK_MINUTES=$(SOAK_MINUTES) $(BIN)/python -m tests.faults.soak
 
 clean: ## remove the venv, build outputs and the demo lake
 	rm -rf $(VENV) build lake demo-lake

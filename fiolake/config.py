@@ -49,6 +49,8 @@ ENV_VARS: dict[str, str] = {
     "FIOLAKE_STATE_DIR": "local stack state (default ~/.local/state/fiolake)",
     "FIOLAKE_CACHE_DIR": "where the MinIO binary is built (default ~/.cache/fiolake)",
     "FIOLAKE_POLICY_DIR": "replacement HCL/IAM policies for `stack up` (default: shipped)",
+    "FIOLAKE_HISTORY": "runner: append every store operation to this JSON-lines file",
+    "FIOLAKE_PAUSE_FILE": "fault tests only: a runner stops itself at the step this file names",
 }
 
 
@@ -79,6 +81,8 @@ class Settings:
     state_dir: Path | None = None
     cache_dir: Path | None = None
     policy_dir: Path | None = None
+    history: Path | None = None
+    pause_file: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, *, lake: str | None = None) -> Settings:
@@ -108,6 +112,8 @@ class Settings:
             state_dir=_path(env.get("FIOLAKE_STATE_DIR")),
             cache_dir=_path(env.get("FIOLAKE_CACHE_DIR")),
             policy_dir=_path(env.get("FIOLAKE_POLICY_DIR")),
+            history=_path(env.get("FIOLAKE_HISTORY")),
+            pause_file=_path(env.get("FIOLAKE_PAUSE_FILE")),
         )
 
     @property

@@ -199,6 +199,20 @@ def parse_result_key(key: str) -> tuple[str, str, str] | None:
         return None
 
 
+def run_id_of_attempt_key(key: str) -> str | None:
+    """The run id of a results/ or raw/ key (the objects of one attempt), else None."""
+    parsed = parse_result_key(key)
+    if parsed is not None:
+        return parsed[2]
+    parts = key.split("/")
+    if len(parts) != 3 or parts[0] + "/" != RAW_PREFIX:
+        return None
+    try:
+        return check_id("run id", parts[1])
+    except ValueError:
+        return None
+
+
 def compaction_manifest_key(generation: int) -> str:
     """Create-only manifest of compaction generation `generation` (the newest one wins)."""
     return f"{MANIFESTS_PREFIX}g{generation:08d}.json"

@@ -118,6 +118,19 @@ def renew_lease(store: ObjectStore, lease: Lease, **changes: object) -> Lease:
     return renewed
 
 
+def resume_lease(store: ObjectStore, job_id: str, runner: str, ttl_s: float) -> Lease | None:
+    """Take back the lease of a job `runner` finished before it crashed (its attempt waits
+    in the spool): CAS over the lease still naming `runner`, or claim it if it is free or
+    expired. None when another runner holds it now: that runner's attempt commits."""
+    current = read_lease(store, job_id)
+    if current is not None and current[0].runner == runner:
+        try:
+            return renew_lease(store, current[0])
+        except LeaseLost:
+            return None
+    return claim_lease(store, job_id, runner, ttl_s)
+
+
 def release_lease(store: ObjectStore, lease: Lease) -> None:
     """Hand the job back (graceful shutdown before it ran): others may claim it at once."""
     renew_lease(store, lease, state="released")

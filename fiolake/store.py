@@ -273,6 +273,9 @@ class S3Store:
         self.url = f"s3://{bucket}/{self.prefix}".rstrip("/")
 
     def _error(self, exc: Exception, key: str) -> Exception:
+        if isinstance(exc, SSLError) and "CERTIFICATE_VERIFY_FAILED" not in str(exc):
+            # A TLS session cut mid-answer (EOF, reset): the network failed, not trust.
+            return StoreUnavailable(f"{key}: cannot reach {self.settings.endpoint}: {exc}")
         if isinstance(exc, SSLError):
             return StoreError(
                 f"TLS verification failed for {self.settings.endpoint}: {exc}. "

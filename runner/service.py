@@ -26,7 +26,7 @@ from fiolake.errors import (
     PreconditionFailed,
     StoreError,
 )
-from fiolake.lease import claim_lease, release_lease, still_ours
+from fiolake.lease import claim_lease, release_lease, resume_lease, still_ours
 from fiolake.manifest import Manifest, verify_envelope
 from fiolake.runner import execute as ex
 from fiolake.runner import gang, target
@@ -229,7 +229,8 @@ class Runner:
         lease = claim_lease(self.store, job_id, self.config.runner_id, self.config.ttl_s)
         if lease is None:
             return None
-        if self.stop_requested.is_set():
+        # A pass's listing ages while it runs jobs: a job committed since is not run again.
+        if self.stop_requested.is_set() or self.store.head(layout.commit_key(job_id)):
             release_lease(self.store, lease)
             return None
         log.info(
@@ -380,6 +381,11 @@ class Runner:
         """Upload and commit attempts left in the spool by an earlier crash or outage."""
         entries = self.spool.pending()
         for entry in entries:
+            job_id = entry.meta["job_id"]
+            if resume_lease(self.store, job_id, self.config.runner_id, self.config.ttl_s) is None:
+                log.warning("%s is another runner's now: spooled %s orphaned", job_id, entry.run_id)
+                self.spool.remove(entry)
+                continue
             log.info("re-uploading spooled run %s of job %s", entry.run_id, entry.meta["job_id"])
             self._upload(entry)
             self._commit(entry)
@@ -388,12 +394,12 @@ class Runner:
     def serve(self) -> RunnerStats:
         """Run jobs until stopped, --once, --max-jobs or --idle-exit says so."""
         cfg = self.config
-        self.drain_spool()
         self.fleet.start()
         idle_since = time.monotonic()
         while not self.stop_requested.is_set():
             did_work = False
             try:
+                self.drain_spool()  # a crash's leftovers, or an outage longer than the deadline
                 for campaign_id, job_id, key in self.open_jobs():
                     if self.stop_requested.is_set() or self._limit_reached():
                         break

@@ -290,6 +290,7 @@ def runner(
     from fiolake.campaigns import store_bucket
     from fiolake.config import Settings
     from fiolake.runner import target as tg
+    from fiolake.runner.history import recorded
     from fiolake.runner.service import Runner, RunnerConfig
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -302,7 +303,7 @@ def runner(
         for warning in warnings:
             click.echo(f"Warning: {warning}", err=True)
         settings = Settings.from_env(lake=lake)
-        store = settings.store()
+        store = recorded(settings.store(), settings.history, runner_id, settings.pause_file)
         config = RunnerConfig(
             backend=backend,
             target_dir=target_dir,

@@ -16,6 +16,7 @@ from fiolake.lease import (
     read_lease,
     release_lease,
     renew_lease,
+    resume_lease,
     still_ours,
 )
 from fiolake.store import LocalStore
@@ -89,6 +90,23 @@ def test_released_lease_can_be_claimed_at_once(store: LocalStore) -> None:
     release_lease(store, lease)
     taken = claim_lease(store, "job-4", "b", ttl_s=300)
     assert taken is not None and taken.epoch == 2 and taken.runner == "b"
+
+
+def test_a_restarted_runner_resumes_its_own_lease_but_not_another_runners(
+    store: LocalStore,
+) -> None:
+    # Runner "a" crashed holding job-6; its next process takes the lease back at once.
+    crashed = claim_lease(store, "job-6", "a", ttl_s=300)
+    resumed = resume_lease(store, "job-6", "a", ttl_s=300)
+    assert resumed is not None and resumed.epoch == crashed.epoch and resumed.runner == "a"
+    assert still_ours(store, resumed) and not still_ours(store, crashed)
+    # Runner "b" holds job-7 live: "a"'s leftover attempt of it must not commit.
+    claim_lease(store, "job-7", "b", ttl_s=300)
+    assert resume_lease(store, "job-7", "a", ttl_s=300) is None
+    # "b" released it: "a" takes it (a new epoch) and may commit its leftover.
+    release_lease(store, read_lease(store, "job-7")[0])
+    taken = resume_lease(store, "job-7", "a", ttl_s=300)
+    assert taken is not None and taken.epoch == 2 and taken.runner == "a"
 
 
 def test_claim_key_comes_from_layout(store: LocalStore) -> None:

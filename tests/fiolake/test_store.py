@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,30 @@ def test_an_unreachable_endpoint_is_unavailable_not_denied() -> None:
     store = S3Store("bucket", "", settings, client=s3_client(settings, retries=1, timeout_s=2))
     with pytest.raises(StoreUnavailable, match=f"cannot reach https://127.0.0.1:{port}"):
         store.put("k", b"x")
+
+
+def test_a_tls_session_cut_mid_handshake_is_unavailable_not_a_trust_failure() -> None:
+    # A listener that reads the ClientHello and hangs up: what a dropped answer looks like.
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def hang_up() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.recv(4096)
+            conn.close()
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    settings = S3Settings(endpoint=f"https://127.0.0.1:{port}", access_key="a", secret_key="b")
+    store = S3Store("bucket", "", settings, client=s3_client(settings, retries=1, timeout_s=2))
+    try:
+        with pytest.raises(StoreUnavailable, match=f"cannot reach https://127.0.0.1:{port}"):
+            store.put("k", b"x")
+    finally:
+        server.close()
 
 
 def test_missing_credentials_are_denied_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -175,15 +175,27 @@ def test_every_job_has_its_own_claim() -> None:
     assert len(set(claims.values())) == len(jobs) >= 2
 
 
-def test_docker_compose_config_validates() -> None:
+def _compose_config(path: Path) -> subprocess.CompletedProcess[str]:
     binary = shutil.which("docker-compose")
     if binary is None:
-        pytest.skip("docker-compose is not installed (Debian: apt-get install docker-compose)")
-    proc = subprocess.run(
-        [binary, "-f", str(COMPOSE), "config", "-q"],
+        pytest.fail("docker-compose is missing — run `make sysdeps` (Debian's, no engine needed)")
+    return subprocess.run(
+        [binary, "-f", str(path), "config", "-q"],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=path.parent,
         check=False,
     )
+
+
+def test_docker_compose_config_validates() -> None:
+    proc = _compose_config(COMPOSE)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_docker_compose_config_refuses_a_broken_file(tmp_path: Path) -> None:
+    broken = _compose()
+    broken["services"]["runner"]["read_only"] = "sometimes"
+    (tmp_path / "compose.yaml").write_text(yaml.safe_dump(broken))
+    proc = _compose_config(tmp_path / "compose.yaml")
+    assert proc.returncode != 0 and "read_only" in proc.stderr

@@ -1,0 +1,137 @@
+"""The checker proves itself: a clean history passes; seeded bad ones fail it.
+
+The clean history and lake come from a real runner (real fio, null engine) on a local
+lake, recorded by `fiolake.runner.history`; the bad ones are that history with one
+event added or the lake with one thing left behind.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from fiolake import layout
+from fiolake.aggregator.lake import connect
+from fiolake.campaigns import plan_campaign, publish_manifests
+from fiolake.runner.history import History, HistoryStore
+from fiolake.runner.service import Runner, RunnerConfig
+from fiolake.signing import Keyring, LocalSigner
+from fiolake.store import LocalStore
+from tests.faults.checker import Report, check_history, check_lake_against, read_history
+
+JOB = "[n]\nioengine=null\nrw=read\nbs=4k\nsize=1M\n"
+CAMPAIGN = "c-selftest"
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict], list[str]]:
+    """A lake with three committed jobs, their history and the published job ids."""
+    root = tmp_path_factory.mktemp("clean")
+    store = LocalStore(root / "lake")
+    signer = LocalSigner.generate(root / "key")
+    manifests = plan_campaign(
+        [("n", JOB)],
+        ["b"],
+        campaign_id=CAMPAIGN,
+        repeat=3,
+        runtime_s=None,
+        size_bytes=None,
+        bucket="",
+        expires_in=timedelta(hours=1),
+    )
+    publish_manifests(store, manifests, signer)
+    keyring = Keyring()
+    keyring.add(signer.keyid, signer.public_key_bytes(), persist=False)
+    (root / "t").mkdir()
+    recorded = HistoryStore(store, History(root / "r1.jsonl", "r1"))
+    config = RunnerConfig(
+        backend="b", target_dir=root / "t", runner_id="r1", spool_dir=root / "s", once=True
+    )
+    assert Runner(recorded, keyring, config, bucket="").serve().ok == 3
+    published = [layout.parse_job_key(m.key)[1] for m in manifests]
+    return root, read_history([root / "r1.jsonl"]), published
+
+
+def _check(root: Path, events: list[dict], published: list[str]) -> Report:
+    with connect(str(root / "lake")) as lake:
+        return check_lake_against(
+            events,
+            published,
+            LocalStore(root / "lake"),
+            lake,
+            spools=[root / "s"],
+            campaigns=[CAMPAIGN],
+        )
+
+
+def _commit_event(events: list[dict], **changes: object) -> dict:
+    ok = next(
+        e
+        for e in events
+        if e["f"] == "put" and e["type"] == "ok" and e["key"].startswith("commits/")
+    )
+    return {**ok, **changes}
+
+
+def test_a_clean_history_passes(clean: tuple[Path, list[dict], list[str]]) -> None:
+    root, events, published = clean
+    report = _check(root, events, published)
+    assert report.problems == []
+    assert report.stats["committed jobs"] == 3
+
+
+def test_a_double_commit_fails_it(clean: tuple[Path, list[dict], list[str]]) -> None:
+    _, events, _ = clean
+    second = _commit_event(events, process="r2", run_id="r-20990101T000000-0000000000")
+    problems = check_history([*events, {**second, "t": events[-1]["t"] + 1}]).problems
+    assert any(p.startswith("double commit: job ") for p in problems), problems
+
+
+def test_a_lost_job_fails_it(clean: tuple[Path, list[dict], list[str]]) -> None:
+    root, events, published = clean
+    report = _check(root, events, [*published, "c-selftest-n-b-r9"])
+    assert report.problems == ["lost job: c-selftest-n-b-r9 was published but never committed"]
+
+
+def test_a_zombie_commit_fails_it(clean: tuple[Path, list[dict], list[str]]) -> None:
+    _, events, _ = clean
+    commit = next(e for e in events if e["type"] == "invoke" and e["key"].startswith("commits/"))
+    job = commit["key"][len("commits/") : -len(".json")]
+    takeover = {
+        "t": commit["t"] - 1,
+        "process": "r2",
+        "type": "ok",
+        "f": "put",
+        "key": layout.claim_key(job),
+        "cond": "cas",
+        "epoch": 2,
+        "seq": 0,
+    }
+    problems = check_history(sorted([*events, takeover], key=lambda e: e["t"])).problems
+    assert len(problems) == 1 and problems[0].startswith("zombie commit: r1 (epoch 1)"), problems
+
+
+def test_a_run_left_in_a_spool_fails_it(
+    clean: tuple[Path, list[dict], list[str]], tmp_path: Path
+) -> None:
+    root, events, published = clean
+    left = root / "s" / "r-20990101T000000-0000000001"
+    left.mkdir(parents=True)
+    (left / "meta.json").write_text(json.dumps({"job_id": "x"}))
+    try:
+        problems = _check(root, events, published).problems
+    finally:
+        (left / "meta.json").unlink()
+        left.rmdir()
+    assert len(problems) == 1 and "still holds ['r-20990101T000000-0000000001']" in problems[0]
+
+
+def test_a_missing_upload_fails_it(clean: tuple[Path, list[dict], list[str]]) -> None:
+    root, events, published = clean
+    upload = next(e for e in events if e["type"] == "ok" and e["key"].startswith("raw/"))
+    ghost = {**upload, "key": layout.raw_key(upload["run_id"], "ghost.txt")}
+    problems = _check(root, [*events, ghost], published).problems
+    assert problems == [f"committed run {upload['run_id']} lacks ['{ghost['key']}']"]
