@@ -71,3 +71,6 @@ done
 
 echo "== disk vs tmpfs (baseline: disk)" >&2
 $FIOLAKE compare --campaign "$campaign" --metric iops --metric clat_p99_ns
+
+echo "== the app on this lake: every page in headless Chromium (screenshots in build/demo-app/)" >&2
+${PYTHON:-.venv/bin/python} -m tests.app.demo_pages --lake "$FIOLAKE_LAKE" --out build/demo-app
