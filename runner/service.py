@@ -11,7 +11,6 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,13 +22,13 @@ from fiolake.errors import (
     ManifestError,
     NotFound,
     PolicyError,
-    PreconditionFailed,
     StoreError,
 )
 from fiolake.lease import claim_lease, release_lease, resume_lease, still_ours
 from fiolake.manifest import Manifest, verify_envelope
 from fiolake.runner import execute as ex
 from fiolake.runner import gang, target
+from fiolake.runner.discovery import OpenJobs
 from fiolake.runner.fleet import FleetStatus
 from fiolake.runner.heartbeat import Heartbeat
 from fiolake.runner.lake_writer import commit_marker, outcome_objects
@@ -94,8 +93,7 @@ class Runner:
         self.stats = RunnerStats()
         self.stop_requested = threading.Event()
         self.spool = Spool(config.spool_dir)
-        self._done: set[str] = set()  # job ids known to be committed (never re-HEADed)
-        self._done_campaigns: set[str] = set()  # campaigns with every job committed
+        self.discovery = OpenJobs(store, config.backend, config.runner_id)
         self._waiting: dict[str, str] = {}  # job id -> reason last noted in waiting/
         # job id -> (monotonic time to look again, current delay): jobs left unjudged
         self._unjudged: dict[str, tuple[float, float]] = {}
@@ -104,72 +102,9 @@ class Runner:
         )
 
     # -- discovery -----------------------------------------------------------------------
-    def open_jobs(self) -> Iterator[tuple[str, str, str]]:
-        """(campaign_id, job_id, key) of this backend's jobs without a commit marker, in
-        random order.
-
-        Costs O(open campaigns and jobs of this backend), not O(history): one delimited
-        LIST of the backend's campaigns, one LIST of its done markers, then only the
-        campaigns not yet done. A campaign found with every job committed gets its done
-        marker here, so no runner lists it again. Lakes of the first key layout (no
-        backend in the key) are still read, at the old cost.
-        """
-        backend = self.config.backend
-        done = {
-            campaign
-            for key in self.store.list(layout.done_prefix(backend))
-            if (campaign := layout.campaign_from_done_key(key)) is not None
-        }
-        found: list[tuple[str, str, str]] = []
-        for campaign_id in self.store.list_children(layout.backend_prefix(backend)):
-            if campaign_id in done or campaign_id in self._done_campaigns:
-                continue
-            try:
-                prefix = layout.backend_campaign_prefix(backend, campaign_id)
-            except ValueError:
-                continue
-            open_here = self._open_in(self.store.list(prefix))
-            if open_here:
-                found += open_here
-            else:
-                self._mark_done(campaign_id)
-        for child in self.store.list_children(layout.JOBS_PREFIX):
-            if f"{layout.JOBS_PREFIX}{child}/" != layout.BY_BACKEND_PREFIX:
-                try:  # a campaign of the first layout: every backend's jobs, listed as before
-                    found += self._open_in(self.store.list(layout.campaign_prefix(child)))
-                except ValueError:
-                    continue
-        random.shuffle(found)  # runners spread over the backlog instead of racing for one job
-        yield from found
-
-    def _open_in(self, keys: Iterable[str]) -> list[tuple[str, str, str]]:
-        """The jobs among manifest `keys` that have no commit marker (HEAD each once)."""
-        out = []
-        for key in keys:
-            try:
-                campaign_id, job_id = layout.parse_job_key(key)
-            except ValueError:
-                continue
-            if job_id in self._done:
-                continue
-            if self.store.head(layout.commit_key(job_id)) is not None:
-                self._done.add(job_id)
-                continue
-            out.append((campaign_id, job_id, key))
-        return out
-
-    def _mark_done(self, campaign_id: str) -> None:
-        self._done_campaigns.add(campaign_id)
-        at = datetime.now(UTC).isoformat()
-        marker = json.dumps({"runner": self.config.runner_id, "at": at}).encode()
-        try:
-            self.store.put(
-                layout.done_key(self.config.backend, campaign_id), marker, if_none_match=True
-            )
-        except PreconditionFailed:
-            pass  # another runner saw it first
-        except StoreError as exc:
-            log.warning("could not mark campaign %s done: %s", campaign_id, exc)
+    def open_jobs(self) -> list[tuple[str, str, str]]:
+        """(campaign_id, job_id, key) of this backend's open jobs (runner.discovery)."""
+        return self.discovery.list()
 
     # -- one job -------------------------------------------------------------------------
     def try_job(self, campaign_id: str, job_id: str, key: str) -> str | None:
@@ -364,7 +299,7 @@ class Runner:
         )
         won = commit_marker(self.store, commit, deadline_s=self.config.upload_deadline_s)
         self.spool.remove(entry)
-        self._done.add(meta["job_id"])
+        self.discovery.committed(meta["job_id"])
         if won is None:
             log.warning(
                 "job %s was committed by another attempt; %s orphaned", meta["job_id"], entry.run_id
