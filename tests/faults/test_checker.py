@@ -8,19 +8,17 @@ event added or the lake with one thing left behind.
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from fiolake import layout
 from fiolake.aggregator.lake import connect
-from fiolake.campaigns import plan_campaign, publish_manifests
 from fiolake.runner.history import History, HistoryStore
 from fiolake.runner.service import Runner, RunnerConfig
-from fiolake.signing import Keyring, LocalSigner
 from fiolake.store import LocalStore
 from tests.faults.checker import Report, check_history, check_lake_against, read_history
+from tests.signed_jobs import publish_signed
 
 JOB = "[n]\nioengine=null\nrw=read\nbs=4k\nsize=1M\n"
 CAMPAIGN = "c-selftest"
@@ -31,20 +29,7 @@ def clean(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict], l
     """A lake with three committed jobs, their history and the published job ids."""
     root = tmp_path_factory.mktemp("clean")
     store = LocalStore(root / "lake")
-    signer = LocalSigner.generate(root / "key")
-    manifests = plan_campaign(
-        [("n", JOB)],
-        ["b"],
-        campaign_id=CAMPAIGN,
-        repeat=3,
-        runtime_s=None,
-        size_bytes=None,
-        bucket="",
-        expires_in=timedelta(hours=1),
-    )
-    publish_manifests(store, manifests, signer)
-    keyring = Keyring()
-    keyring.add(signer.keyid, signer.public_key_bytes(), persist=False)
+    manifests, keyring = publish_signed(store, root / "key", CAMPAIGN, job=JOB, repeat=3)
     (root / "t").mkdir()
     recorded = HistoryStore(store, History(root / "r1.jsonl", "r1"))
     config = RunnerConfig(

@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import json
 import socket
-from datetime import timedelta
 from pathlib import Path
 
 from fiolake import layout
 from fiolake.aggregator.fleet import fleet
 from fiolake.aggregator.lake import connect
-from fiolake.campaigns import plan_campaign, publish_manifests
 from fiolake.fleet import RunnerStatus
 from fiolake.runner.fleet import FleetStatus
 from fiolake.runner.service import Runner, RunnerConfig
-from fiolake.signing import Keyring, LocalSigner
 from fiolake.store import LocalStore
+from tests.signed_jobs import publish_signed
 
 JOB = "[n]\nioengine=null\nrw=read\nbs=4k\nsize=1M\n"
 
@@ -36,14 +34,7 @@ class FleetLog(LocalStore):
 
 def test_a_runner_publishes_start_job_and_stop(tmp_path: Path) -> None:
     store = FleetLog(tmp_path / "lake")
-    signer = LocalSigner.generate(tmp_path / "k")
-    manifests = plan_campaign(
-        [("n", JOB)], ["b"], campaign_id="c-1", repeat=1, runtime_s=None, size_bytes=None,
-        bucket="", expires_in=timedelta(hours=1),
-    )  # fmt: skip
-    publish_manifests(store, manifests, signer)
-    keyring = Keyring()
-    keyring.add(signer.keyid, signer.public_key_bytes(), persist=False)
+    manifests, keyring = publish_signed(store, tmp_path / "k", "c-1", job=JOB)
     (tmp_path / "t").mkdir()
     config = RunnerConfig(
         backend="b", target_dir=tmp_path / "t", runner_id="runner 1/a", once=True,

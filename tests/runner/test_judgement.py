@@ -27,6 +27,7 @@ from fiolake.runner.policy_checks import Caps
 from fiolake.runner.service import Runner, RunnerConfig
 from fiolake.signing import Keyring, LocalSigner, Signature, vault_keyid
 from fiolake.store import LocalStore
+from tests.signed_jobs import publish_signed
 
 JOB = "[n]\nioengine=null\nrw=read\nbs=4k\nsize=1M\n"
 
@@ -280,21 +281,7 @@ def test_a_published_expectation_leaves_the_job_to_a_runner_on_that_storage(
     tmp_path: Path,
 ) -> None:
     store = LocalStore(tmp_path / "lake")
-    signer = LocalSigner.generate(tmp_path / "k")
-    manifests = plan_campaign(
-        [("n", JOB)],
-        ["b"],
-        campaign_id="c-1",
-        repeat=1,
-        runtime_s=None,
-        size_bytes=None,
-        bucket="",
-        expires_in=timedelta(hours=1),
-        expect_fs="tmpfs",
-    )
-    publish_manifests(store, manifests, signer)
-    keyring = Keyring()
-    keyring.add(signer.keyid, signer.public_key_bytes(), persist=False)
+    _, keyring = publish_signed(store, tmp_path / "k", "c-1", job=JOB, expect_fs="tmpfs")
     on_disk = runner(tmp_path, store, keyring, "disk")  # tmp_path is not on tmpfs here
     assert on_disk.serve().ok == 0
     [(state, reason)] = states(store, "c-1")

@@ -4,14 +4,12 @@ cue: another runner taking the lease over while this one is still uploading."""
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from pathlib import Path
 
 from fiolake import layout
-from fiolake.campaigns import plan_campaign, publish_manifests
 from fiolake.runner.service import Runner, RunnerConfig
-from fiolake.signing import Keyring, LocalSigner
 from fiolake.store import LocalStore
+from tests.signed_jobs import publish_signed
 
 JOB = "[n]\nioengine=null\nrw=read\nbs=4k\nsize=1M\n"
 
@@ -35,20 +33,7 @@ class TakeoverDuringUpload(LocalStore):
 
 def test_lease_taken_over_during_upload_means_no_commit(tmp_path: Path) -> None:
     store = TakeoverDuringUpload(tmp_path / "lake")
-    signer = LocalSigner.generate(tmp_path / "k")
-    manifests = plan_campaign(
-        [("n", JOB)],
-        ["b"],
-        campaign_id="c-1",
-        repeat=1,
-        runtime_s=None,
-        size_bytes=None,
-        bucket="",
-        expires_in=timedelta(hours=1),
-    )
-    publish_manifests(store, manifests, signer)
-    keyring = Keyring()
-    keyring.add(signer.keyid, signer.public_key_bytes(), persist=False)
+    manifests, keyring = publish_signed(store, tmp_path / "k", "c-1", job=JOB)
     (tmp_path / "t").mkdir()  # `fiolake runner` checks --dir at start; the library trusts it
     config = RunnerConfig(
         backend="b",
