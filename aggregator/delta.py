@@ -91,6 +91,8 @@ def trusting(store: ObjectStore) -> Iterator[None]:
         except (DeltaError, OSError) as exc:
             where = f"{store.url}/{layout.DELTA_PREFIX}"
             text = str(exc)
+            # delta-rs raises one DeltaError/OSError for every object-store failure, with no
+            # status or S3 code attribute: its message is the only place the 403 shows.
             if "403" in text or "AccessDenied" in text:
                 raise AccessDenied(
                     f"access denied writing the Delta tables under {where} — run it with the "
