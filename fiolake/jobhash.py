@@ -1,6 +1,6 @@
 """The effective job: what fio ran, minus what differs from run to run by construction.
 
-`runs.canonical_job_file` is the exact text fio ran (see `runner.policy.canonical_job_file`).
+`runs.canonical_job_file` is the exact text fio ran (see `runner.policy.check.canonical_job_file`).
 Two runs measured the same thing when those texts agree once the per-run parts are gone:
 comments and the `directory=` line (a per-run subdirectory of the target), so that
 backends running the same job share one hash. The gang size (how many hosts ran the job

@@ -63,7 +63,7 @@ RUNS = pa.schema(
         ("exit_code", pa.int32()),  # fio's exit code; null if fio never ran
         ("watchdog", pa.string()),  # null, 'sigint' or 'sigkill' when the watchdog fired
         ("signer_keyid", pa.string()),  # key that signed the manifest (distributed runs)
-        # Was the run alone, and did it measure the storage? (runner.contention, .target)
+        # Was the run alone, and did it measure the storage? (runner.host.contention, .target)
         ("other_fio_procs", pa.int32()),  # other fio processes seen on the host while fio ran
         ("outside_cpu_pct", pa.float64()),  # CPU used by other work, % of one core (avg)
         ("steal_pct", pa.float64()),  # CPU steal during the run, % of all CPU time

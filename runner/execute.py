@@ -23,9 +23,13 @@ from fiolake import schema
 from fiolake.errors import FioError, FiolakeError
 from fiolake.jobhash import effective_job_sha256
 from fiolake.manifest import job_file_sha256
-from fiolake.runner import contention, fio_extras, fio_logs, fio_output, policy, sysinfo, target
-from fiolake.runner.fio_binary import find_fio
-from fiolake.runner.fio_exec import FioRun, Progress, deadline_for, run_fio
+from fiolake.runner.fio.binary import find_fio
+from fiolake.runner.fio.process import FioRun, Progress, deadline_for, run_fio
+from fiolake.runner.host import contention, sysinfo, target
+from fiolake.runner.policy import check as policy
+from fiolake.runner.report import extras as fio_extras
+from fiolake.runner.report import logs as fio_logs
+from fiolake.runner.report import results as fio_output
 from fiolake.steady import steady_state
 from fiolake.units import seconds_or_none
 

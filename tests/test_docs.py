@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from fiolake.cli import COMMANDS, cli
 from fiolake.config import ENV_VARS
-from fiolake.runner.policy import allowed_options
+from fiolake.runner.policy.check import allowed_options
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

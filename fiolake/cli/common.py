@@ -55,7 +55,7 @@ _CAPS_META = "fiolake.caps"
 
 def caps_options(fn: Any) -> Any:
     """The job-file policy caps (`--max-size`, ...); read them with `current_caps()`."""
-    from fiolake.runner.policy_checks import CAP_FLAGS, Caps
+    from fiolake.runner.policy.checks import CAP_FLAGS, Caps
 
     defaults = Caps()
 
@@ -81,7 +81,7 @@ def caps_options(fn: Any) -> Any:
 
 def current_caps() -> Any:
     """The Caps given on the current command line (defaults where not given)."""
-    from fiolake.runner.policy_checks import Caps
+    from fiolake.runner.policy.checks import Caps
 
     return Caps(**click.get_current_context().meta.get(_CAPS_META, {}))
 

@@ -289,9 +289,9 @@ def runner(
     """
     from fiolake.campaigns import store_bucket
     from fiolake.config import Settings
-    from fiolake.runner import target as tg
-    from fiolake.runner.history import recorded
-    from fiolake.runner.service import Runner, RunnerConfig
+    from fiolake.runner.distributed.history import recorded
+    from fiolake.runner.distributed.service import Runner, RunnerConfig
+    from fiolake.runner.host import target as tg
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:

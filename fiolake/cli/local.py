@@ -36,7 +36,7 @@ _KIND_FORMAT = {
 
 
 def _progress_printer(label: str) -> Any:
-    from fiolake.runner.fio_exec import Progress
+    from fiolake.runner.fio.process import Progress
 
     def show(p: Progress) -> None:
         rates = ""
@@ -51,7 +51,7 @@ def _progress_printer(label: str) -> Any:
 
 
 def _summary_output(profile: str, run_id: str, status: str, rows: list[dict[str, Any]]) -> str:
-    from fiolake.runner.summary import SUMMARY_METRICS
+    from fiolake.runner.report.summary import SUMMARY_METRICS
 
     header = f"{profile}  (run {run_id}, {status})\n"
     if not rows:
@@ -144,9 +144,9 @@ def run(
     from fiolake.config import Settings
     from fiolake.manifest import new_campaign_id
     from fiolake.runner import execute as ex
-    from fiolake.runner import target as tg
+    from fiolake.runner.host import target as tg
     from fiolake.runner.lake_writer import commit_outcome, upload_outcome
-    from fiolake.runner.summary import job_summaries
+    from fiolake.runner.report.summary import job_summaries
 
     created: list[Path] = []
     try:
@@ -262,7 +262,7 @@ def validate(
       fiolake validate --list          # the allowlist
     """
     from fiolake.runner import execute as ex
-    from fiolake.runner.policy import allowed_options
+    from fiolake.runner.policy.check import allowed_options
 
     if list_allowed:
         for name, note in sorted(allowed_options().items()):
@@ -301,7 +301,7 @@ def validate(
 @format_option()
 def profiles(fmt: str) -> None:
     """List the shipped fio profiles (job_files/) and the workload each models."""
-    from fiolake.runner.policy import check_job_file, expected_seconds
+    from fiolake.runner.policy.check import check_job_file, expected_seconds
     from fiolake.runner.profiles import DEFAULT_SUITE, list_profiles
 
     rows = []

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from fiolake.aggregator.lake import connect
 from fiolake.cli import cli
-from fiolake.runner.fleet import FleetStatus
+from fiolake.runner.distributed.fleet import FleetStatus
 from fiolake.store import LocalStore
 from tests.app import browser
 

@@ -12,7 +12,7 @@ It asserts what "exactly-once results" promises, whatever the nemesis did:
 5. nothing in a spool is lost: no finished attempt is left in any runner's spool;
 6. `status` counts equal the lake's.
 
-Histories are JSON lines written by `fiolake.runner.history` (one file per runner id,
+Histories are JSON lines written by `fiolake.runner.distributed.history` (one file per runner id,
 across its incarnations) plus the driver's `publish` events. A line cut short by kill -9
 is skipped.
 """

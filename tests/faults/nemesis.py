@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fiolake.aggregator.lake import connect
-from fiolake.runner.history import PAUSE_STEPS
+from fiolake.runner.distributed.history import PAUSE_STEPS
 from fiolake.stack.local import restart_minio, start_openbao, stop_openbao
 from tests.faults.checker import Report, check_lake_against, read_history
 from tests.faults.cluster import Cluster, RunnerSlot

@@ -1,7 +1,7 @@
 """The checker proves itself: a clean history passes; seeded bad ones fail it.
 
 The clean history and lake come from a real runner (real fio, null engine) on a local
-lake, recorded by `fiolake.runner.history`; the bad ones are that history with one
+lake, recorded by `fiolake.runner.distributed.history`; the bad ones are that history with one
 event added or the lake with one thing left behind.
 """
 
@@ -14,8 +14,8 @@ import pytest
 
 from fiolake import layout
 from fiolake.aggregator.lake import connect
-from fiolake.runner.history import History, HistoryStore
-from fiolake.runner.service import Runner, RunnerConfig
+from fiolake.runner.distributed.history import History, HistoryStore
+from fiolake.runner.distributed.service import Runner, RunnerConfig
 from fiolake.store import LocalStore
 from tests.faults.checker import Report, check_history, check_lake_against, read_history
 from tests.signed_jobs import publish_signed

@@ -13,8 +13,8 @@ import pytest
 
 from fiolake.errors import PolicyError
 from fiolake.runner import execute as ex
-from fiolake.runner import policy
-from fiolake.runner.fio_options import block_sizes, fio_size
+from fiolake.runner.policy import check as policy
+from fiolake.runner.policy.options import block_sizes, fio_size
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 DOC = Path(__file__).resolve().parents[2] / "docs" / "job-file-policy.md"

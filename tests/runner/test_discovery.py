@@ -14,7 +14,7 @@ from fiolake import layout
 from fiolake.campaigns import campaign_status, plan_campaign, publish_manifests
 from fiolake.commits import new_commit
 from fiolake.errors import UsageProblem
-from fiolake.runner.service import Runner, RunnerConfig
+from fiolake.runner.distributed.service import Runner, RunnerConfig
 from fiolake.signing import Keyring, LocalSigner, load_public_key, public_key_path
 from fiolake.store import LocalStore, ObjectInfo
 

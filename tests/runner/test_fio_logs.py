@@ -1,4 +1,4 @@
-"""runner.fio_logs against one real fio 3.33 run with per-second logs (≈3 s) and
+"""runner.report.logs against one real fio 3.33 run with per-second logs (≈3 s) and
 hand-written logs for other fio versions' column layouts (docs/fio-output.md §2)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fiolake.runner.fio_logs import log_files, thread_owners, timeseries_rows
-from fiolake.runner.fio_output import FioReport, parse_fio_json
+from fiolake.runner.report.logs import log_files, thread_owners, timeseries_rows
+from fiolake.runner.report.results import FioReport, parse_fio_json
 from fiolake.schema import to_table
 
 # Threads (log N): rr → 1, 2; think → 3; grp → 4, 5 (one jobs[] entry); gtod → 6.

@@ -1,4 +1,4 @@
-"""runner.fio_output against real fio 3.33 output (tiny runs, all started at once) and a
+"""runner.report.results against real fio 3.33 output (tiny runs, all started at once) and a
 hand-written fio-3.1-style report (docs/fio-output.md §1)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fiolake.errors import FioError
-from fiolake.runner.fio_output import (
+from fiolake.runner.report.results import (
     STANDARD_PERCENTILES,
     FioReport,
     bin_percentiles,

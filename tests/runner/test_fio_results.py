@@ -10,9 +10,9 @@ import subprocess
 import pytest
 
 from fiolake.fio_bins import PLAT_NR, bin_percentiles, plat_idx_to_val
-from fiolake.runner.fio_extras import disk_util_rows, iodepth_rows, latency_bin_rows
-from fiolake.runner.fio_output import FioReport, parse_fio_json, result_rows
-from fiolake.runner.jobfile import parse_job_file
+from fiolake.runner.policy.jobfile import parse_job_file
+from fiolake.runner.report.extras import disk_util_rows, iodepth_rows, latency_bin_rows
+from fiolake.runner.report.results import FioReport, parse_fio_json, result_rows
 from fiolake.schema import RESULT_PERCENTILES, to_table
 
 JOB = """

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fiolake.errors import FiolakeError, UsageProblem
-from fiolake.runner.fio_binary import find_fio
-from fiolake.runner.policy import (
+from fiolake.runner.fio.binary import find_fio
+from fiolake.runner.policy.check import (
     allowed_options,
     allowed_options_markdown,
     apply_overrides,
@@ -34,7 +34,7 @@ PROFILES = {p.name: p for p in list_profiles()}
 
 
 def test_profiles_dir_is_the_repos_job_files() -> None:
-    assert PROFILES_DIR == REPO / "job_files"
+    assert PROFILES_DIR.resolve() == REPO / "job_files"
     assert REQUIRED <= set(PROFILES)
 
 
@@ -116,7 +116,7 @@ def test_resolve_job_file(tmp_path: Path) -> None:
 def test_policy_doc_lists_the_allowlist() -> None:
     doc = (REPO / "docs" / "job-file-policy.md").read_text()
     assert allowed_options_markdown() in doc, (
-        "regenerate the table: .venv/bin/python -c 'from fiolake.runner.policy import "
+        "regenerate the table: .venv/bin/python -c 'from fiolake.runner.policy.check import "
         'allowed_options_markdown as m; print(m(), end="")\''
     )
     for name in allowed_options():

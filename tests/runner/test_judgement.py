@@ -22,9 +22,9 @@ from fiolake.campaigns import campaign_status, plan_campaign, publish_manifests
 from fiolake.cli import cli
 from fiolake.errors import FiolakeError
 from fiolake.manifest import manifest_in_envelope
-from fiolake.runner import service
-from fiolake.runner.policy_checks import Caps
-from fiolake.runner.service import Runner, RunnerConfig
+from fiolake.runner.distributed import service
+from fiolake.runner.distributed.service import Runner, RunnerConfig
+from fiolake.runner.policy.checks import Caps
 from fiolake.signing import Keyring, LocalSigner, Signature, vault_keyid
 from fiolake.store import LocalStore
 from tests.signed_jobs import publish_signed

@@ -11,10 +11,8 @@ from pathlib import Path
 import pytest
 
 from fiolake.errors import FioError, PolicyError, UsageProblem
-from fiolake.runner.fio_binary import find_fio
-from fiolake.runner.fio_options import ALIASES, ALLOWED, NEWER_FIO_OPTIONS
-from fiolake.runner.jobfile import JobFile, JobSection
-from fiolake.runner.policy import (
+from fiolake.runner.fio.binary import find_fio
+from fiolake.runner.policy.check import (
     Caps,
     allowed_options,
     apply_overrides,
@@ -24,6 +22,8 @@ from fiolake.runner.policy import (
     fio_parse_only,
     parse_job_file,
 )
+from fiolake.runner.policy.jobfile import JobFile, JobSection
+from fiolake.runner.policy.options import ALIASES, ALLOWED, NEWER_FIO_OPTIONS
 from fiolake.units import parse_size, seconds_or_none, size_or_none
 
 ENGINES = "psync, sync, pvsync, pvsync2, libaio, io_uring, posixaio, mmap, null"

@@ -18,7 +18,7 @@ import pytest
 
 from fiolake.fio_bins import PLAT_NR, plat_idx_to_val
 from fiolake.runner import execute as ex
-from fiolake.runner.jobfile import parse_job_file
+from fiolake.runner.policy.jobfile import parse_job_file
 from fiolake.runner.profiles import list_profiles
 from fiolake.schema import SECOND_PERCENTILES
 

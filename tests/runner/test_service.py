@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from fiolake import layout
-from fiolake.runner.service import Runner, RunnerConfig
+from fiolake.runner.distributed.service import Runner, RunnerConfig
 from fiolake.store import LocalStore
 from tests.signed_jobs import publish_signed
 

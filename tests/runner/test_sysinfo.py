@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fiolake.runner import execute as ex
-from fiolake.runner import sysinfo
+from fiolake.runner.host import sysinfo
 
 JOB = "[r]\nioengine=null\nrw=read\nbs=4k\nsize=1M\n"
 SETTINGS = ("device_firmware", "io_scheduler", "read_ahead_bytes", "write_cache")

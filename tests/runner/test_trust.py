@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from fiolake.cli import cli
-from fiolake.runner.contention import other_fio_pids
-from fiolake.runner.policy import Caps, apply_overrides, check_job_file
-from fiolake.runner.sysinfo import mount_info
+from fiolake.runner.host.contention import other_fio_pids
+from fiolake.runner.host.sysinfo import mount_info
+from fiolake.runner.policy.check import Caps, apply_overrides, check_job_file
 
 TINY = "[tiny]\nrw=randread\nbs=4k\nsize=4M\nioengine=psync\ndirect=1\nruntime=1\ntime_based=1\n"
 

@@ -14,7 +14,7 @@ import pytest
 
 from fiolake.campaigns import campaign_status, plan_campaign, publish_manifests, store_bucket
 from fiolake.config import Settings
-from fiolake.runner.service import Runner, RunnerConfig
+from fiolake.runner.distributed.service import Runner, RunnerConfig
 from fiolake.stack.local import stack_down, stack_up
 from fiolake.stack.process import free_ports
 

@@ -1,6 +1,6 @@
 """The job-file policy: fio job files are untrusted input, even when signed.
 
-Allowlist, deny everything else: `check_job_file` reads the file (`runner.jobfile`), refuses
+Allowlist, deny everything else: `check_job_file` reads the file (`runner.policy.jobfile`), refuses
 every option that runs commands, loads code, names paths or devices, trims, or escapes the
 caps, and reports all problems at once. `canonical_job_file` then writes the only text fio
 ever sees, and `fio_parse_only` has fio itself check it. See docs/job-file-policy.md.
@@ -15,17 +15,8 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from fiolake.errors import FioError, PolicyError
-from fiolake.runner.fio_binary import FIO_INSTALL_HINT
-from fiolake.runner.fio_options import ALIASES, ALLOWED
-from fiolake.runner.jobfile import (
-    JobFile,
-    JobSection,
-    Occurrence,
-    name_problem,
-    parse_job_file,
-    scan_job_file,
-)
-from fiolake.runner.policy_checks import (
+from fiolake.runner.fio.binary import FIO_INSTALL_HINT
+from fiolake.runner.policy.checks import (
     CAP_FLAGS,
     Caps,
     above,
@@ -33,7 +24,16 @@ from fiolake.runner.policy_checks import (
     occurrence_problem,
     writes_nothing,
 )
-from fiolake.runner.policy_duration import too_long
+from fiolake.runner.policy.duration import too_long
+from fiolake.runner.policy.jobfile import (
+    JobFile,
+    JobSection,
+    Occurrence,
+    name_problem,
+    parse_job_file,
+    scan_job_file,
+)
+from fiolake.runner.policy.options import ALIASES, ALLOWED
 from fiolake.units import seconds_or_none
 
 __all__ = [
@@ -93,7 +93,7 @@ def apply_overrides(
     """Apply --runtime/--size to every job and give every job a runtime, so fio always ends.
 
     A job without a runtime gets the runtime cap; one whose rate, loops or thinktime mean it
-    could not finish within that cap is refused (runner.policy_duration).
+    could not finish within that cap is refused (runner.policy.duration).
 
     --size sets size= and drops filesize/io_size (they were relative to the old size; fio
     then splits size evenly over nrfiles). time_based stays as the job file had it.

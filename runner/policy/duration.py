@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from fiolake.runner.fio_options import block_sizes, parse_size_range
-from fiolake.runner.jobfile import JobFile, JobSection
+from fiolake.runner.policy.jobfile import JobFile, JobSection
+from fiolake.runner.policy.options import block_sizes, parse_size_range
 from fiolake.units import seconds_or_none, size_or_none
 
 # Faster than any single device or job clone today: a bound, not a guess of real speed.

@@ -27,12 +27,13 @@ from fiolake.errors import (
 from fiolake.lease import claim_lease, release_lease, resume_lease, still_ours
 from fiolake.manifest import Manifest, verify_envelope
 from fiolake.runner import execute as ex
-from fiolake.runner import gang, target
-from fiolake.runner.discovery import OpenJobs
-from fiolake.runner.fleet import FleetStatus
+from fiolake.runner.distributed import gang
+from fiolake.runner.distributed.discovery import OpenJobs
+from fiolake.runner.distributed.fleet import FleetStatus
 from fiolake.runner.heartbeat import Heartbeat
+from fiolake.runner.host import target
 from fiolake.runner.lake_writer import commit_marker, outcome_objects
-from fiolake.runner.policy import Caps
+from fiolake.runner.policy.check import Caps
 from fiolake.runner.spool import Spool, SpoolEntry, put_with_retry
 from fiolake.signing import KeyringUnavailable
 from fiolake.store import ObjectStore
@@ -64,7 +65,7 @@ class RunnerConfig:
     caps: Caps = field(default_factory=Caps)
     fio: str = "fio"
     grace_s: float = 10.0
-    expect_mount: str | None = None  # re-checked before every job (runner.target)
+    expect_mount: str | None = None  # re-checked before every job (runner.host.target)
     expect_fs: str | None = None
 
 
@@ -103,7 +104,7 @@ class Runner:
 
     # -- discovery -----------------------------------------------------------------------
     def open_jobs(self) -> list[tuple[str, str, str]]:
-        """(campaign_id, job_id, key) of this backend's open jobs (runner.discovery)."""
+        """(campaign_id, job_id, key) of this backend's open jobs (runner.distributed.discovery)."""
         return self.discovery.list()
 
     # -- one job -------------------------------------------------------------------------
@@ -159,7 +160,7 @@ class Runner:
             expect_fs=manifest.expect_fs or self.config.expect_fs,
             gang_size=manifest.gang,
         )
-        if manifest.gang is not None:  # N runners run it together: runner.gang
+        if manifest.gang is not None:  # N runners run it together: runner.distributed.gang
             return gang.run_member(self, manifest, request)
         lease = claim_lease(self.store, job_id, self.config.runner_id, self.config.ttl_s)
         if lease is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from fiolake.runner.fio_report import FioReport, is_grouped, json_option, truthy
+from fiolake.runner.report.document import FioReport, is_grouped, json_option, truthy
 
 Section = tuple[str, Mapping[str, str]]  # (job name, merged options) in job-file order
 

@@ -15,7 +15,7 @@ import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fiolake.runner.fio_binary import FioBinary
+from fiolake.runner.fio.binary import FioBinary
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """One runner's part in a gang job: claim a slot, meet, start at the instant, commit once.
 
 The protocol on the store is fiolake.gangs; this module is the member's side of it,
-called from the runner loop (runner.service) for manifests with `gang` set.
+called from the runner loop (runner.distributed.service) for manifests with `gang` set.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from fiolake.storeclock import ClockOffset, measure_offset
 
 
 class Runner(Protocol):
-    """What a gang member needs of the runner it runs in (runner.service.Runner)."""
+    """What a gang member needs of the runner it runs in (runner.distributed.service.Runner)."""
 
     store: ObjectStore
     config: Any  # RunnerConfig: runner_id, ttl_s, poll_s, fio, grace_s, upload_deadline_s
     stats: Any  # RunnerStats: ok/failed/rejected/lost counters
-    fleet: Any  # runner.fleet.FleetStatus: the status object the Fleet page reads
+    fleet: Any  # runner.distributed.fleet.FleetStatus: the status object the Fleet page reads
     stop_requested: threading.Event
 
 

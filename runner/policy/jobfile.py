@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from fiolake.errors import PolicyError
-from fiolake.runner.fio_options import canonical_name
+from fiolake.runner.policy.options import canonical_name
 
 DOLLAR = "'$' expansion is not allowed (environment and arithmetic expansion run commands)"
 MAX_NAME_CHARS = 200
@@ -184,7 +184,7 @@ def parse_job_file(text: str) -> JobFile:
     """Parse a job file; PolicyError on bad syntax or text that can't be passed on safely.
 
     That covers include lines, '$', control characters and bad job names. It does not judge
-    options: use `runner.policy.check_job_file` for that.
+    options: use `runner.policy.check.check_job_file` for that.
     """
     scan = scan_job_file(text)
     if scan.problems:

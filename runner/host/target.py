@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fiolake.errors import FiolakeError, UsageProblem
-from fiolake.runner import sysinfo
-from fiolake.runner.jobfile import JobFile
-from fiolake.runner.policy_checks import layout_bytes
+from fiolake.runner.host import sysinfo
+from fiolake.runner.policy.checks import layout_bytes
+from fiolake.runner.policy.jobfile import JobFile
 from fiolake.units import human_bytes
 
 EXPECT_HINT = "pass --expect-mount PATH or --expect-fs TYPE to make this an error"

@@ -1,6 +1,6 @@
 """fio's JSON / json+ report → rows of the lake tables `results` and `percentiles`.
 
-Parsing and the shared helpers live in runner.fio_report (re-exported here); fio's bin
+Parsing and the shared helpers live in runner.report.document (re-exported here); fio's bin
 arithmetic in fiolake.fio_bins. Values stay in raw units; a statistic fio did not measure
 is null, never 0.
 """
@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from fiolake.fio_bins import bin_percentiles
-from fiolake.runner.fio_report import (
+from fiolake.runner.report.document import (
     DIRECTIONS,
     LAT_TYPES,
     STANDARD_PERCENTILES,
@@ -27,7 +27,7 @@ from fiolake.runner.fio_report import (
     truthy,
     version_tuple,
 )
-from fiolake.runner.fio_threads import Section, fio_threads
+from fiolake.runner.report.threads import Section, fio_threads
 from fiolake.schema import RESULT_PERCENTILES
 
 # What fio uses for an option the job file leaves unset (`fio --cmdhelp=<option>`, 3.33).

@@ -1,6 +1,6 @@
 """fio's per-second logs (`<prefix>_<type>.<N>.log`) → rows of the lake table `timeseries`.
 
-docs/fio-output.md §2. N is fio's 1-based thread number (runner.fio_threads). Windows
+docs/fio-output.md §2. N is fio's 1-based thread number (runner.report.threads). Windows
 end at fio's own time stamps; a window in which a direction did no I/O has no bw row, so
 it is zero-filled. fio never logs the bytes moved after its last bandwidth sample (the
 final window, or most of it): that window's bytes and I/Os are what the report's totals
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fiolake.fio_bins import bin_percentiles, hist_bins
-from fiolake.runner.fio_report import (
+from fiolake.runner.report.document import (
     DIRECTIONS,
     FioReport,
     implied_directions,
@@ -26,7 +26,7 @@ from fiolake.runner.fio_report import (
     json_option,
     version_tuple,
 )
-from fiolake.runner.fio_threads import FioThread, Section, fio_threads, thread_owners
+from fiolake.runner.report.threads import FioThread, Section, fio_threads, thread_owners
 from fiolake.schema import SECOND_PERCENTILES
 
 __all__ = ["LOG_TYPES", "log_files", "thread_owners", "timeseries_rows"]

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from fiolake.errors import FioError
-from fiolake.runner.fio_binary import FIO_INSTALL_HINT
+from fiolake.runner.fio.binary import FIO_INSTALL_HINT
 
 OUTPUT_NAME = "fio.json"
 

@@ -7,7 +7,7 @@ and fio's json+ latency buckets exactly as fio reported them (midpoint ns → co
 
 from __future__ import annotations
 
-from fiolake.runner.fio_report import DIRECTIONS, LAT_TYPES, FioReport, lat_stats
+from fiolake.runner.report.document import DIRECTIONS, LAT_TYPES, FioReport, lat_stats
 
 _DEPTH_KINDS = {
     "iodepth_level": "level",

@@ -1,4 +1,4 @@
-"""Per-option checks and caps of the job-file policy (used by runner.policy).
+"""Per-option checks and caps of the job-file policy (used by runner.policy.check).
 
 Each check gets one option occurrence as the user wrote it and returns the reason it is
 refused, so every message can point at the section, the option and the value.
@@ -10,7 +10,8 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fiolake.runner.fio_options import (
+from fiolake.runner.policy.jobfile import JobFile, Occurrence
+from fiolake.runner.policy.options import (
     ALIASES,
     ALLOWED,
     CLI_ONLY,
@@ -24,7 +25,6 @@ from fiolake.runner.fio_options import (
     fio_size,
     parse_size_range,
 )
-from fiolake.runner.jobfile import JobFile, Occurrence
 from fiolake.units import human_bytes, seconds_or_none, size_or_none
 
 
