@@ -79,7 +79,7 @@ def display_scale(column: str, largest: float | None) -> tuple[float, str]:
     """(divisor, unit) to plot a raw column in human units, chosen from its largest value."""
     big = abs(largest or 0.0)
     if column in RATE_COLUMNS:
-        for divisor, unit in ((2**30, "GiB/s"), (2**20, "MiB/s"), (2**10, "KiB/s")):
+        for divisor, unit in ((2.0**30, "GiB/s"), (2.0**20, "MiB/s"), (2.0**10, "KiB/s")):
             if big >= divisor:
                 return divisor, unit
         return 1.0, "B/s"

@@ -31,7 +31,7 @@ from fiolake.aggregator.snapshot import COMMITS_SCHEMA, Snapshot, read_all, scan
 from fiolake.commits import logged_job_ids
 from fiolake.errors import LakeError, NotFound, PreconditionFailed, StoreError
 from fiolake.schema import SCHEMAS
-from fiolake.store import LocalStore, ObjectStore, S3Store
+from fiolake.store import ObjectStore
 
 Hook = Callable[[str], None]  # called with "files-written", "manifest-written" (tests)
 
@@ -60,24 +60,6 @@ class CompactionReport:
     migrated: bool = False  # a lake of the merged-file layout was folded into Delta
     removed: list[str] = field(default_factory=list)  # superseded compacted objects deleted
     cleanup_errors: list[str] = field(default_factory=list)
-
-
-def delete_object(store: ObjectStore, key: str) -> None:
-    """Delete one object (compaction's own files only); StoreError when not possible."""
-    if isinstance(store, LocalStore):
-        try:
-            (store.root / key).unlink()
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise StoreError(f"cannot delete {key}: {exc}") from exc
-    elif isinstance(store, S3Store):
-        try:
-            store.client.delete_object(Bucket=store.bucket, Key=store.prefix + key)
-        except Exception as exc:  # noqa: BLE001 - mapped like every store error
-            raise store._error(exc, key) from exc
-    else:
-        raise StoreError(f"{type(store).__name__} cannot delete objects")
 
 
 def _contract(table: str) -> pa.Schema:
@@ -211,7 +193,7 @@ def _cleanup(store: ObjectStore, grace: timedelta, report: CompactionReport) -> 
             info = store.head(key)
             if info is None or info.last_modified > cutoff:
                 continue
-            delete_object(store, key)
+            store.delete(key)
             report.removed.append(key)
         except StoreError as exc:
             report.cleanup_errors.append(str(exc))
@@ -236,8 +218,8 @@ def compact(
     snap = scan(store, full_listing=True)
     prev = snap.manifest
     report = CompactionReport(None, commits=snap.commits.num_rows)
-    report.migrated = prev is not None and prev.legacy
-    if report.migrated:  # every table the old layout holds moves to Delta now
+    if prev is not None and prev.legacy:  # every table the old layout holds moves to Delta
+        report.migrated = True
         tables = [t for t in layout.TABLES if t in tables or prev.files(t)]
     gen = (prev.generation if prev else 0) + 1
     states = dict(prev.delta) if prev and not prev.legacy else {}

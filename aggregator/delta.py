@@ -29,7 +29,7 @@ from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from fiolake import layout
 from fiolake.errors import AccessDenied, LakeError
-from fiolake.store import LocalStore, ObjectStore, S3Store
+from fiolake.store import ObjectStore
 
 ROW_GROUP_ROWS = 65_536  # small enough that a query for one run skips most of a file
 # Appends add one file per table per compaction; past this many files a table is
@@ -46,12 +46,7 @@ def key_column(table: str) -> str:
 
 def table_uri(store: ObjectStore, table: str) -> str:
     """Where delta-rs finds `table` of `store`'s lake."""
-    prefix = layout.delta_table_prefix(table).rstrip("/")
-    if isinstance(store, LocalStore):
-        return str(store.root / prefix)
-    if isinstance(store, S3Store):
-        return f"{store.url}/{prefix}"
-    raise LakeError(f"{type(store).__name__} cannot hold Delta tables")
+    return store.location(layout.delta_table_prefix(table).rstrip("/"))
 
 
 def storage_options(store: ObjectStore) -> dict[str, str]:
@@ -59,9 +54,9 @@ def storage_options(store: ObjectStore) -> dict[str, str]:
 
     `AWS_CONDITIONAL_PUT=etag` makes log commits create-only on MinIO (no DynamoDB lock).
     """
-    if not isinstance(store, S3Store):
-        return {}
     s3 = store.settings
+    if s3 is None:  # a local directory: delta-rs needs no options
+        return {}
     options = {
         "AWS_ENDPOINT_URL": s3.endpoint,
         "AWS_REGION": s3.region,
@@ -81,7 +76,7 @@ def trusting(store: ObjectStore) -> Iterator[None]:
 
     Outside readers in this process (polars, DuckDB's delta extension) need it too.
     """
-    ca = store.settings.ca_bundle if isinstance(store, S3Store) else None
+    ca = store.settings.ca_bundle if store.settings else None
     with _ENV_LOCK:
         before = os.environ.get("SSL_CERT_FILE")
         if ca:

@@ -44,7 +44,8 @@ class RunFilter:
 
     def where(self, alias: str = "runs") -> tuple[str, list[Any]]:
         """A SQL condition on `runs` (aliased `alias`) and its bound parameters."""
-        conds, params = ["true"], []
+        conds: list[str] = ["true"]
+        params: list[Any] = []
         if self.status is not None:
             conds.append(f"{alias}.status = ?")
             params.append(self.status)
@@ -88,7 +89,8 @@ def _exists(lake: Lake, column: str, value: str) -> bool:
     cur = lake.cursor()
     try:
         sql = f"SELECT EXISTS (SELECT 1 FROM runs WHERE {column} = ?)"
-        return bool(cur.execute(sql, [value]).fetchone()[0])
+        row = cur.execute(sql, [value]).fetchone()
+        return row is not None and bool(row[0])
     finally:
         cur.close()
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 import duckdb
+from duckdb.func import FunctionNullHandling
 
 from fiolake.fio_bins import bin_percentiles
 
@@ -129,9 +130,9 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
     con.create_function(
         "fio_bin_percentile",
         _bin_percentile,
-        ["BIGINT[]", "BIGINT[]", "DOUBLE"],
-        "BIGINT",
-        null_handling="special",
+        [duckdb.sqltype("BIGINT[]"), duckdb.sqltype("BIGINT[]"), duckdb.sqltype("DOUBLE")],
+        duckdb.sqltype("BIGINT"),
+        null_handling=FunctionNullHandling.SPECIAL,
     )
     percentiles = ", ".join(
         f"fio_bin_percentile(h.v, h.c, CAST({p} AS DOUBLE)) AS {name}"
@@ -158,7 +159,8 @@ MEMBER_COLUMNS = (
 def has_gangs(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> bool:
     """Whether the runs `filt` selects include gang members."""
     where, params = filt.where("gang_members")
-    return con.execute(f"SELECT count(*) FROM gang_members WHERE {where}", params).fetchone()[0] > 0
+    row = con.execute(f"SELECT count(*) > 0 FROM gang_members WHERE {where}", params).fetchone()
+    return row is not None and bool(row[0])
 
 
 def gang_comparison(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[tuple]:

@@ -49,7 +49,18 @@ def time_axis(field: str, title: str = "started") -> alt.X:
     )
 
 
-def show(chart: alt.TopLevelMixin, **kwargs: Any) -> Any:
+# What `show` draws: any chart Altair composes.
+AnyChart = (
+    alt.Chart
+    | alt.LayerChart
+    | alt.FacetChart
+    | alt.ConcatChart
+    | alt.HConcatChart
+    | alt.VConcatChart
+)
+
+
+def show(chart: AnyChart, **kwargs: Any) -> Any:
     """Draw `chart` across the container's width."""
     return st.altair_chart(chart, width="stretch", **kwargs)
 
@@ -133,7 +144,7 @@ def profile_ratio_frame(ratios: list[ProfileRatio]) -> pd.DataFrame:
     )
 
 
-def ratio_chart(frame: pd.DataFrame, baseline: str, metric: str) -> alt.Chart:
+def ratio_chart(frame: pd.DataFrame, baseline: str, metric: str) -> AnyChart:
     """Horizontal ratio bars from 1 (the baseline) on a log axis, one row per case ×
     backend, whiskers for the 95 % CI, coloured by verdict; hover for the adjusted p."""
     data = frame[frame["metric"] == metric]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fiolake.errors import FiolakeError
+from fiolake.s3client import S3Settings
 from fiolake.signing import (
     DEFAULT_KEYRING,
     DEFAULT_TRANSIT_KEY,
@@ -24,7 +25,7 @@ from fiolake.signing import (
     load_public_key,
     vault_key_refresher,
 )
-from fiolake.store import ObjectStore, S3Settings, open_store
+from fiolake.store import ObjectStore, open_store
 
 DEFAULT_LAKE = "./lake"
 

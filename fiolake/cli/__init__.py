@@ -101,7 +101,8 @@ def fail(exc: FiolakeError) -> click.ClickException:
     if exc.exit_code == 2:
         return click.UsageError(str(exc))
     err = click.ClickException(str(exc))
-    err.exit_code = exc.exit_code
+    # click types exit_code as a ClassVar, yet reads it from the instance it catches.
+    err.exit_code = exc.exit_code  # type: ignore[misc]
     return err
 
 

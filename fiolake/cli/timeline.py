@@ -70,9 +70,11 @@ def trend(
         )  # fmt: skip
         for p in points
     ]
-    if bucket == "day":
-        cols, rows = cols[:-1], [r[:-1] for r in rows]
-    emit(cols, rows, fmt, formatters([metric]) if fmt == "table" else None)
+    shown = formatters([metric]) if fmt == "table" else None
+    if bucket == "day":  # a day's point stands for several runs: no run_id column
+        emit(cols[:-1], [r[:-1] for r in rows], fmt, shown)
+    else:
+        emit(cols, rows, fmt, shown)
 
 
 @click.command()
@@ -140,6 +142,7 @@ def regressions(
     cols = ["backend", "profile", "job_name", "direction", "metric", "at", "ratio",
             "ratio_ci_low", "ratio_ci_high", "p_value", "verdict", "n_before", "n_after",
             "run_before", "run_after", "env_changes", "effective_job_sha256"]  # fmt: skip
+    rows: list[tuple[object, ...]]
     if fmt != "table":
         rows = [
             (

@@ -7,6 +7,7 @@ fresh runner never walks committed history (issue "scale").
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import random
@@ -70,7 +71,8 @@ class OpenJobs:
         random.shuffle(found)  # runners spread over the backlog instead of racing for one job
         return found
 
-    def _open_in(self, keys: Iterable[str]) -> list[tuple[str, str, str]]:
+    # builtins.list: inside this class `list` names the method above.
+    def _open_in(self, keys: Iterable[str]) -> builtins.list[tuple[str, str, str]]:
         """The jobs among manifest `keys` that have no commit marker (HEAD each once)."""
         out = []
         for key in keys:

@@ -35,7 +35,7 @@ from fiolake.runner.host import target
 from fiolake.runner.lake_writer import commit_marker, outcome_objects
 from fiolake.runner.policy.check import Caps
 from fiolake.runner.spool import Spool, SpoolEntry, put_with_retry
-from fiolake.signing import KeyringUnavailable
+from fiolake.signing import Keyring, KeyringUnavailable
 from fiolake.store import ObjectStore
 
 log = logging.getLogger("fiolake.runner")
@@ -86,7 +86,7 @@ class RunnerStats:
 class Runner:
     """One runner process: a backend, a target directory, a lake, a keyring."""
 
-    def __init__(self, store: ObjectStore, keyring: object, config: RunnerConfig, bucket: str):
+    def __init__(self, store: ObjectStore, keyring: Keyring, config: RunnerConfig, bucket: str):
         self.store = store
         self.keyring = keyring
         self.config = config

@@ -23,8 +23,9 @@ from fiolake.aggregator.compact import compact
 from fiolake.aggregator.lake import configure_s3, connect, extension_file, quote
 from fiolake.aggregator.manifest import LEGACY_FORMAT, Manifest, Partition, now_iso
 from fiolake.aggregator.snapshot import read_parquet_object, scan
+from fiolake.s3client import S3Settings
 from fiolake.schema import parquet_bytes
-from fiolake.store import LocalStore, ObjectStore, S3Settings, S3Store, open_store
+from fiolake.store import LocalStore, ObjectStore, S3Store, open_store
 from tests.aggregator import lakegen
 from tests.aggregator.test_compaction import build
 

@@ -8,8 +8,8 @@ import pytest
 
 from fiolake.aggregator.lake import connect, new_connection
 from fiolake.errors import LakeError
+from fiolake.s3client import S3Settings
 from fiolake.schema import SCHEMAS
-from fiolake.store import S3Settings
 from tests.aggregator import lakegen
 
 

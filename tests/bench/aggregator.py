@@ -312,7 +312,7 @@ def startup(url: str, s3) -> None:  # noqa: ANN001
 def upload(root: Path, bucket: str, prefix: str) -> int:
     """Copy a local lake (minus empty placeholders) into the bucket under `prefix`."""
     from fiolake.config import Settings
-    from fiolake.store import s3_client
+    from fiolake.s3client import s3_client
 
     client = s3_client(Settings.from_env().s3)  # type: ignore[arg-type]
     files = [

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from fiolake.errors import AccessDenied, NotFound, PreconditionFailed, StoreUnavailable
-from fiolake.store import LocalStore, S3Settings, S3Store, s3_client
+from fiolake.s3client import S3Settings, s3_client
+from fiolake.store import LocalStore, S3Store
 
 
 def test_an_unreachable_endpoint_is_unavailable_not_denied() -> None:
