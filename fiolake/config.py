@@ -1,7 +1,7 @@
 """fiolake's configuration: one typed object built once from flags and the environment.
 
 Every `FIOLAKE_*`, `AWS_*` and `VAULT_*` variable fiolake reads is read here and nowhere
-else (the README's configuration table lists the same names; a test keeps them equal).
+else (docs/usage.md's configuration table lists the same names; a test keeps them equal).
 A command builds one `Settings` with `Settings.from_env(lake=<--lake flag>)` and passes it
 (or what it opens: a store, a signer, a keyring) down to the library.
 """
@@ -29,7 +29,7 @@ from fiolake.store import ObjectStore, open_store
 
 DEFAULT_LAKE = "./lake"
 
-# name -> what it sets; the README's configuration table is checked against this.
+# name -> what it sets; docs/usage.md's configuration table is checked against this.
 ENV_VARS: dict[str, str] = {
     "FIOLAKE_LAKE": "lake location: a directory or s3://BUCKET[/PREFIX] (default ./lake)",
     "FIOLAKE_S3_ENDPOINT": "https:// endpoint of the object store (S3 lakes)",

@@ -1,7 +1,8 @@
 """The `fiolake` command: a thin click layer over the library packages.
 
-Subcommands live in `fiolake/commands/` and are imported only when invoked, so
-`fiolake --help` stays fast and one component's dependencies never load another's.
+Subcommands live in the modules of `fiolake/cli/` named in COMMANDS and are imported
+only when invoked, so `fiolake --help` stays fast and one component's dependencies never
+load another's.
 """
 
 from __future__ import annotations

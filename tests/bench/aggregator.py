@@ -74,7 +74,7 @@ def run_ids(first: int, count: int) -> list[str]:
 
 
 def build_tables(first: int, count: int, rng: np.random.Generator) -> dict[str, pa.Table]:
-    """All four tables for runs first .. first+count-1."""
+    """The runs, results, timeseries and percentiles tables for runs first .. first+count-1."""
     idx = np.arange(first, first + count)
     ids = run_ids(first, count)
     started = [T0 + SPACING * int(i) for i in idx]
