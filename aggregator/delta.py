@@ -3,8 +3,9 @@
 One table per lake table plus `commits`, at `compacted/delta/<table>/`. The compactor is
 their only writer and only ever appends rows of committed runs, so any Delta reader
 (DuckDB `delta_scan`, polars `scan_delta`, Spark, Trino) sees exactly the runs compacted
-so far, never an orphan attempt. fiolake's own views do not need delta-rs: the
-compaction manifest records each table's Delta version and its data files.
+so far, never an orphan attempt. fiolake's own views do not need delta-rs: the compaction
+generation (`fiolake.aggregator.generations`) records each table's Delta version and its
+data files.
 
 delta-rs talks to S3 through Rust's object_store, which takes no CA file option; it
 trusts the roots rustls loads from the `SSL_CERT_FILE` environment variable. The lake's

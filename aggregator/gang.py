@@ -16,7 +16,7 @@ of every member is second k of the gang. Views (docs/gangs.md):
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import duckdb
 from duckdb.func import FunctionNullHandling
@@ -143,17 +143,46 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(_RESULTS.format(percentiles=percentiles))
 
 
-# Columns of `gang_comparison`, in order.
-COMPARISON_COLUMNS = (
-    "backend", "gang_size", "profile", "job_name", "direction", "job_id", "start_skew_ms",
-    "first_done_s", "first_done_bw_bytes", "first_done_iops", "last_done_s",
-    "last_done_bw_bytes", "last_done_iops", "clat_p50_ns", "clat_p99_ns", "clat_p999_ns",
-    "scaling",
-)  # fmt: skip
-MEMBER_COLUMNS = (
-    "job_id", "gang_attempt", "gang_slot", "runner", "host", "run_id", "status",
-    "start_skew_ms", "clock_offset_ms", "clock_offset_error_ms",
-)  # fmt: skip
+class GangRow(NamedTuple):
+    """One gang job's aggregate (`gang_comparison`); raw units, None where unknown."""
+
+    backend: str
+    gang_size: int
+    profile: str
+    job_name: str
+    direction: str
+    job_id: str
+    start_skew_ms: float | None  # the largest member skew
+    first_done_s: float | None
+    first_done_bw_bytes: float | None
+    first_done_iops: float | None
+    last_done_s: float | None
+    last_done_bw_bytes: float | None
+    last_done_iops: float | None
+    clat_p50_ns: int | None
+    clat_p99_ns: int | None
+    clat_p999_ns: int | None
+    scaling: float | None  # first-done bandwidth over the smallest gang's
+
+
+class MemberRow(NamedTuple):
+    """One member run of a gang (`gang_member_rows`)."""
+
+    job_id: str
+    gang_attempt: int
+    gang_slot: int
+    runner: str
+    host: str
+    run_id: str
+    status: str
+    start_skew_ms: float | None
+    clock_offset_ms: float | None
+    clock_offset_error_ms: float | None
+
+
+# Column names, in order (the rows are tuples too: `--format csv|json` emits them as they are).
+COMPARISON_COLUMNS = GangRow._fields
+MEMBER_COLUMNS = MemberRow._fields
 
 
 def has_gangs(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> bool:
@@ -163,8 +192,8 @@ def has_gangs(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> bool:
     return row is not None and bool(row[0])
 
 
-def gang_comparison(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[tuple]:
-    """One row per gang job (COMPARISON_COLUMNS), by backend, gang size and job;
+def gang_comparison(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[GangRow]:
+    """One row per gang job, by backend, gang size and job;
     `scaling` = first-done bandwidth over that of the smallest gang of the same backend,
     profile, job and direction (2.0 for 2 members that each got what one got alone)."""
     where, params = filt.where("m")
@@ -182,14 +211,14 @@ def gang_comparison(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[tup
         FROM g JOIN base USING (backend, profile, job_name, direction)
         ORDER BY g.profile, g.job_name, g.direction, g.backend, g.gang_size, g.job_id
     """
-    return con.execute(query, params).fetchall()
+    return [GangRow(*row) for row in con.execute(query, params).fetchall()]
 
 
-def gang_member_rows(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[tuple]:
-    """One row per member run (MEMBER_COLUMNS) of the gangs `filt` selects."""
+def gang_member_rows(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[MemberRow]:
+    """One row per member run of the gangs `filt` selects."""
     where, params = filt.where("m")
     query = (
         f"SELECT {', '.join(MEMBER_COLUMNS)} FROM gang_members m WHERE {where} "
         "ORDER BY job_id, gang_attempt, gang_slot"
     )
-    return con.execute(query, params).fetchall()
+    return [MemberRow(*row) for row in con.execute(query, params).fetchall()]

@@ -17,7 +17,7 @@ import duckdb_extension_httpfs
 import pyarrow as pa
 
 from fiolake.aggregator import gang
-from fiolake.aggregator.manifest import Manifest
+from fiolake.aggregator.generations import Generation
 from fiolake.aggregator.snapshot import Snapshot, scan
 from fiolake.config import Settings
 from fiolake.errors import LakeError, StoreError
@@ -100,9 +100,9 @@ class Lake:
     files: dict[str, list[str]] = field(default_factory=dict)  # table -> object keys read
 
     @property
-    def manifest(self) -> Manifest | None:
-        """The compaction manifest the views use (None when never compacted)."""
-        return self.snapshot.manifest
+    def compacted(self) -> Generation | None:
+        """The compaction generation the views use (None when never compacted)."""
+        return self.snapshot.compacted
 
     @property
     def warnings(self) -> list[str]:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import click
 
 from fiolake.cli import fail, format_option, lake_option
@@ -18,6 +20,8 @@ from fiolake.cli.comparisons import (
 )
 from fiolake.cli.output import emit
 from fiolake.errors import FiolakeError
+from fiolake.timetext import iso_utc
+from fiolake.units import MISSING, parse_duration
 
 
 @click.command()
@@ -117,11 +121,12 @@ def regressions(
       fiolake regressions --since 7d --backend nvme
     """
     from fiolake.aggregator.compare import DEFAULT_METRICS
-    from fiolake.aggregator.filters import parse_duration
     from fiolake.aggregator.regressions import regressions as find
 
     try:
-        window = None if since == "all" else parse_duration(since)
+        window = (
+            None if since == "all" else timedelta(seconds=parse_duration(since, unit_required=True))
+        )
         filt = run_filter(campaign, backends, profile)
         with connect(lake) as handle:
             report = find(
@@ -175,13 +180,13 @@ def regressions(
             c.job_name,
             c.direction,
             c.metric,
-            f"{c.at:%Y-%m-%d %H:%M}" if c.at else "---",
+            iso_utc(c.at, "minutes") if c.at else MISSING,
             ratio_text(c.metric, c.ratio, c.ratio_ci_low, c.ratio_ci_high),
             p_text(c.p_value),
             MARKS.get(c.verdict, c.verdict),
             f"{c.n_before}/{c.n_after}",
             f"{c.run_before} → {c.run_after}",
-            "; ".join(c.env_changes) or "---",
+            "; ".join(c.env_changes) or MISSING,
         )  # fmt: skip
         for c in report.rows
     ]

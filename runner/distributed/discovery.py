@@ -12,11 +12,11 @@ import json
 import logging
 import random
 from collections.abc import Iterable
-from datetime import UTC, datetime
 
 from fiolake import layout
 from fiolake.errors import PreconditionFailed, StoreError
 from fiolake.store import ObjectStore
+from fiolake.timetext import now_iso
 
 log = logging.getLogger("fiolake.runner")
 
@@ -90,7 +90,7 @@ class OpenJobs:
 
     def _mark_done(self, campaign_id: str) -> None:
         self._done_campaigns.add(campaign_id)
-        at = datetime.now(UTC).isoformat()
+        at = now_iso()
         marker = json.dumps({"runner": self.runner_id, "at": at}).encode()
         try:
             self.store.put(layout.done_key(self.backend, campaign_id), marker, if_none_match=True)

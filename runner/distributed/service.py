@@ -12,7 +12,6 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 from fiolake import layout
@@ -37,6 +36,7 @@ from fiolake.runner.policy.check import Caps
 from fiolake.runner.spool import Spool, SpoolEntry, put_with_retry
 from fiolake.signing import Keyring, KeyringUnavailable
 from fiolake.store import ObjectStore
+from fiolake.timetext import now_iso
 
 log = logging.getLogger("fiolake.runner")
 
@@ -255,7 +255,7 @@ class Runner:
         note = {
             "runner": self.config.runner_id,
             "reason": reason[:REASON_CHARS],
-            "at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "at": now_iso(),
         }
         try:
             self.store.put(

@@ -4,10 +4,10 @@
 
 Builds a synthetic lake of --runs runs (8 jobs × 2 directions each, 60 s of per-second
 timeseries per job × direction) with pyarrow in bulk. That big lake is written
-*already compacted* (a Delta table per table and for the commit index, and a manifest,
+*already compacted* (a Delta table per table and for the commit index, and a generation record,
 as `fiolake lake compact` leaves it), plus one commit marker per run and, so that listing
 costs are honest, an empty placeholder for every per-run file compaction would have
-covered (never read: the manifest says so). A smaller --loose-runs lake is written the
+covered (never read: the generation says so). A smaller --loose-runs lake is written the
 way runners write (one Parquet file per table per run) and measured before and after
 `compact`. With FIOLAKE_S3_ENDPOINT set (admin credentials in AWS_*), both lakes are
 also uploaded to the bucket of FIOLAKE_LAKE (under a fresh prefix) and measured there.
@@ -40,8 +40,8 @@ from fiolake.aggregator import delta
 from fiolake.aggregator.compact import compact
 from fiolake.aggregator.compare import compare
 from fiolake.aggregator.filters import RunFilter
+from fiolake.aggregator.generations import DeltaState, Generation
 from fiolake.aggregator.lake import connect
-from fiolake.aggregator.manifest import DeltaState, Manifest
 from fiolake.aggregator.series import per_second
 from fiolake.aggregator.snapshot import commits_table, scan
 from fiolake.aggregator.trend import trend
@@ -224,8 +224,8 @@ def build_compacted(root: Path, runs: int, placeholders: bool) -> None:
         write_file(root, layout.commit_key(f"job-{i:06d}"), commit_bytes(i))
     # As a compaction of a fleet whose runners all write the commit log leaves it.
     listed_at = datetime.now(UTC).isoformat()
-    manifest = Manifest(1, T0.isoformat(), None, runs, commits_listed_at=listed_at, delta=states)
-    write_file(root, layout.compaction_manifest_key(1), manifest.to_bytes())
+    record = Generation(1, T0.isoformat(), None, runs, commits_listed_at=listed_at, delta=states)
+    write_file(root, layout.generation_key(1), record.to_bytes())
 
 
 def build_loose(root: Path, runs: int) -> None:
