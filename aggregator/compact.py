@@ -32,7 +32,7 @@ from fiolake.commits import logged_job_ids
 from fiolake.errors import LakeError, NotFound, PreconditionFailed, StoreError
 from fiolake.schema import SCHEMAS
 from fiolake.store import ObjectStore
-from fiolake.timetext import iso_utc, now_iso
+from fiolake.timetext import iso_utc, now_iso, parse_iso
 
 Hook = Callable[[str], None]  # called with "files-written", "generation-written" (tests)
 
@@ -158,9 +158,7 @@ def _unlogged(store: ObjectStore, snap: Snapshot) -> int:
     if not snap.unindexed:
         return 0
     prev = snap.compacted
-    since = (
-        datetime.fromisoformat(prev.commits_listed_at) if prev and prev.commits_listed_at else None
-    )
+    since = parse_iso(prev.commits_listed_at) if prev and prev.commits_listed_at else None
     return len(snap.unindexed - logged_job_ids(store, since))
 
 

@@ -13,7 +13,7 @@ import io
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -23,6 +23,7 @@ from fiolake.aggregator.generations import Generation, latest_generation
 from fiolake.commits import Commit, logged_job_ids
 from fiolake.errors import NotFound
 from fiolake.store import ObjectStore
+from fiolake.timetext import parse_iso
 
 COMMITS_SCHEMA = pa.schema(
     [
@@ -77,7 +78,7 @@ class Snapshot:
 
 def _commit_rows(commit: Commit) -> list[dict[str, object]]:
     row = {name: getattr(commit, name) for name in COMMITS_SCHEMA.names}
-    row["committed_at"] = datetime.fromisoformat(commit.committed_at)
+    row["committed_at"] = parse_iso(commit.committed_at)
     # A gang job commits every member run: one row each, so the views keep them all.
     return [{**row, "run_id": run_id} for run_id in commit.run_ids]
 
@@ -119,7 +120,7 @@ def _unindexed_job_ids(
     store: ObjectStore, compacted: Generation | None, known: set[str], full_listing: bool
 ) -> list[str]:
     if not full_listing and compacted is not None and compacted.commits_listed_at:
-        since = datetime.fromisoformat(compacted.commits_listed_at)
+        since = parse_iso(compacted.commits_listed_at)
         return sorted(logged_job_ids(store, since) - known)
     listed = map(layout.job_id_from_commit_key, store.list(layout.COMMITS_PREFIX))
     return sorted({j for j in listed if j is not None} - known)

@@ -56,7 +56,8 @@ def _utc_text(t: datetime) -> str:
 
 
 def parse_utc(text: str) -> datetime:
-    """Parse the manifest time format `YYYY-MM-DDTHH:MM:SSZ`."""
+    """Parse the manifest time format `YYYY-MM-DDTHH:MM:SSZ` (strict: a signed field has
+    one spelling, the one `fiolake.timetext.iso_utc` writes to the second)."""
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 

@@ -43,6 +43,12 @@ def test_s3_lake_views_compare_and_compaction(stack) -> None:  # noqa: ANN001
         compact(open_store(url, analyst), grace=timedelta(0))
     report = compact(store, grace=timedelta(0))
     assert report.generation is not None and len(report.merged) == 4
+    assert report.removed and all(store.head(k) is None for k in report.removed)
+    store.put("scratch/x", b"1")
+    assert store.location("scratch/x") == f"{url}/scratch/x"
+    store.delete("scratch/x")
+    assert store.head("scratch/x") is None
+    store.delete("scratch/x")  # gone already is fine
     with connect(url, analyst) as lake:
         assert lake.con.sql(FINGERPRINT).fetchone() == before
         assert all(k.startswith("compacted/") for keys in lake.files.values() for k in keys)
