@@ -15,6 +15,7 @@ from fiolake.aggregator import engines, gang
 from fiolake.aggregator.compare import compare
 from fiolake.aggregator.filters import RunFilter
 from fiolake.aggregator.lake import connect, extension_file, quote
+from fiolake.errors import UsageProblem
 from tests.aggregator.conftest import FioLakes
 from tests.aggregator.rows import Rows, canonical
 
@@ -61,7 +62,7 @@ def test_docs_engines_md_is_current() -> None:
 
 
 def test_unknown_engine_is_a_usage_problem() -> None:
-    with pytest.raises(Exception, match="unknown engine 'presto': choose from duckdb, spark"):
+    with pytest.raises(UsageProblem, match="unknown engine 'presto': choose from duckdb, spark"):
         engines.compare_core("iops", "presto")
 
 
