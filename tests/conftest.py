@@ -57,33 +57,16 @@ def spark() -> Iterator[object]:
     Skips, saying why, when Java or the `spark` extra is missing. The Delta jars come
     from Maven Central on first use (~174 MB, cached in ~/.ivy2.5.2).
     """
-    import os
     import shutil
+
+    from tests.spark_session import start_spark
 
     if shutil.which("java") is None:
         pytest.skip("Java is not installed: `make sysdeps` installs openjdk-17-jre-headless")
     try:
-        from delta import configure_spark_with_delta_pip
-        from pyspark.sql import SparkSession
+        session = start_spark("fiolake-tests")
     except ImportError:
         pytest.skip("pyspark/delta-spark missing: pip install -e '.[spark]' (make venv does)")
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("fiolake-tests")
-        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-        .config(
-            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
-        )
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.shuffle.partitions", "2")
-        # Delta rebuilds each table's state in 50 tasks by default: 2 suffice for a test lake.
-        .config("spark.databricks.delta.snapshotPartitions", "2")
-        .config("spark.ui.showConsoleProgress", "false")
-    )
-    session = configure_spark_with_delta_pip(builder).getOrCreate()
     try:
         yield session
     finally:
