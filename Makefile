@@ -13,10 +13,11 @@ help: ## list targets
 
 # Debian packages the project runs for real: fio (the benchmark), Chromium + ChromeDriver
 # (the app's browser tests), faketime (skewed runner clocks), bubblewrap (the runner confined
-# as its image confines it) and docker-compose (validates compose.yaml; no engine needed).
+# as its image confines it), docker-compose (validates compose.yaml; no engine needed) and
+# Java 17 (Spark, the outside engine the `spark` tier reads the lake with).
 # --no-install-recommends: docker-compose would otherwise pull in the Docker engine.
-DEBS := fio chromium chromium-driver faketime bubblewrap docker-compose
-DEB_CMDS := fio chromium chromedriver faketime bwrap docker-compose
+DEBS := fio chromium chromium-driver faketime bubblewrap docker-compose openjdk-17-jre-headless
+DEB_CMDS := fio chromium chromedriver faketime bwrap docker-compose java
 
 fio: sysdeps
 sysdeps: ## install the Debian packages above if any of their commands is missing
@@ -31,7 +32,7 @@ sysdeps: ## install the Debian packages above if any of their commands is missin
 $(BIN)/fiolake: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,spark]'
 	@touch $@
 
 venv: $(BIN)/fiolake ## create .venv with fiolake and its dev deps
@@ -52,7 +53,7 @@ test: setup lint lint-imports typecheck ## everything: lint, layers, types, then
 # 75 s with two workers on this 2-core machine). The full tier stays serial: each worker
 # would start its own MinIO + OpenBao.
 test-fast: fio venv lint lint-imports typecheck ## the fast tier: no MinIO, no OpenBao, no Go (two pytest workers)
-	$(BIN)/pytest -q -n 2 -m "not stack and not slow and not browser"
+	$(BIN)/pytest -q -n 2 -m "not stack and not slow and not browser and not spark"
 
 # Chromium from Debian (sysdeps), driven by Playwright's Python package (never its own
 # browser download); the app runs on a lake written by real fio.

@@ -52,7 +52,7 @@ SELECT m.job_id, m.run_id, t.job_name, t.direction, t.second,
        sum(t.io_bytes) AS io_bytes, sum(t.ios) AS ios
 FROM timeseries t JOIN gang_members m USING (run_id)
 WHERE NOT coalesce(t.partial, false)
-GROUP BY ALL
+GROUP BY m.job_id, m.run_id, t.job_name, t.direction, t.second
 """
 
 # The common window: seconds 1..S where S is the shortest member's last whole second.
@@ -60,8 +60,8 @@ _WINDOW = """
 CREATE VIEW _fiolake.gang_window AS
 SELECT job_id, job_name, direction, count(*) AS members, min(last_s) AS first_done_s
 FROM (SELECT job_id, run_id, job_name, direction, max(second) AS last_s
-      FROM _fiolake.gang_member_seconds GROUP BY ALL)
-GROUP BY ALL
+      FROM _fiolake.gang_member_seconds GROUP BY job_id, run_id, job_name, direction)
+GROUP BY job_id, job_name, direction
 """
 
 _SECONDS = """
@@ -71,28 +71,28 @@ SELECT s.job_id, s.job_name, s.direction, s.second, count(*) AS members,
 FROM _fiolake.gang_member_seconds s JOIN _fiolake.gang_window w
   USING (job_id, job_name, direction)
 WHERE s.second <= w.first_done_s
-GROUP BY ALL
+GROUP BY s.job_id, s.job_name, s.direction, s.second
 """
 
 _RESULTS = """
 CREATE VIEW gang_results AS
 WITH first_done AS (
   SELECT job_id, job_name, direction, sum(io_bytes) AS bytes, sum(ios) AS ios
-  FROM gang_seconds GROUP BY ALL
+  FROM gang_seconds GROUP BY job_id, job_name, direction
 ), last_done AS (
   SELECT m.job_id, r.job_name, r.direction, sum(r.io_bytes) AS bytes,
          sum(r.total_ios) AS ios, max(r.runtime_ms) AS runtime_ms
   FROM results r JOIN gang_members m USING (run_id)
-  GROUP BY ALL
+  GROUP BY m.job_id, r.job_name, r.direction
 ), bins AS (
   SELECT m.job_id, b.job_name, b.direction, b.value_ns, sum(b.count) AS count
   FROM latency_bins b JOIN gang_members m USING (run_id)
   WHERE b.lat_type = 'clat'
-  GROUP BY ALL
+  GROUP BY m.job_id, b.job_name, b.direction, b.value_ns
 ), hist AS (
   SELECT job_id, job_name, direction, list(value_ns ORDER BY value_ns) AS v,
          list(CAST(count AS BIGINT) ORDER BY value_ns) AS c
-  FROM bins GROUP BY ALL
+  FROM bins GROUP BY job_id, job_name, direction
 ), gang AS (
   SELECT job_id, any_value(campaign_id) AS campaign_id, any_value(backend) AS backend,
          any_value(profile) AS profile, any_value(gang_size) AS gang_size,
@@ -125,8 +125,22 @@ def _bin_percentile(values: list[int] | None, counts: list[int] | None, p: float
     return bin_percentiles(dict(zip(values, counts, strict=True)), [p])[0]
 
 
-def create_views(con: duckdb.DuckDBPyConnection) -> None:
-    """Create `gang_members`, `gang_seconds` and `gang_results` over the lake views."""
+def percentile_columns() -> str:
+    """The percentile columns of `gang_results` (fio's method on the members' bins)."""
+    return ", ".join(
+        f"fio_bin_percentile(h.v, h.c, CAST({p} AS DOUBLE)) AS {name}"
+        for name, p in GANG_PERCENTILES.items()
+    )
+
+
+def view_statements(percentiles: str) -> list[str]:
+    """The CREATE VIEW statements of the gang views, in order, with `percentiles` as the
+    percentile columns of `gang_results` (docs/engines.md renders them for other engines)."""
+    return [_MEMBERS, _MEMBER_SECONDS, _WINDOW, _SECONDS, _RESULTS.format(percentiles=percentiles)]
+
+
+def register_functions(con: duckdb.DuckDBPyConnection) -> None:
+    """Register `fio_bin_percentile(values, counts, p)`, which `gang_results` uses."""
     con.create_function(
         "fio_bin_percentile",
         _bin_percentile,
@@ -134,13 +148,13 @@ def create_views(con: duckdb.DuckDBPyConnection) -> None:
         duckdb.sqltype("BIGINT"),
         null_handling=FunctionNullHandling.SPECIAL,
     )
-    percentiles = ", ".join(
-        f"fio_bin_percentile(h.v, h.c, CAST({p} AS DOUBLE)) AS {name}"
-        for name, p in GANG_PERCENTILES.items()
-    )
-    for sql in (_MEMBERS, _MEMBER_SECONDS, _WINDOW, _SECONDS):
+
+
+def create_views(con: duckdb.DuckDBPyConnection) -> None:
+    """Create `gang_members`, `gang_seconds` and `gang_results` over the lake views."""
+    register_functions(con)
+    for sql in view_statements(percentile_columns()):
         con.execute(sql)
-    con.execute(_RESULTS.format(percentiles=percentiles))
 
 
 class GangRow(NamedTuple):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fiolake import layout
@@ -145,16 +146,11 @@ def load_commits(
 
 
 def _candidate_days(snap: Snapshot, need: set[str]) -> set[str]:
-    # Distinct commit dates first: a big lake has thousands of runs but few days.
-    dates = {
-        at.date()
-        for run_id, at in zip(
-            snap.commits.column("run_id").to_pylist(),
-            snap.commits.column("committed_at").to_pylist(),
-            strict=True,
-        )
-        if run_id in need
-    }
+    # Distinct commit dates first: a big lake has thousands of runs but few days. In
+    # Arrow: converting 100,000 timestamps to Python took ~1 s per table on every connect.
+    wanted = pc.is_in(snap.commits.column("run_id"), pa.array(sorted(need), pa.string()))
+    at = snap.commits.column("committed_at").filter(wanted)
+    dates = pc.unique(pc.cast(at, pa.date32())).to_pylist()
     return {f"{d + timedelta(days=k):%Y-%m-%d}" for d in dates for k in (-1, 0, 1)}
 
 

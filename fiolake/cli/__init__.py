@@ -29,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "trend": ("fiolake.cli.timeline", "trend", "A metric over time, change points marked."),
     "regressions": ("fiolake.cli.timeline", "regressions", "Change points for the worse."),
     "env-diff": ("fiolake.cli.analysis", "env_diff", "How two runs' environments differ."),
-    "lake": ("fiolake.cli.analysis", "lake", "Lake hygiene: compact, check."),
+    "lake": ("fiolake.cli.analysis", "lake", "Lake hygiene: compact, prune, check."),
     "app": ("fiolake.cli.analysis", "app", "Open the Streamlit app."),
     "publish": ("fiolake.cli.distributed", "publish", "Publish signed job manifests."),
     "runner": ("fiolake.cli.distributed", "runner", "Pull jobs from the lake and run them."),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 import duckdb
@@ -28,29 +28,10 @@ from fiolake.schema import parquet_bytes
 from fiolake.store import LocalStore, ObjectStore, S3Store, open_store
 from fiolake.timetext import now_iso
 from tests.aggregator import lakegen
+from tests.aggregator.rows import Rows, canonical
 from tests.aggregator.test_compaction import build
 
 TABLES = layout.TABLES[:4]  # the tables lakegen writes
-Rows = list[tuple]
-
-
-def _value(v: object) -> object:
-    """One cell in a form every reader agrees on (maps arrive as pairs or as dicts)."""
-    if isinstance(v, list) and v and isinstance(v[0], dict) and set(v[0]) == {"key", "value"}:
-        return tuple(sorted((d["key"], d["value"]) for d in v))
-    if isinstance(v, list) and v and isinstance(v[0], tuple):
-        return tuple(sorted(v))
-    if isinstance(v, list):
-        return tuple(v)
-    if isinstance(v, datetime | date):
-        return v.isoformat()
-    return v
-
-
-def canonical(data: pa.Table, columns: list[str]) -> Rows:
-    """Rows of `columns`, order-free and comparable across readers."""
-    rows = data.select(columns).to_pylist()
-    return sorted((tuple(_value(r[c]) for c in columns) for r in rows), key=repr)
 
 
 trusting = delta.trusting  # the lake's CA where Rust's object store looks for it

@@ -42,6 +42,7 @@ from fiolake.aggregator.compare import compare
 from fiolake.aggregator.filters import RunFilter
 from fiolake.aggregator.generations import DeltaState, Generation
 from fiolake.aggregator.lake import connect
+from fiolake.aggregator.regressions import regressions
 from fiolake.aggregator.series import per_second
 from fiolake.aggregator.snapshot import commits_table, scan
 from fiolake.aggregator.trend import trend
@@ -190,31 +191,40 @@ def commit_bytes(i: int) -> bytes:
 
 
 def build_compacted(root: Path, runs: int, placeholders: bool) -> None:
-    """The big lake, as `lake compact` leaves it (see the module docstring)."""
+    """The big lake, as `lake compact` leaves it (see the module docstring). Appended a
+    month at a time, so 100,000 runs (96 M timeseries rows) fit in memory."""
     rng = np.random.default_rng(7)
     per_day = int(timedelta(days=1) / SPACING)
-    months: dict[str, dict[str, list[pa.Table]]] = {}
-    covered: dict[str, set[str]] = {}
+    store = LocalStore(root)
+    month: dict[str, list[pa.Table]] = {}
+    current = None
+
+    def flush() -> None:
+        for name, parts in month.items():
+            delta.append(store, name, pa.concat_tables(parts), 1)
+        month.clear()
+
     for first in range(0, runs, per_day):
         count = min(per_day, runs - first)
         day = (T0 + SPACING * first).date()
+        if current is not None and f"{day:%Y-%m}" != current:
+            flush()
+        current = f"{day:%Y-%m}"
         ids = run_ids(first, count)
-        covered.setdefault(f"{day:%Y-%m}", set()).update(ids)
         for name, data in build_tables(first, count, rng).items():
             dated = data.append_column("date", pa.array([day] * data.num_rows, pa.date32()))
-            months.setdefault(f"{day:%Y-%m}", {}).setdefault(name, []).append(dated)
+            month.setdefault(name, []).append(dated)
             if placeholders:
                 for run_id in ids:
                     write_file(root, f"results/{name}/date={day}/{run_id}.parquet", b"")
+    flush()
     states = {}
-    store = LocalStore(root)
+    every = frozenset(run_ids(0, runs))
     for name in SCHEMAS:
-        parts = [p for tables in months.values() for p in tables.get(name, [])]
-        if parts:
-            dt = delta.append(store, name, pa.concat_tables(parts), 1)
+        dt = delta.open_table(store, name)
+        if dt is not None:
             files, rows = delta.data_files(store, dt, name)
-            ids = frozenset().union(*covered.values())
-            states[name] = DeltaState(name, dt.version(), tuple(files), ids, rows)
+            states[name] = DeltaState(name, dt.version(), tuple(files), every, rows)
     markers = [Commit.from_bytes(commit_bytes(i)) for i in range(runs)]
     dt = delta.append(store, delta.COMMITS, commits_table(markers), 1)
     files, rows = delta.data_files(store, dt, delta.COMMITS)
@@ -270,6 +280,10 @@ def measure(label: str, url: str, s3=None, repeat: int = 5) -> dict[str, float]:
         )
         figures["timeseries (2 runs, per second)"] = timed(
             lambda: per_second(lake, some, "iops"), repeat
+        )
+        newest = lake.con.sql("SELECT max(started_at) FROM runs").fetchone()[0]
+        figures["regressions (last 30 days, 4 metrics)"] = timed(
+            lambda: regressions(lake, now=newest), min(repeat, 3)
         )
     print(f"\n{label}: {url} ({runs} committed runs)")
     for name, seconds in figures.items():
