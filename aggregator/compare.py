@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fiolake.aggregator import columns, stats
@@ -29,6 +29,7 @@ NUMERIC_TYPES = ("BIGINT", "INTEGER", "DOUBLE", "FLOAT", "HUGEINT", "SMALLINT", 
 # them (bandwidth = IOPS × block size): adjusted as one member of the family.
 SAME_TEST = {"bw_bytes": "throughput", "iops": "throughput"}
 
+FAMILIES = ("question", "metric", "profile", "table")
 BETTER, WORSE, EQUIVALENT, INCONCLUSIVE = "better", "worse", "equivalent", "inconclusive"
 BASELINE = "baseline"
 NO_BASELINE = "no baseline for this job"
@@ -58,6 +59,8 @@ class CompareRow:
     p_equivalence_adjusted: float | None
     verdict: str
     reps_needed: int | None = None  # per group, for 80 % power at min_effect
+    reps_to_confirm: int | None = None  # per side, 80 % power at the observed ratio
+    reps_for_equivalence: int | None = None  # per side, TOST within ±min_effect at it
     min: float | None = None
     max: float | None = None
     steady: int = 0  # runs whose last 5 s were flat (fiolake.steady)
@@ -80,6 +83,7 @@ class Comparison:
     adjustment: str  # holm | fdr
     min_effect: float
     tests: int = 0  # members of the adjusted family (throughput counted once per case)
+    family: str = ""  # what the p-values were adjusted across, in words
 
 
 def metric_columns(lake: Lake) -> list[str]:
@@ -159,28 +163,40 @@ def compare(
     adjustment: str = "holm",
     allow_mixed: bool = False,
     exclude_unsteady: bool = False,
+    family: str = "question",
 ) -> Comparison:
-    """Compare every group with the baseline group, per profile × job × direction × metric.
+    """The verdicts of a question: every group against the baseline group, per profile ×
+    job × direction × metric, p-values adjusted across the question's family.
 
-    With `filt.runs` the runs themselves are compared (by run_id, baseline the first).
+    Every surface (CLI compare, the app's landing and Compare pages, the gate) calls this
+    one function, so a row carries the same numbers everywhere. `filt.backends`,
+    `filt.profile` and `metrics` only choose which rows are returned; `family` other than
+    "question" narrows the adjustment on purpose (`metric`, `profile`, or `table` = the
+    shown rows only). With `filt.runs` the runs themselves are compared (by run_id,
+    baseline the first).
     """
     filt = filt or RunFilter()
     metrics = check_metrics(lake, metrics)
     validate(lake, filt)
+    if family not in FAMILIES:
+        raise UsageProblem(f"unknown family {family!r}: choose from {', '.join(FAMILIES)}")
     if filt.runs:
         if len(set(filt.runs)) < 2:
             raise UsageProblem("give two or more --run to compare runs directly")
         by = "run_id"
     by = check_group_column(lake, by)
+    # The question: display filters (backends, profile, metrics) only hide rows after.
+    question = filt if family == "table" else replace(filt, backends=(), profile=None)
+    asked = metrics if family == "table" else _question_metrics(metrics)
     data, texts = summarise(
         lake,
         f'CAST(r."{by}" AS VARCHAR)',
-        filt,
-        metrics,
+        question,
+        asked,
         allow_mixed=allow_mixed,
         exclude_unsteady=exclude_unsteady,
     )
-    if not data:
+    if not any(_shown(g, c[0], filt, by) for g, c in data):
         raise LakeError(f"no successful runs with results match {filt.describe()}")
     cases = {c for _, c in data}
     notes: dict[Case, list[str]] = {}
@@ -200,7 +216,7 @@ def compare(
     rows: list[CompareRow] = []
     for case in sorted(cases, key=lambda c: (c[0], c[1], c[2], c[3] or "")):
         base = data.get((base_name, case))
-        for metric in metrics:
+        for metric in asked:
             for group in groups:
                 got = data.get((group, case))
                 if got is None:
@@ -210,11 +226,53 @@ def compare(
                 if allow_mixed:
                     row.notes.append("pooled on purpose (--allow-mixed): job versions mixed")
                 rows.append(row)
-    tests = _adjust(rows, adjustment)
+    tests = _adjust(rows, adjustment, family)
     for row in rows:
         if row.verdict == "":
             row.verdict = _decide(row, row.metric, min_effect)
-    return Comparison(by, base_name, groups, metrics, rows, adjustment, min_effect, tests)
+    shown = [
+        r for r in rows if r.metric in metrics and _shown(r.group, r.profile, filt, by, base_name)
+    ]
+    shown_groups = [g for g in groups if any(r.group == g for r in shown)]
+    words = _family_words(question, base_name, tests, adjustment, family)
+    return Comparison(
+        by, base_name, shown_groups, metrics, shown, adjustment, min_effect, tests, words
+    )
+
+
+def _question_metrics(metrics: list[str]) -> list[str]:
+    """The question's metric set: the default metrics, then any other asked for."""
+    return list(DEFAULT_METRICS) + [m for m in metrics if m not in DEFAULT_METRICS]
+
+
+def _shown(group: str, profile: str, filt: RunFilter, by: str, baseline: str | None = None) -> bool:
+    """Whether a row passes the display filters (the baseline's rows always do)."""
+    if filt.profile is not None and profile != filt.profile:
+        return False
+    if by == "backend" and filt.backends and group != baseline:
+        return group in filt.backends
+    return True
+
+
+def _family_words(filt: RunFilter, baseline: str, tests: int, adjustment: str, family: str) -> str:
+    """`campaign C vs disk, 18 tests, Holm`: what the p-values were adjusted across."""
+    method = "Benjamini–Hochberg" if adjustment == "fdr" else "Holm"
+    where = filt.describe() if family == "table" else _question_words(filt)
+    within = {"metric": ", within each metric", "profile": ", within each profile"}
+    return f"{where} vs {baseline}, {tests} tests, {method}{within.get(family, '')}" + (
+        " (the shown table only)" if family == "table" else ""
+    )
+
+
+def _question_words(filt: RunFilter) -> str:
+    parts = []
+    if filt.campaign:
+        parts.append(f"campaign {filt.campaign}")
+    if filt.runs:
+        parts.append(f"{len(filt.runs)} runs")
+    if filt.since:
+        parts.append(f"since {filt.since:%Y-%m-%d %H:%M}")
+    return ", ".join(parts) or "all runs"
 
 
 def _jobs_run_as_several_versions(cases: set[Case]) -> set[Case]:
@@ -260,26 +318,34 @@ def _row(
         test.ratio_ci_high,
     )
     row.p_value, row.p_equivalence, row.reps_needed = test.p_value, test.p_tost, test.reps_needed
+    if other.log.var is not None and got.log.var is not None and test.ratio > 0:
+        sd = math.sqrt((other.log.var + got.log.var) / 2)
+        row.reps_to_confirm = stats.reps_to_confirm(sd, test.ratio)
+        row.reps_for_equivalence = stats.reps_for_equivalence(sd, test.ratio, min_effect)
     if test.p_value is None:
         row.verdict = TOO_FEW
     return row
 
 
-def _adjust(rows: list[CompareRow], method: str) -> int:
-    """Adjust difference and equivalence p-values across the table; throughput metrics of
-    one group × case count as one test. Returns the number of tests."""
-    families: dict[tuple[Any, ...], list[CompareRow]] = defaultdict(list)
+def _adjust(rows: list[CompareRow], method: str, family: str = "question") -> int:
+    """Adjust difference and equivalence p-values across the family (all rows, or per
+    metric / per profile); throughput metrics of one group × case count as one test.
+    Returns the number of tests."""
+    tests: dict[tuple[Any, ...], list[CompareRow]] = defaultdict(list)
     for row in rows:
         if row.p_value is None:
             continue
         kind = SAME_TEST.get(row.metric, row.metric)
-        families[
+        tests[
             (row.group, row.profile, row.job_name, row.direction, row.effective_job_sha256, kind)
         ].append(row)
-    members = list(families.values())
-    for attr, out in (("p_value", "p_adjusted"), ("p_equivalence", "p_equivalence_adjusted")):
-        firsts = [getattr(m[0], attr) for m in members]
-        for family, p in zip(members, stats.adjust(firsts, method), strict=True):
-            for row in family:
-                setattr(row, out, p)
-    return len(members)
+    families: dict[str, list[list[CompareRow]]] = defaultdict(list)
+    for key, members in tests.items():
+        families[{"metric": key[5], "profile": key[1]}.get(family, "")].append(members)
+    for family_tests in families.values():
+        for attr, out in (("p_value", "p_adjusted"), ("p_equivalence", "p_equivalence_adjusted")):
+            firsts = [getattr(m[0], attr) for m in family_tests]
+            for test, p in zip(family_tests, stats.adjust(firsts, method), strict=True):
+                for row in test:
+                    setattr(row, out, p)
+    return len(tests)

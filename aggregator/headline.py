@@ -13,18 +13,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from fiolake.aggregator import columns
-from fiolake.aggregator.compare import (
-    BETTER,
-    EQUIVALENT,
-    INCONCLUSIVE,
-    WORSE,
-    CompareRow,
-    Comparison,
-    compare,
-)
+from fiolake.aggregator.compare import CompareRow, Comparison, compare
 from fiolake.aggregator.filters import RunFilter
 from fiolake.aggregator.lake import Lake
 from fiolake.aggregator.series import fetch_rows as fetch
+from fiolake.aggregator.verdict_text import decider, times, word
 from fiolake.errors import LakeError
 
 THROUGHPUT, LATENCY = "iops", "clat_p99_ns"
@@ -72,11 +65,6 @@ def landing_scope(lake: Lake) -> Scope:
     return Scope(campaign, tuple(b for (b,) in backends))
 
 
-def times(ratio: float) -> str:
-    """A ratio in two significant digits: `6.3×`, `0.04×`, `160×`."""
-    return f"{ratio:.2g}×" if ratio < 100 else f"{ratio:.0f}×"
-
-
 @dataclass(frozen=True)
 class ProfileRatio:
     """One backend against the baseline on one profile and metric.
@@ -97,9 +85,15 @@ class ProfileRatio:
     verdict: str
     cases: int
     verdicts: dict[str, int]
+    decider: str = ""  # what would decide an inconclusive one-case profile
 
     def words(self, baseline: str) -> str:
-        """`6.3× disk IOPS [5.1×, 7.8×]` or `p99 latency 96 % lower [0.03×, 0.06×]`."""
+        """`6.3× disk IOPS [5.1×, 7.8×], better` or `p99 latency 96 % lower [0.03×, 0.06×],
+        inconclusive — ~4 runs per side would confirm 0.04×`: the verdict always in words."""
+        verdict = f", {self.verdict}" + (f" — {self.decider}" if self.decider else "")
+        return self._numbers(baseline) + verdict
+
+    def _numbers(self, baseline: str) -> str:
         word = METRIC_WORDS.get(self.metric, self.metric)
         span = ""
         if self.low is not None and self.high is not None:
@@ -114,10 +108,6 @@ class ProfileRatio:
         return f"{word} {abs(change):.0f} % {'lower' if change >= 0 else 'higher'}{span}"
 
 
-def _verdict(row: CompareRow) -> str:
-    return row.verdict if row.verdict in (BETTER, WORSE, EQUIVALENT) else INCONCLUSIVE
-
-
 def profile_ratios(result: Comparison) -> list[ProfileRatio]:
     """Per profile × backend other than the baseline × metric: the ratio in one number."""
     cells: dict[tuple[str, str, str], list[CompareRow]] = defaultdict(list)
@@ -128,26 +118,31 @@ def profile_ratios(result: Comparison) -> list[ProfileRatio]:
     for (profile, group, metric), rows in sorted(cells.items()):
         counts: dict[str, int] = defaultdict(int)
         for r in rows:
-            counts[_verdict(r)] += 1
+            counts[word(r.verdict)] += 1
         ps = [r.p_adjusted for r in rows if r.p_adjusted is not None]
         ratios = [r.ratio for r in rows if r.ratio is not None]  # each has one (see above)
+        more = ""
         if len(rows) == 1:
             r = rows[0]
             low, high, ratio = r.ratio_ci_low, r.ratio_ci_high, ratios[0]
+            more = decider(r, result.min_effect)
         else:
             ratio = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
             low, high = min(ratios), max(ratios)
         verdict = next(iter(counts)) if len(counts) == 1 else MIXED
         p = max(ps) if ps else None
         out.append(
-            ProfileRatio(profile, group, metric, ratio, low, high, p, verdict, len(rows), counts)
+            ProfileRatio(
+                profile, group, metric, ratio, low, high, p, verdict, len(rows), counts, more
+            )
         )
     return out
 
 
 def sentences(result: Comparison) -> dict[str, list[str]]:
-    """Per profile, one sentence per backend other than the baseline, e.g.
-    `tmpfs 6.3× disk IOPS [5.1×, 7.8×]; p99 latency 96 % lower [0.039×, 0.31×]`."""
+    """Per profile, one sentence per backend other than the baseline, each metric with
+    its verdict, e.g. `tmpfs 6.3× disk IOPS [5.1×, 7.8×], better; p99 latency 96 % lower
+    [0.039×, 0.31×], better`."""
     parts: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
     for pr in profile_ratios(result):
         parts[(pr.profile, pr.backend)][pr.metric] = pr.words(result.baseline)
@@ -159,7 +154,8 @@ def sentences(result: Comparison) -> dict[str, list[str]]:
 
 
 def landing(lake: Lake, scope: Scope | None = None) -> tuple[Scope, Comparison]:
-    """The landing page's comparison: IOPS and p99 latency of the scope's backends."""
+    """The landing page's comparison: IOPS and p99 latency of the scope's backends, with
+    the verdicts of the whole question (the default metric set: `compare.compare`)."""
     scope = scope or landing_scope(lake)
     result = compare(
         lake,

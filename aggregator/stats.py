@@ -92,6 +92,56 @@ def reps_for_power(
     return n
 
 
+def _tost_power(n: int, diff_sd: float, bound_sd: float, alpha: float) -> float:
+    """Power of TOST (two one-sided t-tests, n per group) when the true log difference is
+    `diff_sd` and the bounds ±`bound_sd`, both in per-run standard deviations: the chance
+    both one-sided tests reject, 1 − P(miss low) − P(miss high) under noncentral t."""
+    df = 2 * n - 2
+    scale = math.sqrt(n / 2)
+    crit = float(special.stdtrit(df, 1 - alpha))
+    miss_low = float(special.nctdtr(df, (bound_sd + diff_sd) * scale, crit))
+    miss_high = float(special.nctdtr(df, (bound_sd - diff_sd) * scale, crit))
+    return max(0.0, 1.0 - miss_low - miss_high)
+
+
+MAX_REPS = 10_000  # beyond this "would decide" means "would not, in practice"
+
+
+def reps_to_confirm(
+    sd_log: float, ratio: float, alpha: float = ALPHA, power: float = DEFAULT_POWER
+) -> int | None:
+    """Repetitions per side for the two-sided test on logs to detect a difference of the
+    observed size (`ratio`) with `power`; None for a ratio of exactly 1 or beyond MAX_REPS."""
+    effect = abs(math.log(ratio))
+    if effect == 0.0:
+        return None
+    n = reps_for_power(sd_log, math.expm1(effect), alpha, power)
+    return n if n <= MAX_REPS else None
+
+
+def reps_for_equivalence(
+    sd_log: float,
+    ratio: float,
+    min_effect: float,
+    alpha: float = ALPHA,
+    power: float = DEFAULT_POWER,
+) -> int | None:
+    """Repetitions per side for TOST to show equivalence within ±min_effect with `power`
+    if the true ratio is the observed one; None when the observed ratio is at or beyond
+    the bounds (equivalence cannot be shown there) or beyond MAX_REPS."""
+    bound, diff = _bounds(min_effect), abs(math.log(ratio))
+    if diff >= bound:
+        return None
+    if sd_log <= 0:
+        return 2
+    n = 2
+    while _tost_power(n, diff / sd_log, bound / sd_log, alpha) < power:
+        n = n + 1 if n < 64 else math.ceil(n * 1.1)  # coarse steps only far out
+        if n > MAX_REPS:
+            return None
+    return n
+
+
 @dataclass(frozen=True)
 class LogSummary:
     """Repetitions of one metric in one group, as log values: n, mean and variance."""

@@ -12,6 +12,7 @@ import streamlit as st
 
 from fiolake.aggregator.compare import BASELINE, Comparison
 from fiolake.aggregator.headline import ProfileRatio
+from fiolake.aggregator.verdict_text import mark
 from fiolake.timetext import MINUTES_FORMAT, iso_utc
 
 VERDICT_COLOURS = {
@@ -101,6 +102,7 @@ def _ratio_row(
         "verdict": verdict if verdict in VERDICT_COLOURS else "not tested",
         "p (adjusted)": None if p_adjusted is None else float(f"{p_adjusted:.2g}"),
         "runs": runs,
+        "label": f"{backend} {mark(verdict)}",  # the verdict in words beside its bar
         "one": 1.0,
     }
 
@@ -165,7 +167,7 @@ def ratio_chart(frame: pd.DataFrame, baseline: str, metric: str) -> AnyChart:
         x=x, x2="one:Q", color=verdict_colour(), tooltip=tooltip
     )
     whiskers = base.mark_rule(color="black").encode(x="low:Q", x2="high:Q", tooltip=tooltip)
-    labels = base.mark_text(align="left", dx=4, fontSize=11).encode(x="high:Q", text="backend:N")
+    labels = base.mark_text(align="left", dx=4, fontSize=11).encode(x="high:Q", text="label:N")
     one = alt.Chart(pd.DataFrame({"one": [1.0]})).mark_rule(strokeDash=[4, 3]).encode(x="one:Q")
     # A step per row: the chart grows with its rows and labels never overlap.
     return alt.layer(bars, whiskers, labels, one).properties(height=alt.Step(ROW_PX))

@@ -230,6 +230,13 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         "Error: no committed runs match run 'r-nope'",
     ),
     (["compare", "--lake", "{lake}", "--by", "nope"], {}, 2, "Error: "),
+    (
+        ["compare", "--lake", "{lake}", "--family", "nope"],
+        {},
+        2,
+        "Error: Invalid value for '--family': 'nope' is not one of 'question', 'metric', "
+        "'profile', 'table'.",
+    ),
     (["compare", "--lake", "{tmp}/no-lake"], {}, 1, "Error: "),
     (["trend", "--lake", "{lake}", "--metric", "nope"], {}, 2, "Error: "),
     (["trend", "--lake", "{lake}", "--since", "7x"], {}, 2, "Error: "),

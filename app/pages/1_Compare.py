@@ -10,6 +10,7 @@ from fiolake.aggregator.compare import compare, metric_columns
 from fiolake.aggregator.filters import RunFilter
 from fiolake.aggregator.headline import landing_scope
 from fiolake.aggregator.series import distinct
+from fiolake.aggregator.verdict_text import label
 from fiolake.app.charts import ratio_chart, ratio_frame, show
 from fiolake.app.common import get_lake, run_or_stop
 
@@ -57,8 +58,6 @@ filt = RunFilter(
 )
 result = run_or_stop(compare, lake, metrics=[metric], filt=filt, baseline=baseline)
 
-marks = {"better": "▲ better", "worse": "▼ worse", "equivalent": "= equivalent"}
-
 
 def _ratio(r) -> str:  # noqa: ANN001
     if r.ratio is None:
@@ -78,7 +77,7 @@ table = pd.DataFrame(
             "geomean": format_value(metric, r.geomean),
             f"vs {result.baseline} [95% CI]": _ratio(r),
             "p (adjusted)": "" if r.p_adjusted is None else f"{r.p_adjusted:.2g}",
-            "verdict": marks.get(r.verdict, r.verdict),
+            "verdict": label(r, result.min_effect),
         }
         for r in result.rows
     ]
@@ -91,5 +90,6 @@ if not frame.empty:
 st.caption(
     "Bars: ratio of geometric means to the baseline (log axis); whiskers: 95% CI (Welch on log "
     "values, unadjusted; never below zero). Verdicts use p-values adjusted across the "
-    "table (Holm) and a ±5 % minimum effect: see docs/statistics.md."
+    f"question's family — {result.family} — whatever the backend, profile or metric "
+    "selection hides, and a ±5 % minimum effect: see docs/statistics.md."
 )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fiolake.aggregator.columns import p_text, ratio_text
+from fiolake.aggregator.verdict_text import label
 from fiolake.cli import fail, format_option, lake_option
 from fiolake.cli.common import connect
 from fiolake.cli.output import emit
@@ -18,8 +19,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from fiolake.aggregator.filters import RunFilter
-
-MARKS = {"better": "▲ better", "worse": "▼ worse", "equivalent": "= equivalent"}
 
 
 def filter_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -105,6 +104,15 @@ def since_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     help="Adjust p-values by Benjamini–Hochberg (false discovery rate) instead of Holm.",
 )
 @click.option(
+    "--family",
+    type=click.Choice(["question", "metric", "profile", "table"]),
+    default="question",
+    show_default=True,
+    help="What p-values are adjusted across: the whole question (selected runs × baseline "
+    "× default metrics; --backend/--profile/--metric only hide rows), or on purpose each "
+    "metric, each profile, or just the shown table (docs/statistics.md).",
+)
+@click.option(
     "--allow-mixed",
     is_flag=True,
     help="Pool runs whose effective jobs differ (e.g. other --runtime); every row says so.",
@@ -134,6 +142,7 @@ def compare(
     metrics: tuple[str, ...],
     min_effect: float,
     fdr: bool,
+    family: str,
     allow_mixed: bool,
     exclude_unsteady: bool,
     gang_mode: str,
@@ -144,9 +153,11 @@ def compare(
     Per profile × job × direction × metric, each group's repetitions are summarised by
     their geometric mean and set against the baseline as a ratio with a 95 % CI (Welch
     on log values; unadjusted). p-values (difference, and equivalence within
-    ±--min-effect) are adjusted across the whole table (Holm; --fdr for BH). Verdict:
-    better/worse (significant and bigger than --min-effect), equivalent, or
-    inconclusive with the repetitions needed. Runs of different effective jobs are
+    ±--min-effect) are adjusted across the question's family (Holm; --fdr for BH): the
+    selected campaign/runs × baseline × the default metrics, whatever --backend,
+    --profile or --metric hide; --family narrows it on purpose. Verdict: better/worse
+    (significant and bigger than --min-effect), equivalent, or inconclusive with the
+    repetitions per side that would decide it. Runs of different effective jobs are
     never pooled unless --allow-mixed. docs/statistics.md has every formula.
       fiolake compare --campaign nightly --backend nvme --backend ceph
       fiolake compare --run RUN_A --run RUN_B --format json
@@ -176,6 +187,7 @@ def compare(
                 adjustment="fdr" if fdr else "holm",
                 allow_mixed=allow_mixed,
                 exclude_unsteady=exclude_unsteady,
+                family=family,
             )
     except FiolakeError as exc:
         raise fail(exc) from exc
@@ -183,10 +195,12 @@ def compare(
         fields = ["profile", "job_name", "direction", "metric", "baseline", "n", "n_baseline",
                   "geomean", "ratio", "ratio_ci_low", "ratio_ci_high", "p_value", "p_adjusted",
                   "p_equivalence", "p_equivalence_adjusted", "verdict", "reps_needed",
+                  "reps_to_confirm", "reps_for_equivalence",
                   "effective_job_sha256", "steady", "unsteady", "steady_unknown", "outliers",
-                  "flagged", "notes"]  # fmt: skip
+                  "flagged", "notes", "family"]  # fmt: skip
+        shared = {"baseline": result.baseline, "family": result.family}
         rows = [
-            (r.group, *(result.baseline if f == "baseline" else getattr(r, f) for f in fields))
+            (r.group, *(shared[f] if f in shared else getattr(r, f) for f in fields))
             for r in result.rows
         ]
         emit([result.by, *fields], rows, fmt)
@@ -195,11 +209,7 @@ def compare(
             f"vs {result.baseline} [95% CI]", "p adj", "verdict", "steady"]  # fmt: skip
     rows = []
     for r in result.rows:
-        word = MARKS.get(r.verdict, r.verdict)
-        if r.verdict == "equivalent":
-            word += f" (within ±{min_effect:.0%})"
-        if r.verdict == "inconclusive" and r.reps_needed:
-            word += f" (n≈{r.reps_needed} for ±{min_effect:.0%})"
+        word = label(r, min_effect)
         if r.flagged:
             word += f" ⚑{r.flagged}"
         if r.outliers:
@@ -217,10 +227,10 @@ def compare(
     else:
         rows = [row[:-1] for row in rows]
     emit(cols, rows, fmt)
-    method = "Benjamini–Hochberg" if fdr else "Holm"
     click.echo(
+        f"family: {result.family}; "
         f"ratios: geometric means vs {result.baseline}, 95 % CI unadjusted (Welch on logs); "
-        f"p adj: {method} across {result.tests} test(s); min effect ±{min_effect:.0%}; "
+        f"min effect ±{min_effect:.0%}; "
         "spread: max/min − 1 of the repetitions; steady: runs at steady state / runs judged "
         "(runs shorter than 5 s: unknown); "
         "⚑: runs flagged as not alone",

@@ -179,6 +179,9 @@ def app(lake: str, port: int, address: str) -> None:
         "true",
         "--browser.gatherUsageStats",
         "false",
+        # Viewer toolbar: readers get no "Deploy" button or developer menu.
+        "--client.toolbarMode",
+        "viewer",
     ]
     click.echo(f"fiolake app on http://{address}:{port} (lake {lake}); Ctrl-C stops it", err=True)
     proc = subprocess.Popen(cmd, env=env)

@@ -7,10 +7,10 @@ from datetime import timedelta
 
 import click
 
+from fiolake.aggregator.verdict_text import MARKS
 from fiolake.cli import fail, format_option, lake_option
 from fiolake.cli.common import connect
 from fiolake.cli.comparisons import (
-    MARKS,
     filter_options,
     metric_option,
     p_text,

@@ -220,15 +220,17 @@ def write_campaign(
     """`repetitions` runs per backend; `jitter` spreads values ±jitter (fraction), deterministic."""
     run_ids = []
     step = 0
+    # Other profiles of the same campaign get ids of their own (the default keeps old ids).
+    tag = "" if profile == "random-reads" else f"-{profile}"
     for backend, metrics in backends.items():
         for rep in range(repetitions):
             factor = 1.0 + jitter * ((rep % 5) - 2) / 2 if repetitions > 1 else 1.0
             scaled = {k: {m: v * factor for m, v in vals.items()} for k, vals in metrics.items()}
-            run_id = f"{campaign}-{backend}-r{rep}"
+            run_id = f"{campaign}-{backend}{tag}-r{rep}"
             write_run(
                 store,
                 run_id=run_id,
-                job_id=f"{campaign}-{backend}-j{rep}",
+                job_id=f"{campaign}-{backend}{tag}-j{rep}",
                 campaign=campaign,
                 backend=backend,
                 profile=profile,

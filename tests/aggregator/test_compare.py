@@ -139,7 +139,7 @@ def test_one_row_equals_an_independent_scipy_computation(tmp_path: Path) -> None
              WHERE x.job_name = 'job1' AND x.direction = 'write' ORDER BY r.run_id"""
     with connect(root) as lake:
         values = lake.con.sql(sql).fetchall()
-        result = compare(lake, metrics=["clat_p99_ns", "iops"])
+        result = compare(lake, metrics=["clat_p99_ns", "iops"], family="table")
     a = np.array([v for b, v in values if b == "a"])
     b = np.array([v for b, v in values if b == "b"])
     row = next(
@@ -156,12 +156,18 @@ def test_one_row_equals_an_independent_scipy_computation(tmp_path: Path) -> None
         pytest.approx(np.exp(ci.high)),
     )
     assert row.p_value == pytest.approx(test.pvalue)
-    # Holm across the table: one test per group × job × direction × metric here.
+    # Holm across the shown table (--family table): one test per group × job × direction
+    # × metric here.
     judged = [r for r in result.rows if r.p_value is not None]
     expected = multipletests([r.p_value for r in judged], method="holm")[1]
     assert [r.p_adjusted for r in judged] == pytest.approx(list(expected))
     assert result.tests == len(judged) == 12  # b × 3 jobs × 2 directions × 2 metrics
-    fdr = compare(lake_handle := connect(root), metrics=["clat_p99_ns", "iops"], adjustment="fdr")
+    fdr = compare(
+        lake_handle := connect(root),
+        metrics=["clat_p99_ns", "iops"],
+        adjustment="fdr",
+        family="table",
+    )
     lake_handle.close()
     judged = [r for r in fdr.rows if r.p_value is not None]
     expected = multipletests([r.p_value for r in judged], method="fdr_bh")[1]
@@ -334,7 +340,9 @@ def test_cli_table_csv_json(tmp_path: Path) -> None:
     ]  # fmt: skip
     b_iops = next(line for line in lines if line.startswith("b ") and " iops " in line)
     assert "0.8× (20 % lower) [0.7" in b_iops and "▼ worse" in b_iops
-    assert "p adj: Holm across 1 test(s); min effect ±5%" in res.stderr
+    # The family is the question (default metrics: throughput, mean and p99 latency),
+    # not the two metrics shown.
+    assert "family: all runs vs a, 3 tests, Holm; " in res.stderr
     res = cli_compare(root, "--metric", "iops", "--format", "json")
     rows = json.loads(res.stdout)
     b = next(r for r in rows if r["backend"] == "b")
@@ -347,7 +355,7 @@ def test_cli_table_csv_json(tmp_path: Path) -> None:
     assert b["ratio"] == pytest.approx(0.8) and b["ratio_ci_low"] < 0.8 < b["ratio_ci_high"]
     assert b["p_adjusted"] < 0.05 and len(b["effective_job_sha256"]) == 64
     res = cli_compare(root, "--metric", "iops", "--fdr")
-    assert "p adj: Benjamini–Hochberg across 1 test(s)" in res.stderr
+    assert "family: all runs vs a, 3 tests, Benjamini–Hochberg;" in res.stderr
 
 
 def test_cli_errors(tmp_path: Path) -> None:

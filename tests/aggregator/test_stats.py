@@ -87,6 +87,37 @@ def test_reps_for_power_grows_with_noise_and_shrinks_with_effect() -> None:
         assert stats.reps_for_power(sd_log, effect) == math.ceil(expected), (sd_log, effect)
 
 
+def test_reps_to_confirm_the_observed_ratio_is_the_power_solution_at_it() -> None:
+    for sd_log, ratio in ((0.1, 0.85), (0.1, 1.3), (0.05, 0.97)):
+        expected = TTestIndPower().solve_power(
+            effect_size=abs(math.log(ratio)) / sd_log, alpha=0.05, power=0.8
+        )
+        assert stats.reps_to_confirm(sd_log, ratio) == max(2, math.ceil(expected))
+    assert stats.reps_to_confirm(0.1, 1.0) is None  # no difference to confirm
+    assert stats.reps_to_confirm(0.5, 1.0001) is None  # beyond any practical count
+
+
+def test_reps_for_equivalence_reach_80_percent_tost_power_by_simulation() -> None:
+    """At the returned n, TOST (Welch's t on logs through stats.compare_logs) declares
+    equivalence in ~80 % of simulated campaigns; one run fewer falls short."""
+    sd, ratio, delta = 0.05, 1.01, 0.05
+    n = stats.reps_for_equivalence(sd, ratio, delta)
+    assert n is not None and 5 < n < 40
+    rng = np.random.default_rng(26)
+
+    def rate(reps: int) -> float:
+        hits = 0
+        for _ in range(2000):
+            base = np.exp(rng.normal(0.0, sd, reps))
+            other = np.exp(rng.normal(math.log(ratio), sd, reps))
+            hits += stats.compare_logs(base, other, min_effect=delta).p_tost < 0.05
+        return hits / 2000
+
+    assert rate(n) >= 0.77
+    assert rate(n - 2) < 0.8
+    assert stats.reps_for_equivalence(sd, 1.06, delta) is None  # beyond ±5 %: out of reach
+
+
 def test_outliers_need_five_repetitions() -> None:
     assert stats.outliers([100, 101, 99, 500]) is None
     assert stats.outliers([100, 101, 99, 102, 100, 500]) == [5]

@@ -6,7 +6,9 @@ screenshotted into build/test-artifacts/app/ (`make screenshots`)."""
 from __future__ import annotations
 
 import math
+import re
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from fiolake.aggregator.lake import connect
+from fiolake.aggregator.verdict_text import mark
 from fiolake.cli import cli
 from fiolake.runner.distributed.fleet import FleetStatus
 from fiolake.store import LocalStore
@@ -91,6 +94,29 @@ def test_landing_page_states_the_ratio(app: tuple[str, object], lake: Path) -> N
     assert "campaign browser-1" in text
     assert f"tmpfs {ratio:.2g}× disk IOPS [" in text
     assert "p99 latency" in text
+
+
+def test_one_verdict_on_every_page_and_no_deploy_button(app: tuple[str, object]) -> None:
+    """The landing sentence and the Compare page (any metric selection) give the tmpfs
+    row the same verdict; Streamlit runs with the viewer toolbar (no Deploy button)."""
+    url, context = app
+    home = browser.visit(context, url, "").text
+    found = re.search(r"tmpfs \S+ disk IOPS \[[^\]]*\], (\w+)", home)
+    assert found, home
+    verdict = found.group(1)
+    assert verdict in ("better", "worse", "equivalent", "inconclusive")
+    for query in ("metric=iops&baseline=disk", "metric=iops&baseline=disk&profile=random-reads"):
+        compared = browser.visit(context, url, f"Compare?{query}").text
+        assert f"tmpfs {mark(verdict)}" in compared
+    page = context.new_page()
+    try:
+        page.goto(url, wait_until="domcontentloaded")
+        browser.wait_settled(page, time.monotonic())
+        assert page.locator('[data-testid="stToolbar"]').count() == 1  # toolbar drawn ...
+        assert page.locator('[data-testid="stAppDeployButton"]').count() == 0  # ... no Deploy
+        assert "Deploy" not in page.inner_text("body")
+    finally:
+        page.close()
 
 
 def test_selections_live_in_the_url(app: tuple[str, object]) -> None:

@@ -1,0 +1,53 @@
+"""Verdicts in words and marks: one vocabulary for the CLI, the app and the gate.
+
+`mark` gives the table cell (▲ better, ▼ worse, = equivalent, inconclusive), `decider`
+what would settle an inconclusive row at the observed effect: the repetitions per side
+that would confirm a difference of the observed size (80 % power) and, separately, those
+that would show equivalence within ±min-effect (docs/statistics.md, section 5).
+"""
+
+from __future__ import annotations
+
+from fiolake.aggregator.compare import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE, CompareRow
+
+MARKS = {BETTER: "▲ better", WORSE: "▼ worse", EQUIVALENT: "= equivalent"}
+DECIDED = (BETTER, WORSE, EQUIVALENT)
+
+
+def times(ratio: float) -> str:
+    """A ratio in two significant digits: `6.3×`, `0.04×`, `160×`."""
+    return f"{ratio:.2g}×" if ratio < 100 else f"{ratio:.0f}×"
+
+
+def word(verdict: str) -> str:
+    """The verdict of a judged row as one word; every undecided outcome is inconclusive."""
+    return verdict if verdict in DECIDED else INCONCLUSIVE
+
+
+def mark(verdict: str) -> str:
+    """`▲ better`, `▼ worse`, `= equivalent`, or the verdict as it is (baseline, ...)."""
+    return MARKS.get(verdict, verdict)
+
+
+def decider(row: CompareRow, min_effect: float) -> str:
+    """What would decide an inconclusive row: `~4 runs per side would confirm 0.1×; ~40
+    would show it within ±5 %` ('' when neither is within reach or the row is decided)."""
+    if row.verdict != INCONCLUSIVE or row.ratio is None:
+        return ""
+    parts = []
+    if row.reps_to_confirm is not None:
+        parts.append(f"~{row.reps_to_confirm} runs per side would confirm {times(row.ratio)}")
+    if row.reps_for_equivalence is not None:
+        tail = "would" if parts else "runs per side would"
+        parts.append(f"~{row.reps_for_equivalence} {tail} show it within ±{min_effect:.0%}")
+    return "; ".join(parts)
+
+
+def label(row: CompareRow, min_effect: float) -> str:
+    """The verdict cell: `▲ better`, `= equivalent (within ±5%)`, or `inconclusive: ~4
+    runs per side would confirm 0.1×`."""
+    text = mark(row.verdict)
+    if row.verdict == EQUIVALENT:
+        text += f" (within ±{min_effect:.0%})"
+    more = decider(row, min_effect)
+    return f"{text}: {more}" if more else text
