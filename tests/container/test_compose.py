@@ -1,0 +1,149 @@
+"""compose.yaml run for real: images from `make images`, podman-compose, host networking.
+
+A campaign published from the host is committed by the containerised runners; `fiolake
+compare` on the host reads it; the app container answers; a runner killed mid-job loses
+nothing and duplicates nothing; SIGTERM never orphans fio; runner credentials cannot write
+jobs/; `down -v` leaves nothing behind. (docs/deploy.md runs these same commands.)
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from tests.container.conftest import Compose, podman
+
+FIOLAKE = str(Path(sys.executable).parent / "fiolake")
+BACKEND = "container-volume"
+
+
+def fiolake(box: Compose, role: str, *args: str) -> str:
+    proc = subprocess.run(
+        [FIOLAKE, *args], env=box.role_env(role), capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def publish(box: Compose, *args: str) -> str:
+    return fiolake(box, "publisher", "publish", "--backend", BACKEND, *args).strip()
+
+
+def status(box: Compose, campaign: str) -> list[dict]:
+    return json.loads(fiolake(box, "analyst", "status", "--campaign", campaign, "--format", "json"))
+
+
+def wait_states(box: Compose, campaign: str, done: set[str], timeout_s: float) -> list[dict]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        rows = status(box, campaign)
+        if all(r["state"] in done for r in rows):
+            return rows
+        assert time.monotonic() < deadline, rows
+        time.sleep(1)
+
+
+def runner_containers(box: Compose) -> list[str]:
+    label = f"label=io.podman.compose.project={box.project}"
+    names = podman("ps", "--filter", label, "--format", "{{.Names}}").split()
+    return sorted(n for n in names if "_runner_" in n)
+
+
+def test_a_campaign_from_the_host_is_committed_by_runners_in_containers(box: Compose) -> None:
+    assert len(runner_containers(box)) == 2
+    campaign = publish(box, "random-reads", "random-writes", "--runtime", "1", "--size", "8M")
+    rows = wait_states(box, campaign, {"ok", "failed", "rejected", "interrupted"}, 180)
+    assert [r["state"] for r in rows] == ["ok", "ok"], rows
+    table = json.loads(
+        fiolake(box, "analyst", "compare", "--campaign", campaign, "--format", "json")
+    )
+    assert {r["profile"] for r in table} == {"random-reads", "random-writes"}
+    assert all(r["n"] == 1 and r["geomean"] > 0 for r in table if r["metric"] == "iops")
+
+
+def test_the_app_container_answers(box: Compose) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{box.app_port}/_stcore/health") as r:
+                assert r.status == 200 and r.read() == b"ok"
+                return
+        except OSError:
+            assert time.monotonic() < deadline, podman("logs", f"{box.project}_app_1")
+            time.sleep(2)
+
+
+def test_runner_credentials_cannot_write_jobs(box: Compose) -> None:
+    """Inside the real runner container, with the runner role's keys: jobs/ is refused."""
+    code = (
+        "import boto3, botocore.exceptions as e, os\n"
+        "s3 = boto3.client('s3', endpoint_url=os.environ['FIOLAKE_S3_ENDPOINT'],"
+        " verify=os.environ['FIOLAKE_CA_BUNDLE'])\n"
+        "bucket = os.environ['FIOLAKE_LAKE'].removeprefix('s3://')\n"
+        "try:\n s3.put_object(Bucket=bucket, Key='jobs/forged/x.json', Body=b'{}')\n"
+        "except e.ClientError as x:\n print(x.response['Error']['Code'])\n"
+        "else:\n print('WRITTEN')\n"
+    )
+    name = runner_containers(box)[0]
+    out = podman("exec", name, "/usr/local/bin/with-env.sh", "python", "-c", code)
+    assert out.strip() == "AccessDenied"
+
+
+def _running_job(box: Compose, campaign: str, timeout_s: float) -> dict:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        running = [r for r in status(box, campaign) if r["state"] == "running"]
+        if running:
+            return running[0]
+        assert time.monotonic() < deadline, status(box, campaign)
+        time.sleep(0.5)
+
+
+def _container_of(box: Compose, runner_id: str) -> str:
+    for name in runner_containers(box):
+        out = podman("exec", name, "cat", "/proc/1/cmdline")
+        if runner_id in out.replace("\0", " "):
+            return name
+    raise AssertionError(f"no container runs {runner_id}")
+
+
+def test_a_runner_killed_mid_job_loses_nothing_and_duplicates_nothing(box: Compose) -> None:
+    campaign = publish(box, "random-reads", "--runtime", "8", "--size", "8M")
+    victim = _running_job(box, campaign, 60)
+    killed = _container_of(box, victim["runner"])
+    podman("kill", killed)  # SIGKILL: no goodbye, the lease just stops being renewed
+    rows = wait_states(box, campaign, {"ok", "failed", "interrupted"}, 120)
+    assert [r["state"] for r in rows] == ["ok"], rows
+    assert rows[0]["runner"] != victim["runner"]  # the other replica, after the lease
+    runs = json.loads(
+        fiolake(
+            box,
+            "analyst",
+            "sql",
+            "--format",
+            "json",
+            f"SELECT run_id FROM runs WHERE campaign_id = '{campaign}'",
+        )
+    )
+    assert len(runs) == 1  # committed exactly once
+    podman("start", killed)
+
+
+def test_sigterm_records_the_job_and_leaves_no_fio(box: Compose) -> None:
+    campaign = publish(box, "random-reads", "--runtime", "10", "--size", "8M")
+    job = _running_job(box, campaign, 60)
+    name = _container_of(box, job["runner"])
+    podman("stop", "-t", "60", name, timeout=90)
+    rows = status(box, campaign)  # recorded either way: never a lease left to go stale
+    assert rows[0]["state"] in ("ok", "interrupted"), rows
+    assert rows[0]["runner"] == job["runner"]
+    podman("start", name)
+
+
+def test_compose_down_leaves_nothing(box: Compose) -> None:
+    box.run("down", "-v", "-t", "10")
+    assert box.leftovers() == []
