@@ -9,13 +9,14 @@ jobs/; `down -v` leaves nothing behind. (docs/deploy.md runs these same commands
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
-from tests.container.conftest import Compose, podman
+from tests.container.conftest import ROOT, Compose, podman
 
 FIOLAKE = str(Path(sys.executable).parent / "fiolake")
 BACKEND = "container-volume"
@@ -144,6 +145,88 @@ def test_sigterm_records_the_job_and_leaves_no_fio(box: Compose) -> None:
     podman("start", name)
 
 
+def _kube_runner(box: Compose, bench: Path) -> dict:
+    """infra/k8s's DaemonSet as a one-replica Deployment podman can play here: the node's
+    hostPath becomes `bench`, the Secret's and ConfigMap's contents come from init."""
+    import yaml
+
+    docs = yaml.safe_load_all((ROOT / "infra" / "k8s" / "runner-daemonset.yaml").read_text())
+    daemonset = next(d for d in docs if d["kind"] == "DaemonSet")
+    pod = daemonset["spec"]["template"]["spec"]
+    pod.pop("nodeSelector")
+    pod["hostNetwork"] = True  # MinIO and OpenBao listen on the host's 127.0.0.1
+    runner_env = box.role_env("runner")
+    container = pod["containers"][0]
+    container["args"] = [
+        a.replace("$(FIOLAKE_BACKEND)", BACKEND).replace("$(NODE_NAME)", "kube-play")
+        for a in container["args"]
+    ]
+    container.pop("envFrom")  # the Secret's keys, as `kubectl create secret` would fill it
+    container["env"] = [e for e in container["env"] if "valueFrom" not in e] + [
+        {"name": k, "value": runner_env[k]}
+        for k in (
+            "FIOLAKE_LAKE",
+            "FIOLAKE_S3_ENDPOINT",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "VAULT_ADDR",
+            "VAULT_TOKEN",
+            "FIOLAKE_TRANSIT_KEY",
+        )
+    ]
+    (bench / "ca").mkdir()
+    (bench / "ca" / "ca.crt").write_text((box.stack_dir / "ca.crt").read_text())
+    (bench / "target").mkdir()
+    os.chown(bench / "target", 10001, 10001)
+    for volume in pod["volumes"]:
+        if volume["name"] == "bench":
+            volume["hostPath"]["path"] = str(bench / "target")
+        if volume["name"] == "ca":
+            volume.pop("configMap")
+            volume["hostPath"] = {"path": str(bench / "ca"), "type": "Directory"}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "fiolake-runner-kube-play"},
+        "spec": {
+            "replicas": 1,
+            "selector": daemonset["spec"]["selector"],
+            "template": daemonset["spec"]["template"],
+        },
+    }
+
+
+def test_kube_play_runs_the_k8s_runner_workload(box: Compose, tmp_path: Path) -> None:
+    import yaml
+
+    manifest = tmp_path / "runner.yaml"
+    manifest.write_text(yaml.safe_dump(_kube_runner(box, tmp_path)))
+    for name in runner_containers(box):  # only the kube-played runner may take the job
+        podman("stop", "-t", "30", name, timeout=60)
+    try:
+        podman("kube", "play", str(manifest), timeout=300)
+        campaign = publish(box, "random-reads", "--runtime", "1", "--size", "4M")
+        rows = wait_states(box, campaign, {"ok", "failed", "rejected", "interrupted"}, 120)
+        assert [(r["state"], r["runner"]) for r in rows] == [("ok", "kube-play")], rows
+    finally:
+        podman("kube", "down", str(manifest), check=False, timeout=120)
+        for name in runner_containers_all(box):
+            podman("start", name, check=False)
+
+
+def runner_containers_all(box: Compose) -> list[str]:
+    label = f"label=io.podman.compose.project={box.project}"
+    names = podman("ps", "-a", "--filter", label, "--format", "{{.Names}}").split()
+    return sorted(n for n in names if "_runner_" in n)
+
+
 def test_compose_down_leaves_nothing(box: Compose) -> None:
+    label = f"label=io.podman.compose.project={box.project}"
+    names = podman("ps", "-a", "--filter", label, "--format", "{{.Names}}").split()
+    mounts = "{{range .Mounts}}{{.Name}} {{end}}"
+    volumes = set(podman("inspect", "--format", mounts, *names).split())
+    assert any(v.endswith("_stack") for v in volumes)
     box.run("down", "-v", "-t", "10")
     assert box.leftovers() == []
+    still = set(podman("volume", "ls", "--format", "{{.Name}}").split())
+    assert volumes & still == set()  # anonymous volumes too
