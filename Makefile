@@ -16,12 +16,12 @@ help: ## list targets
 # as its image confines it), docker-compose (validates compose.yaml; no engine needed) and
 # the container tier's engine: podman + buildah on runc (crun fails on this host's hybrid
 # cgroups), mmdebstrap (the base image from Debian packages: no registry needed), uidmap,
-# slirp4netns and fuse-overlayfs.
+# slirp4netns, fuse-overlayfs and catatonit (the pause process of `podman kube play` pods).
 # --no-install-recommends: docker-compose would otherwise pull in the Docker engine.
 DEBS := fio chromium chromium-driver faketime bubblewrap docker-compose \
-	podman buildah runc mmdebstrap uidmap slirp4netns fuse-overlayfs
+	podman buildah runc catatonit mmdebstrap uidmap slirp4netns fuse-overlayfs
 DEB_CMDS := fio chromium chromedriver faketime bwrap docker-compose \
-	podman buildah runc mmdebstrap newuidmap slirp4netns fuse-overlayfs
+	podman buildah runc catatonit mmdebstrap newuidmap slirp4netns fuse-overlayfs
 
 fio: sysdeps
 sysdeps: ## install the Debian packages above if any of their commands is missing

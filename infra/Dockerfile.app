@@ -19,13 +19,12 @@ RUN set -eu; missing=""; \
     mkdir -p /stack /bench /bao/data /data; \
     chown 10001:10001 /stack /bench /bao/data /data
 # Dependencies first (the layer stays cached until pyproject.toml changes), then fiolake.
-COPY build/wheels/deps /opt/fiolake/wheels
-RUN python3 -m venv /opt/fiolake/venv \
- && /opt/fiolake/venv/bin/pip install --no-cache-dir --no-index /opt/fiolake/wheels/*.whl \
- && rm -rf /opt/fiolake/wheels
-COPY build/wheels/fiolake /opt/fiolake/wheel
-RUN /opt/fiolake/venv/bin/pip install --no-cache-dir --no-index --no-deps /opt/fiolake/wheel/*.whl \
- && rm -rf /opt/fiolake/wheel
+# The wheels are bind-mounted, not copied: a COPY layer would keep them in the image.
+RUN --mount=type=bind,source=build/wheels/deps,target=/opt/fiolake/wheels \
+    python3 -m venv /opt/fiolake/venv \
+ && /opt/fiolake/venv/bin/pip install --no-cache-dir --no-index /opt/fiolake/wheels/*.whl
+RUN --mount=type=bind,source=build/wheels/fiolake,target=/opt/fiolake/wheel \
+    /opt/fiolake/venv/bin/pip install --no-cache-dir --no-index --no-deps /opt/fiolake/wheel/*.whl
 COPY infra/with-env.sh /usr/local/bin/with-env.sh
 # Read-only root friendly: HOME (keyring cache, spool default) is a tmpfs at /tmp.
 ENV PATH=/opt/fiolake/venv/bin:/usr/local/bin:/usr/bin:/bin HOME=/tmp PYTHONDONTWRITEBYTECODE=1

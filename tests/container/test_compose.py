@@ -176,11 +176,11 @@ def _kube_runner(box: Compose, bench: Path) -> dict:
     ]
     (bench / "ca").mkdir()
     (bench / "ca" / "ca.crt").write_text((box.stack_dir / "ca.crt").read_text())
-    (bench / "target").mkdir()
-    os.chown(bench / "target", 10001, 10001)
+    (bench / "node").mkdir()  # the node's hostPath, empty as on a fresh node
+    os.chown(bench / "node", 10001, 10001)
     for volume in pod["volumes"]:
         if volume["name"] == "bench":
-            volume["hostPath"]["path"] = str(bench / "target")
+            volume["hostPath"]["path"] = str(bench / "node")
         if volume["name"] == "ca":
             volume.pop("configMap")
             volume["hostPath"] = {"path": str(bench / "ca"), "type": "Directory"}

@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -197,6 +198,32 @@ def test_k8s_manifests_parse_and_run_locked_down() -> None:
                     assert ctx["allowPrivilegeEscalation"] is False, path.name
                     assert "/tmp" in {m["mountPath"] for m in container["volumeMounts"]}
     assert {"DaemonSet", "Job", "PersistentVolumeClaim", "Secret", "ConfigMap"} <= set(kinds)
+
+
+K8S_VERSION = "1.37.0"  # the schemas bundled in the kubernetes-validate wheel (offline)
+
+
+def test_k8s_manifests_validate_against_the_kubernetes_schemas() -> None:
+    """docs/deploy.md's command: every manifest, strictly (unknown fields refused), against
+    the schemas inside the kubernetes-validate wheel; no API server, no network."""
+    cli = Path(sys.executable).with_name("kubernetes-validate")
+    paths = sorted(str(p) for p in K8S.glob("*.yaml"))
+    proc = subprocess.run(
+        [str(cli), "--strict", "-k", K8S_VERSION, *paths], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count(" passed for resource ") == 8, proc.stdout
+
+
+def test_k8s_validation_refuses_a_broken_manifest() -> None:
+    import kubernetes_validate
+
+    docs = yaml.safe_load_all((K8S / "runner-daemonset.yaml").read_text())
+    daemonset = next(d for d in docs if d["kind"] == "DaemonSet")
+    container = daemonset["spec"]["template"]["spec"]["containers"][0]
+    container["securityContext"]["readOnlyRootFilesystem"] = "yes"
+    with pytest.raises(kubernetes_validate.ValidationError, match="readOnlyRootFilesystem"):
+        kubernetes_validate.validate(daemonset, K8S_VERSION, strict=True)
 
 
 def test_every_job_has_its_own_claim() -> None:
