@@ -38,6 +38,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def _missing() -> str | None:
     if shutil.which("podman") is None:
         return "podman is not installed — run `make sysdeps`"
+    if os.geteuid() != 0:
+        return "the container tier drives rootful podman and chowns dirs to uid 10001: run as root"
     if not Path(COMPOSE).exists():
         return "podman-compose is not installed — run `make venv` (dev extra)"
     return None

@@ -105,9 +105,9 @@ def _running_job(box: Compose, campaign: str, timeout_s: float) -> dict:
 
 
 def _container_of(box: Compose, runner_id: str) -> str:
+    """The replica named HOST-<its container id> by infra/runner-entry.sh."""
     for name in runner_containers(box):
-        out = podman("exec", name, "cat", "/proc/1/cmdline")
-        if runner_id in out.replace("\0", " "):
+        if runner_id.endswith("-" + podman("inspect", "--format", "{{.Id}}", name)[:12]):
             return name
     raise AssertionError(f"no container runs {runner_id}")
 
