@@ -53,7 +53,7 @@ export CONTAINERS_CONF := $(CURDIR)/build/containers.conf
 
 images: sysdeps venv ## podman images for compose.yaml and infra/k8s/ from a cached Debian base (no registry)
 	CACHE=$(CACHE) PY=$(CURDIR)/$(BIN)/python bash infra/containers/images.sh
-	@podman images --filter reference='fiolake-*' --format '{{.Repository}}:{{.Tag}}\t{{.Size}}'
+	@podman images --format '{{.Repository}}:{{.Tag}}\t{{.Size}}' | grep /fiolake-
 
 wheels: venv ## build/wheels for `docker build -f infra/Dockerfile.X .` (the images install from them)
 	CACHE=$(CACHE) PY=$(CURDIR)/$(BIN)/python IMAGES= bash infra/containers/images.sh
