@@ -134,7 +134,7 @@ def test_a_runner_killed_mid_job_loses_nothing_and_duplicates_nothing(box: Compo
     podman("start", killed)
 
 
-def test_sigterm_records_the_job_and_leaves_no_fio(box: Compose) -> None:
+def test_sigterm_mid_job_ends_it_recorded_never_stale(box: Compose) -> None:
     campaign = publish(box, "random-reads", "--runtime", "10", "--size", "8M")
     job = _running_job(box, campaign, 60)
     name = _container_of(box, job["runner"])
@@ -142,6 +142,8 @@ def test_sigterm_records_the_job_and_leaves_no_fio(box: Compose) -> None:
     rows = status(box, campaign)  # recorded either way: never a lease left to go stale
     assert rows[0]["state"] in ("ok", "interrupted"), rows
     assert rows[0]["runner"] == job["runner"]
+    # it exited by itself within the grace period (137 would be podman's SIGKILL)
+    assert podman("inspect", "--format", "{{.State.ExitCode}}", name).strip() == "0"
     podman("start", name)
 
 
