@@ -13,14 +13,15 @@ help: ## list targets
 
 # Debian packages the project runs for real: fio (the benchmark), Chromium + ChromeDriver
 # (the app's browser tests), faketime (skewed runner clocks), bubblewrap (the runner confined
-# as its image confines it), docker-compose (validates compose.yaml; no engine needed) and
-# the container tier's engine: podman + buildah on runc (crun fails on this host's hybrid
-# cgroups), mmdebstrap (the base image from Debian packages: no registry needed), uidmap,
+# as its image confines it), docker-compose (validates compose.yaml; no engine needed),
+# Java 17 (Spark, the outside engine the `spark` tier reads the lake with) and the container
+# tier's engine: podman + buildah on runc (crun fails on this host's hybrid cgroups),
+# mmdebstrap (the base image from Debian packages: no registry needed), uidmap,
 # slirp4netns, fuse-overlayfs and catatonit (the pause process of `podman kube play` pods).
 # --no-install-recommends: docker-compose would otherwise pull in the Docker engine.
-DEBS := fio chromium chromium-driver faketime bubblewrap docker-compose \
+DEBS := fio chromium chromium-driver faketime bubblewrap docker-compose openjdk-17-jre-headless \
 	podman buildah runc catatonit mmdebstrap uidmap slirp4netns fuse-overlayfs
-DEB_CMDS := fio chromium chromedriver faketime bwrap docker-compose \
+DEB_CMDS := fio chromium chromedriver faketime bwrap docker-compose java \
 	podman buildah runc catatonit mmdebstrap newuidmap slirp4netns fuse-overlayfs
 
 fio: sysdeps
@@ -36,7 +37,7 @@ sysdeps: ## install the Debian packages above if any of their commands is missin
 $(BIN)/fiolake: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,spark]'
 	@touch $@
 
 venv: $(BIN)/fiolake ## create .venv with fiolake and its dev deps
@@ -68,7 +69,7 @@ test: setup lint lint-imports typecheck ## everything: lint, layers, types, then
 # 75 s with two workers on this 2-core machine). The full tier stays serial: each worker
 # would start its own MinIO + OpenBao.
 test-fast: fio venv lint lint-imports typecheck ## the fast tier: no MinIO, no OpenBao, no Go (two pytest workers)
-	$(BIN)/pytest -q -n 2 -m "not stack and not slow and not browser and not container"
+	$(BIN)/pytest -q -n 2 -m "not stack and not slow and not browser and not spark and not container"
 
 # Chromium from Debian (sysdeps), driven by Playwright's Python package (never its own
 # browser download); the app runs on a lake written by real fio.

@@ -79,7 +79,7 @@ def display_scale(column: str, largest: float | None) -> tuple[float, str]:
     """(divisor, unit) to plot a raw column in human units, chosen from its largest value."""
     big = abs(largest or 0.0)
     if column in RATE_COLUMNS:
-        for divisor, unit in ((2**30, "GiB/s"), (2**20, "MiB/s"), (2**10, "KiB/s")):
+        for divisor, unit in ((2.0**30, "GiB/s"), (2.0**20, "MiB/s"), (2.0**10, "KiB/s")):
             if big >= divisor:
                 return divisor, unit
         return 1.0, "B/s"
@@ -101,7 +101,7 @@ def display_scale(column: str, largest: float | None) -> tuple[float, str]:
 def ratio_text(metric: str, ratio: float | None, low: float | None, high: float | None) -> str:
     """`6.3× [5.1×, 7.8×]`; for ratios below 1 also `(96 % lower)`."""
     if ratio is None:
-        return "---"
+        return units.MISSING
     text = f"{ratio:.3g}×"
     if ratio < 1:
         text += f" ({(1 - ratio) * 100:.0f} % lower)"
@@ -112,4 +112,4 @@ def ratio_text(metric: str, ratio: float | None, low: float | None, high: float 
 
 def p_text(value: float | None) -> str:
     """A p-value in two significant digits."""
-    return "---" if value is None else f"{value:.2g}"
+    return units.MISSING if value is None else f"{value:.2g}"

@@ -2,15 +2,15 @@
 
 Steps, each safe to interrupt: (1) append the rows of committed runs not yet compacted
 to one Delta table per lake table (and new commit markers to `commits`), rewriting a
-table of many small files into few; (2) create the next manifest generation,
+table of many small files into few; (2) create the next generation record,
 create-only — the single atomic switch fiolake's views see; (3) clean up: Delta files
 superseded longer than the grace period (vacuum), and objects of earlier layouts and
 generations. `results/` and `commits/` are never modified.
 
 Delta readers see each table's latest version: only ever rows of committed runs. A crash
-after (1) leaves rows in a table that the manifest does not list yet; the next run finds
-them (files added since the manifest's version) and does not append them twice. A lake
-compacted before Delta (manifest format 1, merged files of our own) is migrated: its
+after (1) leaves rows in a table that the generation does not list yet; the next run finds
+them (files added since the generation's version) and does not append them twice. A lake
+compacted before Delta (generation format 1, merged files of our own) is migrated: its
 merged files are folded into the Delta tables like per-run files.
 """
 
@@ -26,14 +26,15 @@ from deltalake import DeltaTable
 
 from fiolake import layout
 from fiolake.aggregator import delta
-from fiolake.aggregator.manifest import DeltaState, Manifest, latest_manifest, now_iso
+from fiolake.aggregator.generations import DeltaState, Generation, latest_generation
 from fiolake.aggregator.snapshot import COMMITS_SCHEMA, Snapshot, read_all, scan
 from fiolake.commits import logged_job_ids
 from fiolake.errors import LakeError, NotFound, PreconditionFailed, StoreError
 from fiolake.schema import SCHEMAS
-from fiolake.store import LocalStore, ObjectStore, S3Store
+from fiolake.store import ObjectStore
+from fiolake.timetext import iso_utc, now_iso, parse_iso
 
-Hook = Callable[[str], None]  # called with "files-written", "manifest-written" (tests)
+Hook = Callable[[str], None]  # called with "files-written", "generation-written" (tests)
 
 
 @dataclass(frozen=True)
@@ -44,14 +45,14 @@ class Merged:
     new_runs: int  # runs (files) folded in by this compaction
     runs: int  # run ids the table covers in total
     rows: int  # rows in the table
-    version: int  # the Delta version the manifest records
+    version: int  # the Delta version the generation records
 
 
 @dataclass
 class CompactionReport:
     """What one `compact` call did."""
 
-    generation: int | None  # the manifest written; None when there was nothing to do
+    generation: int | None  # the generation written; None when there was nothing to do
     merged: list[Merged] = field(default_factory=list)
     commits: int = 0  # markers in the commit index
     # Markers new since the previous generation without a commit-log entry (older
@@ -60,24 +61,6 @@ class CompactionReport:
     migrated: bool = False  # a lake of the merged-file layout was folded into Delta
     removed: list[str] = field(default_factory=list)  # superseded compacted objects deleted
     cleanup_errors: list[str] = field(default_factory=list)
-
-
-def delete_object(store: ObjectStore, key: str) -> None:
-    """Delete one object (compaction's own files only); StoreError when not possible."""
-    if isinstance(store, LocalStore):
-        try:
-            (store.root / key).unlink()
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise StoreError(f"cannot delete {key}: {exc}") from exc
-    elif isinstance(store, S3Store):
-        try:
-            store.client.delete_object(Bucket=store.bucket, Key=store.prefix + key)
-        except Exception as exc:  # noqa: BLE001 - mapped like every store error
-            raise store._error(exc, key) from exc
-    else:
-        raise StoreError(f"{type(store).__name__} cannot delete objects")
 
 
 def _contract(table: str) -> pa.Schema:
@@ -120,7 +103,7 @@ def _new_rows(
         for run_id, key in runs.items()
         if run_id not in covered
     }
-    legacy = snap.manifest.files(table) if snap.manifest and snap.manifest.legacy else []
+    legacy = snap.compacted.files(table) if snap.compacted and snap.compacted.legacy else []
     keys = legacy + sorted(loose)
     if not keys:
         return None, set()
@@ -135,7 +118,7 @@ def _new_rows(
     merged = merged.filter(pc.is_in(merged.column("run_id"), keep))
     new = {layout.parse_result_key(k)[2] for k in loose}  # type: ignore[index]
     if legacy:  # runs the merged files covered, rows or none (a rejected run has no results)
-        new |= set(snap.manifest.covered(table)) - covered  # type: ignore[union-attr]
+        new |= set(snap.compacted.covered(table)) - covered  # type: ignore[union-attr]
     if merged.num_rows == 0:  # runs without rows here (a rejected run has no results)
         return None, new
     return _conform(table, merged.sort_by([("run_id", "ascending")])), new
@@ -149,13 +132,13 @@ def _state(store: ObjectStore, table: str, dt: DeltaTable, keys: set[str]) -> De
 def _compact_table(
     store: ObjectStore, snap: Snapshot, table: str, gen: int
 ) -> tuple[DeltaState | None, Merged | None]:
-    """Bring one Delta table up to date; its state for the manifest, and what was added."""
-    prev = snap.manifest
+    """Bring one Delta table up to date; its state for the generation, and what was added."""
+    prev = snap.compacted
     before = prev.delta.get(table) if prev and not prev.legacy else None
     covered = set(before.keys) if before else set()
     dt = delta.open_table(store, table)
     if dt is not None and (before is None or dt.version() != before.version):
-        # Rows an interrupted compaction appended after the manifest's version.
+        # Rows an interrupted compaction appended after the generation's version.
         current, _ = delta.data_files(store, dt, table)
         added = sorted(set(current) - set(before.files if before else ()))
         covered |= delta.keys_in(store, table, added)
@@ -174,21 +157,19 @@ def _unlogged(store: ObjectStore, snap: Snapshot) -> int:
     """How many markers the index lacks that the commit log does not name either."""
     if not snap.unindexed:
         return 0
-    prev = snap.manifest
-    since = (
-        datetime.fromisoformat(prev.commits_listed_at) if prev and prev.commits_listed_at else None
-    )
+    prev = snap.compacted
+    since = parse_iso(prev.commits_listed_at) if prev and prev.commits_listed_at else None
     return len(snap.unindexed - logged_job_ids(store, since))
 
 
 def _cleanup(store: ObjectStore, grace: timedelta, report: CompactionReport) -> None:
-    """Remove what the newest manifest does not use, once superseded longer than `grace`.
+    """Remove what the newest generation does not use, once superseded longer than `grace`.
 
     Delta tables are vacuumed (files their log removed); elsewhere under `compacted/`,
-    earlier manifests and merged files of the layout before Delta are deleted once older
+    earlier generation records and merged files of the layout before Delta are deleted once older
     than `grace`. The grace period protects readers that opened an older generation.
     """
-    current = latest_manifest(store)
+    current = latest_generation(store)
     if current is None:
         return
     if not current.legacy:
@@ -198,7 +179,7 @@ def _cleanup(store: ObjectStore, grace: timedelta, report: CompactionReport) -> 
                 report.removed += [
                     layout.delta_table_prefix(table) + p for p in delta.vacuum(store, dt, grace)
                 ]
-    live = {layout.compaction_manifest_key(current.generation), *current.commit_files()}
+    live = {layout.generation_key(current.generation), *current.commit_files()}
     live |= {k for table in layout.TABLES for k in current.files(table)}
     cutoff = datetime.now(UTC) - grace
     for key in list(store.list(layout.COMPACTED_PREFIX)):
@@ -206,12 +187,12 @@ def _cleanup(store: ObjectStore, grace: timedelta, report: CompactionReport) -> 
             continue
         gen = layout.compaction_generation(key)
         if gen is not None and gen > current.generation:
-            continue  # a concurrent compaction's manifest: not ours to judge
+            continue  # a concurrent compaction's generation: not ours to judge
         try:
             info = store.head(key)
             if info is None or info.last_modified > cutoff:
                 continue
-            delete_object(store, key)
+            store.delete(key)
             report.removed.append(key)
         except StoreError as exc:
             report.cleanup_errors.append(str(exc))
@@ -225,19 +206,19 @@ def compact(
     hook: Hook | None = None,
 ) -> CompactionReport:
     """Append committed runs not yet compacted to the Delta tables; write the next
-    manifest; clean up."""
+    generation record; clean up."""
     tables = list(tables)
     for table in tables:
         if table not in layout.TABLES:
             raise LakeError(f"unknown table {table!r}; tables are {', '.join(layout.TABLES)}")
     # Taken before the listing: a marker it misses was written later, so its log entry
     # sorts after this instant (see fiolake.commits).
-    listed_at = store.server_time().isoformat(timespec="milliseconds")
+    listed_at = iso_utc(store.server_time())
     snap = scan(store, full_listing=True)
-    prev = snap.manifest
+    prev = snap.compacted
     report = CompactionReport(None, commits=snap.commits.num_rows)
-    report.migrated = prev is not None and prev.legacy
-    if report.migrated:  # every table the old layout holds moves to Delta now
+    if prev is not None and prev.legacy:  # every table the old layout holds moves to Delta
+        report.migrated = True
         tables = [t for t in layout.TABLES if t in tables or prev.files(t)]
     gen = (prev.generation if prev else 0) + 1
     states = dict(prev.delta) if prev and not prev.legacy else {}
@@ -251,20 +232,20 @@ def compact(
     if changed:
         report.unlogged = _unlogged(store, snap)
         vouched = listed_at if report.unlogged == 0 else None
-        manifest = Manifest(
+        record = Generation(
             gen, now_iso(), None, snap.commits.num_rows, commits_listed_at=vouched, delta=states
         )
         if hook:
             hook("files-written")
         try:
-            store.put(layout.compaction_manifest_key(gen), manifest.to_bytes(), if_none_match=True)
+            store.put(layout.generation_key(gen), record.to_bytes(), if_none_match=True)
         except PreconditionFailed:
             raise LakeError(
                 f"another compaction wrote generation {gen} first: run `fiolake lake compact` again"
             ) from None
         report.generation = gen
         if hook:
-            hook("manifest-written")
+            hook("generation-written")
     report.merged = [m for m in report.merged if m.table != delta.COMMITS]
     try:
         _cleanup(store, grace, report)

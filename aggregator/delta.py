@@ -3,8 +3,9 @@
 One table per lake table plus `commits`, at `compacted/delta/<table>/`. The compactor is
 their only writer and only ever appends rows of committed runs, so any Delta reader
 (DuckDB `delta_scan`, polars `scan_delta`, Spark, Trino) sees exactly the runs compacted
-so far, never an orphan attempt. fiolake's own views do not need delta-rs: the
-compaction manifest records each table's Delta version and its data files.
+so far, never an orphan attempt. fiolake's own views do not need delta-rs: the compaction
+generation (`fiolake.aggregator.generations`) records each table's Delta version and its
+data files.
 
 delta-rs talks to S3 through Rust's object_store, which takes no CA file option; it
 trusts the roots rustls loads from the `SSL_CERT_FILE` environment variable. The lake's
@@ -29,7 +30,7 @@ from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from fiolake import layout
 from fiolake.errors import AccessDenied, LakeError
-from fiolake.store import LocalStore, ObjectStore, S3Store
+from fiolake.store import ObjectStore
 
 ROW_GROUP_ROWS = 65_536  # small enough that a query for one run skips most of a file
 # Appends add one file per table per compaction; past this many files a table is
@@ -46,12 +47,7 @@ def key_column(table: str) -> str:
 
 def table_uri(store: ObjectStore, table: str) -> str:
     """Where delta-rs finds `table` of `store`'s lake."""
-    prefix = layout.delta_table_prefix(table).rstrip("/")
-    if isinstance(store, LocalStore):
-        return str(store.root / prefix)
-    if isinstance(store, S3Store):
-        return f"{store.url}/{prefix}"
-    raise LakeError(f"{type(store).__name__} cannot hold Delta tables")
+    return store.location(layout.delta_table_prefix(table).rstrip("/"))
 
 
 def storage_options(store: ObjectStore) -> dict[str, str]:
@@ -59,9 +55,9 @@ def storage_options(store: ObjectStore) -> dict[str, str]:
 
     `AWS_CONDITIONAL_PUT=etag` makes log commits create-only on MinIO (no DynamoDB lock).
     """
-    if not isinstance(store, S3Store):
-        return {}
     s3 = store.settings
+    if s3 is None:  # a local directory: delta-rs needs no options
+        return {}
     options = {
         "AWS_ENDPOINT_URL": s3.endpoint,
         "AWS_REGION": s3.region,
@@ -81,7 +77,7 @@ def trusting(store: ObjectStore) -> Iterator[None]:
 
     Outside readers in this process (polars, DuckDB's delta extension) need it too.
     """
-    ca = store.settings.ca_bundle if isinstance(store, S3Store) else None
+    ca = store.settings.ca_bundle if store.settings else None
     with _ENV_LOCK:
         before = os.environ.get("SSL_CERT_FILE")
         if ca:

@@ -7,6 +7,7 @@ from typing import Any
 
 from fiolake.aggregator.filters import RunFilter, validate
 from fiolake.aggregator.lake import Lake
+from fiolake.errors import LakeError
 from fiolake.jobhash import effective_job_sha256, job_differences
 
 # `runs` columns that describe where and how a run happened (not what it measured).
@@ -54,6 +55,8 @@ def _environment(lake: Lake, run_id: str) -> dict[str, Any]:
         ).fetchone()
     finally:
         cur.close()
+    if row is None:  # `env_diff` validated the run ids: only a lake emptied meanwhile
+        raise LakeError(f"run {run_id} is no longer in the lake — run the command again")
     env = dict(zip(ENV_COLUMNS, row[: len(ENV_COLUMNS)], strict=True))
     labels, canonical = row[len(ENV_COLUMNS)], row[len(ENV_COLUMNS) + 1]
     for key, value in (labels or {}).items():

@@ -3,31 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from fiolake import units
 from fiolake.aggregator.lake import Lake
 from fiolake.errors import LakeError, UsageProblem
-
-
-# A duration here always carries its unit, so '2025' in --since stays a date.
-def parse_duration(text: str) -> timedelta:
-    """'90s', '15m', '6h', '7d' -> timedelta (fiolake.units' parser; a unit is required)."""
-    return timedelta(seconds=units.parse_duration(text, unit_required=True))
-
-
-def parse_since(text: str, now: datetime | None = None) -> datetime:
-    """A point in time: a duration back from `now` ('7d') or an ISO date/time (UTC if naive)."""
-    if units.seconds_or_none(text, unit_required=True) is not None:
-        return (now or datetime.now(UTC)) - parse_duration(text)
-    try:
-        when = datetime.fromisoformat(text)
-    except ValueError:
-        raise UsageProblem(
-            f"invalid time {text!r}: use a duration (7d, 12h) or an ISO date (2025-03-01)"
-        ) from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
+from fiolake.timetext import iso_utc
 
 
 @dataclass(frozen=True)
@@ -44,7 +25,8 @@ class RunFilter:
 
     def where(self, alias: str = "runs") -> tuple[str, list[Any]]:
         """A SQL condition on `runs` (aliased `alias`) and its bound parameters."""
-        conds, params = ["true"], []
+        conds: list[str] = ["true"]
+        params: list[Any] = []
         if self.status is not None:
             conds.append(f"{alias}.status = ?")
             params.append(self.status)
@@ -78,9 +60,9 @@ class RunFilter:
             parts.append(f"profile '{self.profile}'")
         parts += [f"run '{r}'" for r in self.runs]
         if self.since is not None:
-            parts.append(f"since {self.since.isoformat()}")
+            parts.append(f"since {iso_utc(self.since, 'minutes')}")
         if self.until is not None:
-            parts.append(f"until {self.until.isoformat()}")
+            parts.append(f"until {iso_utc(self.until, 'minutes')}")
         return ", ".join(parts) or "no filter"
 
 
@@ -88,7 +70,8 @@ def _exists(lake: Lake, column: str, value: str) -> bool:
     cur = lake.cursor()
     try:
         sql = f"SELECT EXISTS (SELECT 1 FROM runs WHERE {column} = ?)"
-        return bool(cur.execute(sql, [value]).fetchone()[0])
+        row = cur.execute(sql, [value]).fetchone()
+        return row is not None and bool(row[0])
     finally:
         cur.close()
 

@@ -16,9 +16,10 @@ of every member is second k of the gang. Views (docs/gangs.md):
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import duckdb
+from duckdb.func import FunctionNullHandling
 
 from fiolake.fio_bins import bin_percentiles
 
@@ -51,7 +52,7 @@ SELECT m.job_id, m.run_id, t.job_name, t.direction, t.second,
        sum(t.io_bytes) AS io_bytes, sum(t.ios) AS ios
 FROM timeseries t JOIN gang_members m USING (run_id)
 WHERE NOT coalesce(t.partial, false)
-GROUP BY ALL
+GROUP BY m.job_id, m.run_id, t.job_name, t.direction, t.second
 """
 
 # The common window: seconds 1..S where S is the shortest member's last whole second.
@@ -59,8 +60,8 @@ _WINDOW = """
 CREATE VIEW _fiolake.gang_window AS
 SELECT job_id, job_name, direction, count(*) AS members, min(last_s) AS first_done_s
 FROM (SELECT job_id, run_id, job_name, direction, max(second) AS last_s
-      FROM _fiolake.gang_member_seconds GROUP BY ALL)
-GROUP BY ALL
+      FROM _fiolake.gang_member_seconds GROUP BY job_id, run_id, job_name, direction)
+GROUP BY job_id, job_name, direction
 """
 
 _SECONDS = """
@@ -70,28 +71,28 @@ SELECT s.job_id, s.job_name, s.direction, s.second, count(*) AS members,
 FROM _fiolake.gang_member_seconds s JOIN _fiolake.gang_window w
   USING (job_id, job_name, direction)
 WHERE s.second <= w.first_done_s
-GROUP BY ALL
+GROUP BY s.job_id, s.job_name, s.direction, s.second
 """
 
 _RESULTS = """
 CREATE VIEW gang_results AS
 WITH first_done AS (
   SELECT job_id, job_name, direction, sum(io_bytes) AS bytes, sum(ios) AS ios
-  FROM gang_seconds GROUP BY ALL
+  FROM gang_seconds GROUP BY job_id, job_name, direction
 ), last_done AS (
   SELECT m.job_id, r.job_name, r.direction, sum(r.io_bytes) AS bytes,
          sum(r.total_ios) AS ios, max(r.runtime_ms) AS runtime_ms
   FROM results r JOIN gang_members m USING (run_id)
-  GROUP BY ALL
+  GROUP BY m.job_id, r.job_name, r.direction
 ), bins AS (
   SELECT m.job_id, b.job_name, b.direction, b.value_ns, sum(b.count) AS count
   FROM latency_bins b JOIN gang_members m USING (run_id)
   WHERE b.lat_type = 'clat'
-  GROUP BY ALL
+  GROUP BY m.job_id, b.job_name, b.direction, b.value_ns
 ), hist AS (
   SELECT job_id, job_name, direction, list(value_ns ORDER BY value_ns) AS v,
          list(CAST(count AS BIGINT) ORDER BY value_ns) AS c
-  FROM bins GROUP BY ALL
+  FROM bins GROUP BY job_id, job_name, direction
 ), gang AS (
   SELECT job_id, any_value(campaign_id) AS campaign_id, any_value(backend) AS backend,
          any_value(profile) AS profile, any_value(gang_size) AS gang_size,
@@ -124,45 +125,89 @@ def _bin_percentile(values: list[int] | None, counts: list[int] | None, p: float
     return bin_percentiles(dict(zip(values, counts, strict=True)), [p])[0]
 
 
-def create_views(con: duckdb.DuckDBPyConnection) -> None:
-    """Create `gang_members`, `gang_seconds` and `gang_results` over the lake views."""
-    con.create_function(
-        "fio_bin_percentile",
-        _bin_percentile,
-        ["BIGINT[]", "BIGINT[]", "DOUBLE"],
-        "BIGINT",
-        null_handling="special",
-    )
-    percentiles = ", ".join(
+def percentile_columns() -> str:
+    """The percentile columns of `gang_results` (fio's method on the members' bins)."""
+    return ", ".join(
         f"fio_bin_percentile(h.v, h.c, CAST({p} AS DOUBLE)) AS {name}"
         for name, p in GANG_PERCENTILES.items()
     )
-    for sql in (_MEMBERS, _MEMBER_SECONDS, _WINDOW, _SECONDS):
+
+
+def view_statements(percentiles: str) -> list[str]:
+    """The CREATE VIEW statements of the gang views, in order, with `percentiles` as the
+    percentile columns of `gang_results` (docs/engines.md renders them for other engines)."""
+    return [_MEMBERS, _MEMBER_SECONDS, _WINDOW, _SECONDS, _RESULTS.format(percentiles=percentiles)]
+
+
+def register_functions(con: duckdb.DuckDBPyConnection) -> None:
+    """Register `fio_bin_percentile(values, counts, p)`, which `gang_results` uses."""
+    con.create_function(
+        "fio_bin_percentile",
+        _bin_percentile,
+        [duckdb.sqltype("BIGINT[]"), duckdb.sqltype("BIGINT[]"), duckdb.sqltype("DOUBLE")],
+        duckdb.sqltype("BIGINT"),
+        null_handling=FunctionNullHandling.SPECIAL,
+    )
+
+
+def create_views(con: duckdb.DuckDBPyConnection) -> None:
+    """Create `gang_members`, `gang_seconds` and `gang_results` over the lake views."""
+    register_functions(con)
+    for sql in view_statements(percentile_columns()):
         con.execute(sql)
-    con.execute(_RESULTS.format(percentiles=percentiles))
 
 
-# Columns of `gang_comparison`, in order.
-COMPARISON_COLUMNS = (
-    "backend", "gang_size", "profile", "job_name", "direction", "job_id", "start_skew_ms",
-    "first_done_s", "first_done_bw_bytes", "first_done_iops", "last_done_s",
-    "last_done_bw_bytes", "last_done_iops", "clat_p50_ns", "clat_p99_ns", "clat_p999_ns",
-    "scaling",
-)  # fmt: skip
-MEMBER_COLUMNS = (
-    "job_id", "gang_attempt", "gang_slot", "runner", "host", "run_id", "status",
-    "start_skew_ms", "clock_offset_ms", "clock_offset_error_ms",
-)  # fmt: skip
+class GangRow(NamedTuple):
+    """One gang job's aggregate (`gang_comparison`); raw units, None where unknown."""
+
+    backend: str
+    gang_size: int
+    profile: str
+    job_name: str
+    direction: str
+    job_id: str
+    start_skew_ms: float | None  # the largest member skew
+    first_done_s: float | None
+    first_done_bw_bytes: float | None
+    first_done_iops: float | None
+    last_done_s: float | None
+    last_done_bw_bytes: float | None
+    last_done_iops: float | None
+    clat_p50_ns: int | None
+    clat_p99_ns: int | None
+    clat_p999_ns: int | None
+    scaling: float | None  # first-done bandwidth over the smallest gang's
+
+
+class MemberRow(NamedTuple):
+    """One member run of a gang (`gang_member_rows`)."""
+
+    job_id: str
+    gang_attempt: int
+    gang_slot: int
+    runner: str
+    host: str
+    run_id: str
+    status: str
+    start_skew_ms: float | None
+    clock_offset_ms: float | None
+    clock_offset_error_ms: float | None
+
+
+# Column names, in order (the rows are tuples too: `--format csv|json` emits them as they are).
+COMPARISON_COLUMNS = GangRow._fields
+MEMBER_COLUMNS = MemberRow._fields
 
 
 def has_gangs(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> bool:
     """Whether the runs `filt` selects include gang members."""
     where, params = filt.where("gang_members")
-    return con.execute(f"SELECT count(*) FROM gang_members WHERE {where}", params).fetchone()[0] > 0
+    row = con.execute(f"SELECT count(*) > 0 FROM gang_members WHERE {where}", params).fetchone()
+    return row is not None and bool(row[0])
 
 
-def gang_comparison(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[tuple]:
-    """One row per gang job (COMPARISON_COLUMNS), by backend, gang size and job;
+def gang_comparison(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[GangRow]:
+    """One row per gang job, by backend, gang size and job;
     `scaling` = first-done bandwidth over that of the smallest gang of the same backend,
     profile, job and direction (2.0 for 2 members that each got what one got alone)."""
     where, params = filt.where("m")
@@ -180,14 +225,14 @@ def gang_comparison(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[tup
         FROM g JOIN base USING (backend, profile, job_name, direction)
         ORDER BY g.profile, g.job_name, g.direction, g.backend, g.gang_size, g.job_id
     """
-    return con.execute(query, params).fetchall()
+    return [GangRow(*row) for row in con.execute(query, params).fetchall()]
 
 
-def gang_member_rows(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[tuple]:
-    """One row per member run (MEMBER_COLUMNS) of the gangs `filt` selects."""
+def gang_member_rows(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[MemberRow]:
+    """One row per member run of the gangs `filt` selects."""
     where, params = filt.where("m")
     query = (
         f"SELECT {', '.join(MEMBER_COLUMNS)} FROM gang_members m WHERE {where} "
         "ORDER BY job_id, gang_attempt, gang_slot"
     )
-    return con.execute(query, params).fetchall()
+    return [MemberRow(*row) for row in con.execute(query, params).fetchall()]

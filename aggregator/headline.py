@@ -130,11 +130,11 @@ def profile_ratios(result: Comparison) -> list[ProfileRatio]:
         for r in rows:
             counts[_verdict(r)] += 1
         ps = [r.p_adjusted for r in rows if r.p_adjusted is not None]
+        ratios = [r.ratio for r in rows if r.ratio is not None]  # each has one (see above)
         if len(rows) == 1:
             r = rows[0]
-            low, high, ratio = r.ratio_ci_low, r.ratio_ci_high, r.ratio
+            low, high, ratio = r.ratio_ci_low, r.ratio_ci_high, ratios[0]
         else:
-            ratios = [r.ratio for r in rows]
             ratio = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
             low, high = min(ratios), max(ratios)
         verdict = next(iter(counts)) if len(counts) == 1 else MIXED

@@ -17,13 +17,14 @@ import duckdb_extension_httpfs
 import pyarrow as pa
 
 from fiolake.aggregator import gang
-from fiolake.aggregator.manifest import Manifest
+from fiolake.aggregator.generations import Generation
 from fiolake.aggregator.snapshot import Snapshot, scan
 from fiolake.config import Settings
 from fiolake.errors import LakeError, StoreError
 from fiolake.layout import TABLES
+from fiolake.s3client import S3Settings
 from fiolake.schema import SCHEMAS
-from fiolake.store import ObjectStore, S3Settings, open_store
+from fiolake.store import ObjectStore, open_store
 
 INTERNAL_SCHEMA = "_fiolake"
 
@@ -80,11 +81,6 @@ def configure_s3(con: duckdb.DuckDBPyConnection, s3: S3Settings) -> None:
     con.execute("SET GLOBAL validate_external_file_cache = 'NO_VALIDATION'")
 
 
-def object_url(store: ObjectStore, key: str) -> str:
-    """The path DuckDB reads for an object key of `store`."""
-    return f"{store.url.rstrip('/')}/{key}"
-
-
 def parquet_source(paths: list[str], *, hive: bool = True) -> str:
     """A read_parquet() call over `paths`; `hive` takes `date` from the date= directory."""
     files = ", ".join(quote(p) for p in paths)
@@ -104,9 +100,9 @@ class Lake:
     files: dict[str, list[str]] = field(default_factory=dict)  # table -> object keys read
 
     @property
-    def manifest(self) -> Manifest | None:
-        """The compaction manifest the views use (None when never compacted)."""
-        return self.snapshot.manifest
+    def compacted(self) -> Generation | None:
+        """The compaction generation the views use (None when never compacted)."""
+        return self.snapshot.compacted
 
     @property
     def warnings(self) -> list[str]:
@@ -149,7 +145,7 @@ def _create_views(con: duckdb.DuckDBPyConnection, store: ObjectStore, snap: Snap
         contract = _column_types(con, f"{INTERNAL_SCHEMA}.empty_{table}")
         # Merged files hold a physical `date`; per-run files get it from their path.
         sources = [
-            f"SELECT * FROM {parquet_source([object_url(store, k) for k in keys], hive=hive)}"
+            f"SELECT * FROM {parquet_source([store.location(k) for k in keys], hive=hive)}"
             for keys, hive in (
                 (snap.compacted_files(table), False),
                 (snap.loose_files(table), True),

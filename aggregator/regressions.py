@@ -68,7 +68,7 @@ def _series_points(
     key: tuple[Any, ...], metric: str, values: list[RunValue], max_pvalue: float
 ) -> list[ChangePoint]:
     backend, (profile, job, direction, sha) = key
-    numbers = [v.value for v in values]
+    numbers = [v.value for v in values if v.value is not None]  # the caller dropped the rest
     found = change_points(numbers, max_pvalue)
     bounds = [0, *sorted(found), len(values)]
     out = []

@@ -197,7 +197,9 @@ def benjamini_hochberg(pvalues: Sequence[float]) -> list[float]:
     return out
 
 
-def pooled_t_pvalue(left: Sequence[float], right: Sequence[float]) -> float:
+def pooled_t_pvalue(
+    left: Sequence[float] | np.ndarray, right: Sequence[float] | np.ndarray
+) -> float:
     """Two-sided p of Student's two-sample t-test with pooled variance (scipy.stats'
     `ttest_ind` default); each side needs two values and the pooled variance must be > 0."""
     a, b = np.asarray(left, dtype=float), np.asarray(right, dtype=float)

@@ -85,8 +85,8 @@ def _mark_change_points(points: list[TrendPoint]) -> list[TrendPoint]:
         series.setdefault((p.backend, p.profile, p.job_name, p.direction), []).append(i)
     marked = list(points)
     for idx in series.values():
-        values = [points[i].value for i in idx]
-        if any(v is None or v <= 0 for v in values):
+        values = [v for i in idx if (v := points[i].value) is not None and v > 0]
+        if len(values) < len(idx):  # a gap or a zero: no series to split
             continue
         for at in change_points(values):
             marked[idx[at]] = replace(points[idx[at]], change_point=True)

@@ -45,7 +45,7 @@ with st.expander("The lake: runs per backend"):
     cols[0].metric("Committed runs", snap.commits.num_rows)
     rows = overview(lake)
     cols[1].metric("Backends", len(rows))
-    cols[2].metric("Compaction generation", lake.manifest.generation if lake.manifest else "none")
+    cols[2].metric("Compaction generation", lake.compacted.generation if lake.compacted else "none")
     table = [(*r[:5], when(r[5]), when(r[6])) for r in rows]
     columns = ["backend", "ok", "failed", "rejected", "profiles", "first run", "last run"]
     st.dataframe(human_frame(columns, table), hide_index=True)

@@ -3,7 +3,7 @@ verdict colours and the ratio chart (log axis, CI whiskers, adjusted p on hover)
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import altair as alt
@@ -12,10 +12,8 @@ import streamlit as st
 
 from fiolake.aggregator.compare import BASELINE, Comparison
 from fiolake.aggregator.headline import ProfileRatio
+from fiolake.timetext import MINUTES_FORMAT, iso_utc
 
-# ISO 8601 with a 24-hour clock; the lake stores UTC (TIMESTAMPTZ) and the app says so.
-TIME_FORMAT = "%Y-%m-%d %H:%M"
-ZONE = "UTC"
 VERDICT_COLOURS = {
     "better": "#1a9850",
     "worse": "#d73027",
@@ -29,27 +27,38 @@ LABEL_LIMIT = 420  # px of an axis label before Vega truncates it with …
 
 
 def when(at: datetime | None) -> str:
-    """`2025-03-01 12:00 UTC` (the lake's timestamps are UTC)."""
-    return "" if at is None else f"{at.astimezone(UTC):{TIME_FORMAT}} {ZONE}"
+    """`2025-03-01T12:00Z`: fiolake's time text for people (the lake's timestamps are UTC)."""
+    return "" if at is None else iso_utc(at, "minutes")
 
 
 def run_label(backend: str, repetition: int | None, started_at: datetime | None) -> str:
-    """How a run is named on every chart: `disk · rep 1 · 2025-03-01 12:00 UTC`."""
+    """How a run is named on every chart: `disk · rep 1 · 2025-03-01T12:00Z`."""
     rep = "rep ?" if repetition is None else f"rep {repetition}"
     return f"{backend} · {rep} · {when(started_at)}"
 
 
 def time_axis(field: str, title: str = "started") -> alt.X:
-    """An x axis of timestamps: ISO date + 24-hour time, the zone in the title."""
+    """An x axis of timestamps, labelled as `when` writes them (ISO 8601, UTC)."""
     return alt.X(
         f"{field}:T",
-        title=f"{title} ({ZONE})",
-        axis=alt.Axis(format=TIME_FORMAT, labelAngle=-30, labelOverlap=True),
+        title=f"{title} (UTC)",
+        axis=alt.Axis(format=MINUTES_FORMAT, labelAngle=-30, labelOverlap=True),
         scale=alt.Scale(type="utc"),
     )
 
 
-def show(chart: alt.TopLevelMixin, **kwargs: Any) -> Any:
+# What `show` draws: any chart Altair composes.
+AnyChart = (
+    alt.Chart
+    | alt.LayerChart
+    | alt.FacetChart
+    | alt.ConcatChart
+    | alt.HConcatChart
+    | alt.VConcatChart
+)
+
+
+def show(chart: AnyChart, **kwargs: Any) -> Any:
     """Draw `chart` across the container's width."""
     return st.altair_chart(chart, width="stretch", **kwargs)
 
@@ -133,7 +142,7 @@ def profile_ratio_frame(ratios: list[ProfileRatio]) -> pd.DataFrame:
     )
 
 
-def ratio_chart(frame: pd.DataFrame, baseline: str, metric: str) -> alt.Chart:
+def ratio_chart(frame: pd.DataFrame, baseline: str, metric: str) -> AnyChart:
     """Horizontal ratio bars from 1 (the baseline) on a log axis, one row per case ×
     backend, whiskers for the 95 % CI, coloured by verdict; hover for the adjusted p."""
     data = frame[frame["metric"] == metric]

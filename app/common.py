@@ -57,7 +57,7 @@ def run_or_stop(fn: Any, lake: Lake, *args: Any, **kwargs: Any) -> Any:
     state = (
         lake.url,
         lake.snapshot.commits.num_rows,
-        lake.manifest.generation if lake.manifest else 0,
+        lake.compacted.generation if lake.compacted else 0,
     )
     return call_or_stop(_cached_call, name, state, fn, lake, *args, **kwargs)
 

@@ -185,6 +185,8 @@ def _gang_status(store: ObjectStore, job_id: str, key: str) -> JobStatus | None:
         return None
     size = manifest_in_envelope(store.get(key)[0]).gang or 1
     state = gangs.gang_state(store, job_id, size)
+    if state is None:  # its last runner left between the two listings
+        return None
     runners = ",".join(state.runners) or None
     if state.started:
         return JobStatus(job_id, "running", runners, None, None, state.attempt, None, key)

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from fiolake import layout
 from fiolake.errors import PreconditionFailed
+from fiolake.timetext import now_iso
 
 if TYPE_CHECKING:  # the CLI imports this module for RERUNNABLE: keep it light
     from fiolake.store import ObjectStore
@@ -90,8 +91,9 @@ def new_commit(
     members: tuple[str, ...] = (),
 ) -> Commit:
     """A marker stamped with the current UTC time."""
-    now = datetime.now(UTC).isoformat(timespec="milliseconds")
-    return Commit(job_id, run_id, campaign_id, runner, status, now, reason[:REASON_CHARS], members)
+    return Commit(
+        job_id, run_id, campaign_id, runner, status, now_iso(), reason[:REASON_CHARS], members
+    )
 
 
 COMMIT_LOG_SLACK = timedelta(minutes=5)

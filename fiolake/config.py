@@ -1,7 +1,7 @@
 """fiolake's configuration: one typed object built once from flags and the environment.
 
 Every `FIOLAKE_*`, `AWS_*` and `VAULT_*` variable fiolake reads is read here and nowhere
-else (the README's configuration table lists the same names; a test keeps them equal).
+else (docs/usage.md's configuration table lists the same names; a test keeps them equal).
 A command builds one `Settings` with `Settings.from_env(lake=<--lake flag>)` and passes it
 (or what it opens: a store, a signer, a keyring) down to the library.
 """
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fiolake.errors import FiolakeError
+from fiolake.s3client import S3Settings
 from fiolake.signing import (
     DEFAULT_KEYRING,
     DEFAULT_TRANSIT_KEY,
@@ -24,11 +25,11 @@ from fiolake.signing import (
     load_public_key,
     vault_key_refresher,
 )
-from fiolake.store import ObjectStore, S3Settings, open_store
+from fiolake.store import ObjectStore, open_store
 
 DEFAULT_LAKE = "./lake"
 
-# name -> what it sets; the README's configuration table is checked against this.
+# name -> what it sets; docs/usage.md's configuration table is checked against this.
 ENV_VARS: dict[str, str] = {
     "FIOLAKE_LAKE": "lake location: a directory or s3://BUCKET[/PREFIX] (default ./lake)",
     "FIOLAKE_S3_ENDPOINT": "https:// endpoint of the object store (S3 lakes)",

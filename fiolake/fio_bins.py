@@ -42,7 +42,9 @@ def hist_bins(counts: Sequence[int], coarseness: int = 0) -> dict[int, int]:
     return out
 
 
-def bin_percentiles(bins: Mapping[str | int, int], percentiles: Iterable[float]) -> list[int]:
+def bin_percentiles(
+    bins: Mapping[str, int] | Mapping[int, int], percentiles: Iterable[float]
+) -> list[int]:
     """fio's own percentile method on bins: the midpoint of the first bucket whose running
     count reaches p/100·N, compared exactly (fio uses long double)."""
     buckets = sorted((int(mid), int(count)) for mid, count in bins.items())

@@ -52,9 +52,12 @@ class MemberDone:
 
 def _read_json(store: ObjectStore, key: str) -> dict[str, Any] | None:
     try:
-        return json.loads(store.get(key)[0])
+        body = json.loads(store.get(key)[0])
     except NotFound:
         return None
+    if not isinstance(body, dict):
+        raise ValueError(f"{key} holds no JSON object")
+    return body
 
 
 def _create(store: ObjectStore, key: str, body: dict[str, Any]) -> bool:

@@ -181,7 +181,9 @@ def raw_key(run_id: str, name: str) -> str:
 # Compaction (aggregator): merged copies of committed runs, read instead of the small
 # per-run files they cover. results/ and commits/ stay untouched; see docs/aggregator.md.
 COMPACTED_PREFIX = "compacted/"
-MANIFESTS_PREFIX = f"{COMPACTED_PREFIX}_manifests/"
+# One record per compaction generation. The folder keeps the name it had when these were
+# called manifests, so lakes compacted before the rename still read.
+GENERATIONS_PREFIX = f"{COMPACTED_PREFIX}_manifests/"
 # Delta Lake tables of the compacted layer: compacted/delta/<table>/ (+ `commits`)
 DELTA_PREFIX = f"{COMPACTED_PREFIX}delta/"
 
@@ -213,14 +215,14 @@ def run_id_of_attempt_key(key: str) -> str | None:
         return None
 
 
-def compaction_manifest_key(generation: int) -> str:
-    """Create-only manifest of compaction generation `generation` (the newest one wins)."""
-    return f"{MANIFESTS_PREFIX}g{generation:08d}.json"
+def generation_key(generation: int) -> str:
+    """Create-only record of compaction generation `generation` (the newest one wins)."""
+    return f"{GENERATIONS_PREFIX}g{generation:08d}.json"
 
 
 def compaction_generation(key: str) -> int | None:
-    """The generation of a manifest key (inverse of `compaction_manifest_key`), else None."""
-    m = re.match(r"^compacted/_manifests/g(\d{8})\.json$", key)
+    """The generation of a record's key (inverse of `generation_key`), else None."""
+    m = re.match(rf"^{GENERATIONS_PREFIX}g(\d{{8}})\.json$", key)
     return int(m.group(1)) if m else None
 
 

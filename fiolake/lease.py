@@ -109,9 +109,12 @@ def create_lease(
     return _write(store, lease, create=True, if_match=None)
 
 
-def renew_lease(store: ObjectStore, lease: Lease, **changes: object) -> Lease:
-    """Compare-and-swap a fresh copy of our lease; raises LeaseLost if it is not ours."""
-    fresh = replace(lease, seq=lease.seq + 1, nonce=secrets.token_hex(8), **changes)
+def renew_lease(store: ObjectStore, lease: Lease, *, state: str | None = None) -> Lease:
+    """Compare-and-swap a fresh copy of our lease (in `state` if given, e.g. "released");
+    raises LeaseLost if it is not ours."""
+    fresh = replace(
+        lease, seq=lease.seq + 1, nonce=secrets.token_hex(8), state=state or lease.state
+    )
     renewed = _write(store, fresh, create=False, if_match=lease.etag)
     if renewed is None:
         raise LeaseLost(f"lease of job {lease.job_id} was taken over")

@@ -20,6 +20,7 @@ from typing import Any
 from fiolake import layout
 from fiolake.errors import ManifestError
 from fiolake.signing import Keyring, KeyringUnavailable, Signature, Signer
+from fiolake.timetext import iso_utc
 
 MANIFEST_SCHEMA = 1
 PAYLOAD_TYPE = "application/vnd.fiolake.manifest+json; version=1"
@@ -51,11 +52,12 @@ _OPTIONAL_FIELDS = _OPTIONAL_STR_FIELDS + _OPTIONAL_GANG_FIELDS
 def _utc_text(t: datetime) -> str:
     if t.tzinfo is None:
         raise ValueError("use a timezone-aware datetime")
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return iso_utc(t, "seconds")
 
 
 def parse_utc(text: str) -> datetime:
-    """Parse the manifest time format `YYYY-MM-DDTHH:MM:SSZ`."""
+    """Parse the manifest time format `YYYY-MM-DDTHH:MM:SSZ` (strict: a signed field has
+    one spelling, the one `fiolake.timetext.iso_utc` writes to the second)."""
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 

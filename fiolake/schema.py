@@ -1,4 +1,4 @@
-"""Arrow schemas of the four lake tables: the user-facing column contract.
+"""Arrow schemas of the seven lake tables (`layout.TABLES`): the user-facing column contract.
 
 Units are raw everywhere: bytes, bytes per second, nanoseconds, milliseconds for
 runtimes, percent for CPU. Columns fio may not report (old versions, gtod_reduce=1,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import hashlib
 import os
 import tempfile
@@ -18,22 +17,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-import botocore.session
-from botocore.config import Config
-from botocore.exceptions import (
-    ClientError,
-    ConnectionClosedError,
-    ConnectTimeoutError,
-    EndpointConnectionError,
-    NoCredentialsError,
-    ReadTimeoutError,
-    SSLError,
-)
-from botocore.utils import parse_timestamp
+from botocore.exceptions import ClientError
 
-from fiolake.errors import AccessDenied, NotFound, PreconditionFailed, StoreError, StoreUnavailable
+from fiolake.errors import NotFound, PreconditionFailed, StoreError
+from fiolake.s3client import S3Settings, s3_client, s3_error
 
 
 @dataclass(frozen=True)
@@ -50,7 +39,24 @@ class ObjectInfo:
 class ObjectStore(Protocol):
     """The operations fiolake needs from a lake store."""
 
-    url: str
+    @property
+    def url(self) -> str:
+        """The lake's URL: a directory, or s3://bucket[/prefix]."""
+        ...
+
+    @property
+    def settings(self) -> S3Settings | None:
+        """How readers outside fiolake (DuckDB, delta-rs) reach it over S3; None when local."""
+        ...
+
+    def location(self, key: str) -> str:
+        """Where a reader outside fiolake finds `key` (a path, or an s3:// URL)."""
+        ...
+
+    def delete(self, key: str) -> None:
+        """Remove an object (gone already is fine). Only compaction deletes, and only its
+        own superseded objects: results and commit markers are never deleted."""
+        ...
 
     def put(
         self, key: str, data: bytes, *, if_none_match: bool = False, if_match: str | None = None
@@ -74,9 +80,24 @@ def _etag(data: bytes) -> str:
 class LocalStore:
     """A lake in a local directory; keys are relative paths below `root`."""
 
+    settings: S3Settings | None = None
+
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root).absolute()
         self.url = str(self.root)
+
+    def location(self, key: str) -> str:
+        """The file's path below the lake directory (spelled like `url`, unresolved)."""
+        return f"{self.url.rstrip('/')}/{key}"
+
+    def delete(self, key: str) -> None:
+        """Unlink the object's file; StoreError when the file system refuses."""
+        try:
+            self._path(key).unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise StoreError(f"cannot delete {key}: {exc}") from exc
 
     def _path(self, key: str) -> Path:
         path = (self.root / key).resolve()
@@ -173,91 +194,7 @@ class LocalStore:
             yield from sorted(p.name for p in base.iterdir() if p.is_dir())
 
 
-@dataclass(frozen=True)
-class S3Settings:
-    """How to reach an S3-compatible endpoint; TLS is mandatory."""
-
-    endpoint: str
-    ca_bundle: str | None = None
-    access_key: str | None = None
-    secret_key: str | None = None
-    region: str = "us-east-1"
-
-    def __post_init__(self) -> None:
-        if not self.endpoint.startswith("https://"):
-            raise StoreError(
-                f"refusing plain-text endpoint {self.endpoint!r}: use https:// "
-                "(fiolake talks to object storage over TLS only)"
-            )
-
-
-def _fast_timestamp(value: str) -> datetime:
-    """botocore's timestamp parser, minus its cost on ISO 8601 text.
-
-    botocore parses every `LastModified` of a listing with dateutil, about 0.3 ms a
-    key: listing 10,000 commit markers spent 3 of its 5 seconds there, in this
-    process, not in the store. S3 writes those as ISO 8601, which the standard library
-    parses directly; anything else (HTTP dates in headers) goes to botocore's parser.
-    """
-    try:
-        parsed = datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        return parse_timestamp(value)
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-@functools.cache
-def _botocore_session() -> botocore.session.Session:
-    session = botocore.session.get_session()
-    session.get_component("response_parser_factory").set_parser_defaults(
-        timestamp_parser=_fast_timestamp
-    )
-    return session
-
-
-def s3_client(settings: S3Settings, *, retries: int = 3, timeout_s: float = 10.0):  # noqa: ANN201
-    """A boto3 S3 client for `settings` (path-style, TLS verified against the CA bundle)."""
-    return _botocore_session().create_client(
-        "s3",
-        endpoint_url=settings.endpoint,
-        aws_access_key_id=settings.access_key,
-        aws_secret_access_key=settings.secret_key,
-        region_name=settings.region,
-        verify=settings.ca_bundle if settings.ca_bundle else True,
-        config=Config(
-            s3={"addressing_style": "path"},
-            retries={"max_attempts": retries, "mode": "standard"},
-            connect_timeout=timeout_s,
-            read_timeout=timeout_s,
-            signature_version="s3v4",
-            # The default (when_supported) streams aws-chunked bodies with a trailing
-            # checksum, and MinIO answers those with `Connection: close`: every PUT then
-            # pays a new TLS handshake. Plain PUTs keep the connection alive.
-            request_checksum_calculation="when_required",
-            response_checksum_validation="when_required",
-        ),
-    )
-
-
-# S3 error codes (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html)
-# that no retry can fix, and those that a retry may.
-_DENIED_CODES = frozenset(
-    {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
-     "InvalidToken", "AllAccessDisabled", "AccountProblem"}
-)  # fmt: skip
-_UNAVAILABLE_CODES = frozenset(
-    {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout",
-     "XMinioServerNotInitialized"}
-)  # fmt: skip
-_TRANSPORT_ERRORS = (
-    EndpointConnectionError,
-    ConnectionClosedError,
-    ConnectTimeoutError,
-    ReadTimeoutError,
-)
-
-
-def _http_date(headers: dict[str, str]) -> datetime:
+def _http_date(headers: dict[str, Any]) -> datetime:
     value = headers.get("date")
     return parsedate_to_datetime(value) if value else datetime.now(UTC)
 
@@ -265,47 +202,26 @@ def _http_date(headers: dict[str, str]) -> datetime:
 class S3Store:
     """A lake in an S3 bucket (optionally below a prefix)."""
 
-    def __init__(self, bucket: str, prefix: str, settings: S3Settings, client=None):  # noqa: ANN001
+    def __init__(self, bucket: str, prefix: str, settings: S3Settings, client: Any = None):
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self.settings = settings
         self.client = client or s3_client(settings)
         self.url = f"s3://{bucket}/{self.prefix}".rstrip("/")
 
+    def location(self, key: str) -> str:
+        """The object's s3:// URL."""
+        return f"{self.url.rstrip('/')}/{key}"
+
+    def delete(self, key: str) -> None:
+        """DELETE the object (S3 answers success for a missing key too)."""
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=self.prefix + key)
+        except Exception as exc:  # noqa: BLE001 - mapped to our errors
+            raise self._error(exc, key) from exc
+
     def _error(self, exc: Exception, key: str) -> Exception:
-        if isinstance(exc, SSLError) and "CERTIFICATE_VERIFY_FAILED" not in str(exc):
-            # A TLS session cut mid-answer (EOF, reset): the network failed, not trust.
-            return StoreUnavailable(f"{key}: cannot reach {self.settings.endpoint}: {exc}")
-        if isinstance(exc, SSLError):
-            return StoreError(
-                f"TLS verification failed for {self.settings.endpoint}: {exc}. "
-                "Point FIOLAKE_CA_BUNDLE at the CA that signed the server certificate."
-            )
-        if isinstance(exc, ClientError):
-            code = exc.response.get("Error", {}).get("Code", "")
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            if code in ("PreconditionFailed", "ConditionalRequestConflict") or status == 412:
-                return PreconditionFailed(f"{key}: {code or status}")
-            if code in ("NoSuchKey", "404", "NotFound") or status == 404:
-                return NotFound(f"{key} does not exist")
-            if code in _DENIED_CODES or status == 403:
-                return AccessDenied(
-                    f"access denied for {key} on {self.url} ({code or status}) — check the "
-                    "credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) and their policy"
-                )
-            if code in _UNAVAILABLE_CODES or (status is not None and status >= 500):
-                return StoreUnavailable(
-                    f"{key}: {self.settings.endpoint} answered {code or status}"
-                )
-            return StoreError(f"{key}: {code or status}: {exc}")
-        if isinstance(exc, NoCredentialsError):
-            return AccessDenied(
-                f"no object-store credentials for {self.url} — set AWS_ACCESS_KEY_ID and "
-                'AWS_SECRET_ACCESS_KEY (for the local stack: eval "$(fiolake stack env)")'
-            )
-        if isinstance(exc, _TRANSPORT_ERRORS):
-            return StoreUnavailable(f"{key}: cannot reach {self.settings.endpoint}: {exc}")
-        return StoreError(f"{key}: {exc}")
+        return s3_error(exc, key, url=self.url, endpoint=self.settings.endpoint)
 
     def put(
         self, key: str, data: bytes, *, if_none_match: bool = False, if_match: str | None = None
@@ -322,7 +238,8 @@ class S3Store:
             )
         except Exception as exc:  # noqa: BLE001 - mapped to our errors
             raise self._error(exc, key) from exc
-        return resp["ETag"].strip('"')
+        etag: str = resp["ETag"].strip('"')
+        return etag
 
     def get(self, key: str) -> tuple[bytes, ObjectInfo]:
         """Read an object; raises NotFound."""

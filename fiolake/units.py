@@ -92,7 +92,7 @@ def size_or_none(text: str) -> int | None:
     if not prefix:
         return int(number)
     base = 1000 if (tail or "").lower() == "ib" else 1024
-    return int(number) * base ** _SIZE_POWER[prefix.lower()]
+    return int(number) * int(base ** _SIZE_POWER[prefix.lower()])
 
 
 def parse_size(text: str) -> int:

@@ -87,7 +87,7 @@ class Preflight:
 
 @dataclass
 class RunOutcome:
-    """Everything one attempt produced: the four tables and fio's raw output."""
+    """Everything one attempt produced: its rows of the lake tables and fio's raw output."""
 
     run_id: str
     status: str  # ok | failed | rejected | interrupted

@@ -1,4 +1,4 @@
-"""Write one run attempt into the lake: raw output, four Parquet files, then the commit.
+"""Write one run attempt into the lake: raw output, a Parquet file per table, then the commit.
 
 The commit marker goes last and create-only, so a reader never sees a committed
 run with missing tables, and a second attempt at the same job cannot overwrite it.

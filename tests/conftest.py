@@ -48,3 +48,26 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackEnv]:
         )
     finally:
         stack_down(state_dir, purge=True)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """One local Spark session (Delta Lake enabled) for the whole test session.
+
+    Skips, saying why, when Java or the `spark` extra is missing. The Delta jars come
+    from Maven Central on first use (~174 MB, cached in ~/.ivy2.5.2).
+    """
+    import shutil
+
+    from tests.spark_session import start_spark
+
+    if shutil.which("java") is None:
+        pytest.skip("Java is not installed: `make sysdeps` installs openjdk-17-jre-headless")
+    try:
+        session = start_spark("fiolake-tests")
+    except ImportError:
+        pytest.skip("pyspark/delta-spark missing: pip install -e '.[spark]' (make venv does)")
+    try:
+        yield session
+    finally:
+        session.stop()

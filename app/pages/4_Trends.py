@@ -88,26 +88,26 @@ if changes.empty:
     st.info("No change point in these series.")
     st.stop()
 st.subheader("What changed across a change point")
-options = list(changes.index)
+labels = {
+    int(i): f"{b} · {w}"
+    for i, b, w in zip(changes.index, changes["backend"], changes["when"], strict=True)
+}
 picked = st.selectbox(
-    "Change point",
-    options,
-    format_func=lambda i: f"{frame.at[i, 'backend']} · {frame.at[i, 'when']}",
-    key="change",
-    bind="query-params",
+    "Change point", list(labels), format_func=labels.__getitem__, key="change", bind="query-params"
 )
 if bucket != "run":
     st.info("Pick one point per run to compare the runs on both sides of a change.")
     st.stop()
-series = frame[frame["backend"] == frame.at[picked, "backend"]]
+picked_backend = str(frame.at[picked, "backend"])
+series = frame[frame["backend"] == picked_backend]
 before = series[series["at"] < frame.at[picked, "at"]]
 if before.empty:
     st.stop()
-run_before, run_after = before.iloc[-1]["run"], frame.at[picked, "run"]
+run_before, run_after = str(before.iloc[-1]["run"]), str(frame.at[picked, "run"])
 level_before = series[series["at"] < frame.at[picked, "at"]]["value"].tail(10).mean()
 level_after = series[series["at"] >= frame.at[picked, "at"]]["value"].head(10).mean()
 st.markdown(
-    f"**{frame.at[picked, 'backend']}**: {title} from about {level_before:.4g} to "
+    f"**{picked_backend}**: {title} from about {level_before:.4g} to "
     f"{level_after:.4g} (means of up to 10 runs each side); last run before "
     f"`{run_before}`, first after `{run_after}`."
 )

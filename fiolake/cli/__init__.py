@@ -1,7 +1,8 @@
 """The `fiolake` command: a thin click layer over the library packages.
 
-Subcommands live in `fiolake/commands/` and are imported only when invoked, so
-`fiolake --help` stays fast and one component's dependencies never load another's.
+Subcommands live in the modules of `fiolake/cli/` named in COMMANDS and are imported
+only when invoked, so `fiolake --help` stays fast and one component's dependencies never
+load another's.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "trend": ("fiolake.cli.timeline", "trend", "A metric over time, change points marked."),
     "regressions": ("fiolake.cli.timeline", "regressions", "Change points for the worse."),
     "env-diff": ("fiolake.cli.analysis", "env_diff", "How two runs' environments differ."),
-    "lake": ("fiolake.cli.analysis", "lake", "Lake hygiene: compact, check."),
+    "lake": ("fiolake.cli.analysis", "lake", "Lake hygiene: compact, prune, check."),
     "app": ("fiolake.cli.analysis", "app", "Open the Streamlit app."),
     "publish": ("fiolake.cli.distributed", "publish", "Publish signed job manifests."),
     "runner": ("fiolake.cli.distributed", "runner", "Pull jobs from the lake and run them."),
@@ -101,7 +102,8 @@ def fail(exc: FiolakeError) -> click.ClickException:
     if exc.exit_code == 2:
         return click.UsageError(str(exc))
     err = click.ClickException(str(exc))
-    err.exit_code = exc.exit_code
+    # click types exit_code as a ClassVar, yet reads it from the instance it catches.
+    err.exit_code = exc.exit_code  # type: ignore[misc]
     return err
 
 

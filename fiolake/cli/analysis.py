@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import click
 
 from fiolake.cli import fail, format_option, lake_ops, lake_option
 from fiolake.cli.common import connect
 from fiolake.cli.output import emit
 from fiolake.errors import FiolakeError
+from fiolake.views import views_help
 
-if TYPE_CHECKING:
-    pass
+# \b keeps click from re-wrapping the lines that follow it.
+SQL_HELP = f"""Run one read-only SQL QUERY over the lake views.
+
+\b
+Views (the lake tables hold committed runs only; columns in fiolake/schema.py):
+{views_help()}
+
+Raw units in the data: bytes, B/s, ns; the table format shows human units for
+known columns.
+
+\b
+  fiolake sql "SELECT backend, avg(iops) FROM results GROUP BY backend"
+"""
 
 
-@click.command()
+@click.command(help=SQL_HELP)
 @click.argument("query")
 @lake_option
 @format_option()
@@ -35,15 +45,7 @@ if TYPE_CHECKING:
     help="Interrupt the query after this many seconds.",
 )
 def sql(query: str, lake: str, fmt: str, max_rows: int, timeout_s: float) -> None:
-    """Run one read-only SQL QUERY over the lake views.
-
-    \b
-    Views: runs, results, timeseries, percentiles (committed runs only) and the
-    table commits. Raw units in the data: bytes, B/s, ns; the table format shows
-    human units for known columns.
-    \b
-      fiolake sql "SELECT backend, avg(iops) FROM results GROUP BY backend"
-    """
+    """Run one read-only SQL query over the lake views (help: SQL_HELP)."""
     from fiolake.aggregator.columns import formatters
     from fiolake.aggregator.query import run_query
 

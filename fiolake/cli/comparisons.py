@@ -12,6 +12,7 @@ from fiolake.cli import fail, format_option, lake_option
 from fiolake.cli.common import connect
 from fiolake.cli.output import emit
 from fiolake.errors import FiolakeError
+from fiolake.units import MISSING
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -54,9 +55,10 @@ def run_filter(
     runs: tuple[str, ...] = (),
 ) -> RunFilter:
     """The RunFilter the options describe."""
-    from fiolake.aggregator.filters import RunFilter, parse_since
+    from fiolake.aggregator.filters import RunFilter
+    from fiolake.timetext import parse_time
 
-    when = parse_since(since) if since else None
+    when = parse_time(since) if since else None
     return RunFilter(campaign, tuple(backends), profile, tuple(runs), when)
 
 
@@ -64,14 +66,14 @@ def spread_text(low: float | None, high: float | None) -> str:
     """The repetitions' range as max/min − 1 (`12 %`): shown beside every row, since
     outliers are judged only from five repetitions up."""
     if low is None or high is None or low <= 0:
-        return "---"
+        return MISSING
     return f"{(high / low - 1) * 100:.0f} %"
 
 
 def steady_text(steady: int, unsteady: int, unknown: int) -> str:
     """`2/3` runs at steady state (of those judged); `unknown` when runs were too short."""
     if steady + unsteady == 0:
-        return "unknown" if unknown else "---"
+        return "unknown" if unknown else MISSING
     return f"{steady}/{steady + unsteady}" + (f" ({unknown} unknown)" if unknown else "")
 
 
@@ -226,6 +228,10 @@ def compare(
     )
 
 
+def _number(value: float | None, template: str) -> str:
+    return MISSING if value is None else template.format(value)
+
+
 def _emit_gangs(con: Any, filt: Any, *, members: bool, fmt: str) -> None:
     """The gang aggregate table (or member rows) of `compare`."""
     from fiolake.aggregator import gang
@@ -241,11 +247,13 @@ def _emit_gangs(con: Any, filt: Any, *, members: bool, fmt: str) -> None:
     cols = ["backend", "gang", "profile", "job", "dir", "skew ms", "first done", "bw",
             "iops", "last done", "bw", "iops", "p50", "p99", "p99.9", "scaling"]  # fmt: skip
     table = [
-        (r[0], r[1], r[2], r[3], r[4], f"{r[6]:.1f}", f"{r[7]} s",
-         format_value("bw_bytes", r[8]), format_value("iops", r[9]), f"{r[10]:.2f} s",
-         format_value("bw_bytes", r[11]), format_value("iops", r[12]),
-         *(format_value("clat_p99_ns", v) for v in r[13:16]),
-         "---" if r[16] is None else f"{r[16]:.2f}x")
+        (r.backend, r.gang_size, r.profile, r.job_name, r.direction,
+         _number(r.start_skew_ms, "{:.1f}"), _number(r.first_done_s, "{} s"),
+         format_value("bw_bytes", r.first_done_bw_bytes),
+         format_value("iops", r.first_done_iops), _number(r.last_done_s, "{:.2f} s"),
+         format_value("bw_bytes", r.last_done_bw_bytes), format_value("iops", r.last_done_iops),
+         *(format_value("clat_p99_ns", v) for v in (r.clat_p50_ns, r.clat_p99_ns, r.clat_p999_ns)),
+         _number(r.scaling, "{:.2f}x"))
         for r in rows
     ]  # fmt: skip
     emit(cols, table, fmt)

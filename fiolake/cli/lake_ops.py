@@ -1,4 +1,4 @@
-"""Commands that look after the lake or serve it: `lake compact`, `lake check`, `app`."""
+"""Commands that look after the lake or serve it: `lake compact|prune|check`, `app`."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from fiolake.layout import TABLES
 
 @click.group()
 def lake() -> None:
-    """Lake hygiene: compact small files, check consistency."""
+    """Lake hygiene: compact small files, prune old per-second rows, check consistency."""
 
 
 @lake.command("compact")
@@ -81,6 +81,50 @@ def compact(lake: str, tables: tuple[str, ...], grace: str) -> None:
         click.echo(f"removed {len(report.removed)} superseded compacted object(s)", err=True)
     for problem in report.cleanup_errors:
         click.echo(f"warning: cleanup: {problem}", err=True)
+
+
+def _days(ctx: click.Context, param: click.Parameter, value: str) -> float:
+    from fiolake.errors import UsageProblem
+    from fiolake.units import parse_duration
+
+    try:
+        return parse_duration(value, unit_required=True)
+    except UsageProblem as exc:  # a bad option value: click's own usage error (exit 2)
+        raise click.BadParameter(str(exc)) from None
+
+
+@lake.command("prune")
+@lake_option
+@click.option(
+    "--keep-timeseries",
+    "keep",
+    required=True,
+    callback=_days,
+    help="Keep per-second rows of runs that started within this window (e.g. 90d).",
+)
+def prune(lake: str, keep: float) -> None:
+    """Delete compacted per-second rows (timeseries) of runs older than a window.
+
+    Summaries (runs, results, percentiles, …) stay forever; commits/ and results/ are
+    never touched. The rows go in one Delta DELETE (every Delta reader sees the table
+    before or after it), then a new generation: safe to interrupt — run it (or
+    `lake compact`) again. Needs the compactor's credentials. Example:
+
+      fiolake lake compact && fiolake lake prune --keep-timeseries 90d
+    """
+    from datetime import timedelta
+
+    from fiolake.aggregator.prune import prune_timeseries
+    from fiolake.config import Settings
+
+    store = Settings.from_env(lake=lake).store()
+    report = prune_timeseries(store, timedelta(seconds=keep))
+    click.echo(
+        f"deleted {report.deleted_rows} timeseries row(s) of runs started before "
+        f"{report.cutoff.isoformat()}; {report.rows} row(s) kept"
+        + (f"; generation {report.generation}" if report.generation is not None else ""),
+        err=True,
+    )
 
 
 @lake.command("check")

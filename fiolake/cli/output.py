@@ -13,13 +13,18 @@ from typing import Any
 
 import click
 
+from fiolake.timetext import iso_utc
+from fiolake.units import MISSING
+
 FORMATS = ("table", "csv", "json")
 
 Formatter = Callable[[Any], str]
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, datetime | date):
+    if isinstance(value, datetime):
+        return iso_utc(value)
+    if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, Decimal):
         return float(value)
@@ -46,7 +51,7 @@ def render_table(
         if col in formatters:
             return formatters[col](value)
         if value is None:
-            return "---"
+            return MISSING
         if isinstance(value, float):
             return f"{value:.6g}"
         return str(value)

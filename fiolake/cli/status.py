@@ -11,6 +11,7 @@ from fiolake.cli.common import IdParam
 from fiolake.cli.output import emit
 from fiolake.commits import RERUNNABLE
 from fiolake.errors import FiolakeError
+from fiolake.units import MISSING
 
 if TYPE_CHECKING:
     from fiolake.store import ObjectStore
@@ -63,7 +64,7 @@ def _one(store: ObjectStore, campaign: str, fmt: str) -> None:
     jobs = campaign_status(store, campaign)
     columns = ["job_id", "state", "runner", "run_id", "lease_age_s", "epoch", "reason"]
     rows = [[getattr(j, c) for c in columns] for j in jobs]
-    emit(columns, rows, fmt, {"lease_age_s": lambda v: "---" if v is None else f"{v:.0f}s"})
+    emit(columns, rows, fmt, {"lease_age_s": lambda v: MISSING if v is None else f"{v:.0f}s"})
     summary = summarize(campaign, jobs)
     click.echo(", ".join(f"{n} {s}" for s, n in summary.counts.items() if n), err=True)
     for n, state, reason in summary.reasons:

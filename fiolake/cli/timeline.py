@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import click
 
 from fiolake.cli import fail, format_option, lake_option
@@ -18,6 +20,8 @@ from fiolake.cli.comparisons import (
 )
 from fiolake.cli.output import emit
 from fiolake.errors import FiolakeError
+from fiolake.timetext import iso_utc
+from fiolake.units import MISSING, parse_duration
 
 
 @click.command()
@@ -70,9 +74,11 @@ def trend(
         )  # fmt: skip
         for p in points
     ]
-    if bucket == "day":
-        cols, rows = cols[:-1], [r[:-1] for r in rows]
-    emit(cols, rows, fmt, formatters([metric]) if fmt == "table" else None)
+    shown = formatters([metric]) if fmt == "table" else None
+    if bucket == "day":  # a day's point stands for several runs: no run_id column
+        emit(cols[:-1], [r[:-1] for r in rows], fmt, shown)
+    else:
+        emit(cols, rows, fmt, shown)
 
 
 @click.command()
@@ -115,11 +121,12 @@ def regressions(
       fiolake regressions --since 7d --backend nvme
     """
     from fiolake.aggregator.compare import DEFAULT_METRICS
-    from fiolake.aggregator.filters import parse_duration
     from fiolake.aggregator.regressions import regressions as find
 
     try:
-        window = None if since == "all" else parse_duration(since)
+        window = (
+            None if since == "all" else timedelta(seconds=parse_duration(since, unit_required=True))
+        )
         filt = run_filter(campaign, backends, profile)
         with connect(lake) as handle:
             report = find(
@@ -140,6 +147,7 @@ def regressions(
     cols = ["backend", "profile", "job_name", "direction", "metric", "at", "ratio",
             "ratio_ci_low", "ratio_ci_high", "p_value", "verdict", "n_before", "n_after",
             "run_before", "run_after", "env_changes", "effective_job_sha256"]  # fmt: skip
+    rows: list[tuple[object, ...]]
     if fmt != "table":
         rows = [
             (
@@ -172,13 +180,13 @@ def regressions(
             c.job_name,
             c.direction,
             c.metric,
-            f"{c.at:%Y-%m-%d %H:%M}" if c.at else "---",
+            iso_utc(c.at, "minutes") if c.at else MISSING,
             ratio_text(c.metric, c.ratio, c.ratio_ci_low, c.ratio_ci_high),
             p_text(c.p_value),
             MARKS.get(c.verdict, c.verdict),
             f"{c.n_before}/{c.n_after}",
             f"{c.run_before} → {c.run_after}",
-            "; ".join(c.env_changes) or "---",
+            "; ".join(c.env_changes) or MISSING,
         )  # fmt: skip
         for c in report.rows
     ]

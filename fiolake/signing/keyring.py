@@ -191,10 +191,10 @@ class Keyring:
         if keyid in self._pinned or self.refresher is None or self._refreshes != refreshes:
             return False
         self.refresh(keyid)
-        key = self._keys.get(keyid)
-        if key is None:
+        refreshed = self._keys.get(keyid)
+        if refreshed is None:
             raise self._unknown(keyid)
-        return _signed_by(key, message, sig)
+        return _signed_by(refreshed, message, sig)
 
     @classmethod
     def from_file(cls, path: Path, refresher: Refresher | None = None) -> Keyring:

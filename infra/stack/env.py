@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fiolake.errors import UsageProblem
-from fiolake.store import S3Settings
+from fiolake.s3client import S3Settings
 
 
 @dataclass(frozen=True)

@@ -315,12 +315,13 @@ def _bring_up(paths: _Paths, config: dict) -> StackEnv:
     _wait_minio(paths, config, pid)
 
     endpoint, root = _endpoint(minio_port), _minio_root(paths)
-    creds = {}
+    creds: dict[str, dict[str, str]] = {}
     for role in SERVICE_ROLES:
-        creds[role] = openbao.get_role_secret(bao_addr, paths.ca, root_token, role)
-        if creds[role] is None:
-            creds[role] = iam.new_credentials(role)
-            openbao.put_role_secret(bao_addr, paths.ca, root_token, role, creds[role])
+        secret = openbao.get_role_secret(bao_addr, paths.ca, root_token, role)
+        if secret is None:
+            secret = iam.new_credentials(role)
+            openbao.put_role_secret(bao_addr, paths.ca, root_token, role, secret)
+        creds[role] = secret
     iam.ensure_bucket(endpoint, paths.ca, root["user"], root["password"], bucket)
     iam.ensure_users(
         endpoint,

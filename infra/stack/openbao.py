@@ -107,7 +107,7 @@ def health(addr: str, ca: Path | None) -> dict[str, Any] | None:
     try:
         resp = requests.get(
             f"{addr}/v1/sys/health",
-            params={"sealedcode": 200, "uninitcode": 200, "standbyok": "true"},
+            params={"sealedcode": "200", "uninitcode": "200", "standbyok": "true"},
             verify=str(ca) if ca else True,
             timeout=2,
         )

@@ -7,15 +7,16 @@ fresh runner never walks committed history (issue "scale").
 
 from __future__ import annotations
 
+import builtins
 import json
 import logging
 import random
 from collections.abc import Iterable
-from datetime import UTC, datetime
 
 from fiolake import layout
 from fiolake.errors import PreconditionFailed, StoreError
 from fiolake.store import ObjectStore
+from fiolake.timetext import now_iso
 
 log = logging.getLogger("fiolake.runner")
 
@@ -70,7 +71,8 @@ class OpenJobs:
         random.shuffle(found)  # runners spread over the backlog instead of racing for one job
         return found
 
-    def _open_in(self, keys: Iterable[str]) -> list[tuple[str, str, str]]:
+    # builtins.list: inside this class `list` names the method above.
+    def _open_in(self, keys: Iterable[str]) -> builtins.list[tuple[str, str, str]]:
         """The jobs among manifest `keys` that have no commit marker (HEAD each once)."""
         out = []
         for key in keys:
@@ -88,7 +90,7 @@ class OpenJobs:
 
     def _mark_done(self, campaign_id: str) -> None:
         self._done_campaigns.add(campaign_id)
-        at = datetime.now(UTC).isoformat()
+        at = now_iso()
         marker = json.dumps({"runner": self.runner_id, "at": at}).encode()
         try:
             self.store.put(layout.done_key(self.backend, campaign_id), marker, if_none_match=True)

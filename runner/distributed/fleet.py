@@ -7,18 +7,18 @@ import logging
 import socket
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 from fiolake import layout
 from fiolake.errors import StoreError
 from fiolake.fleet import IDLE, IDLE_EVERY_S, RUNNING, STARTING, STOPPED, RunnerStatus
 from fiolake.store import ObjectStore
+from fiolake.timetext import now_iso
 
 log = logging.getLogger("fiolake.runner")
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
+    return now_iso()
 
 
 class FleetStatus:

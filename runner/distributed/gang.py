@@ -212,8 +212,8 @@ def _take_part(
                 grace_s=cfg.grace_s,
                 before_start=lambda: _sleep_until(local_start),
             )
-            started_local = outcome.fio_run.started_at if outcome.fio_run else None
-            started_local = started_local.timestamp() if started_local else local_start
+            fio_started = outcome.fio_run.started_at if outcome.fio_run else None
+            started_local = fio_started.timestamp() if fio_started else local_start
     finally:
         stop_watching.set()
         watcher.join()

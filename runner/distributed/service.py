@@ -12,7 +12,6 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 from fiolake import layout
@@ -35,8 +34,9 @@ from fiolake.runner.host import target
 from fiolake.runner.lake_writer import commit_marker, outcome_objects
 from fiolake.runner.policy.check import Caps
 from fiolake.runner.spool import Spool, SpoolEntry, put_with_retry
-from fiolake.signing import KeyringUnavailable
+from fiolake.signing import Keyring, KeyringUnavailable
 from fiolake.store import ObjectStore
+from fiolake.timetext import now_iso
 
 log = logging.getLogger("fiolake.runner")
 
@@ -86,7 +86,7 @@ class RunnerStats:
 class Runner:
     """One runner process: a backend, a target directory, a lake, a keyring."""
 
-    def __init__(self, store: ObjectStore, keyring: object, config: RunnerConfig, bucket: str):
+    def __init__(self, store: ObjectStore, keyring: Keyring, config: RunnerConfig, bucket: str):
         self.store = store
         self.keyring = keyring
         self.config = config
@@ -255,7 +255,7 @@ class Runner:
         note = {
             "runner": self.config.runner_id,
             "reason": reason[:REASON_CHARS],
-            "at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "at": now_iso(),
         }
         try:
             self.store.put(

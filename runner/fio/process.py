@@ -72,7 +72,8 @@ class _EtaReader(threading.Thread):
 
     def run(self) -> None:
         pending = ""
-        while chunk := self.pipe.read1(4096):
+        # One read of what the pipe holds (as BufferedReader.read1; IO[bytes] lacks it).
+        while chunk := os.read(self.pipe.fileno(), 4096):
             pending += chunk.decode(errors="replace")
             *complete, pending = re.split(r"[\r\n]", pending)
             for line in complete:

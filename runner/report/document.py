@@ -143,7 +143,7 @@ def is_grouped(report: FioReport, job: Mapping[str, Any]) -> bool:
 
 def did_io(section: Mapping[str, Any] | None) -> bool:
     """Whether a read/write/trim/mixed section saw any I/O."""
-    return bool(section) and (
+    return section is not None and (
         int(section.get("total_ios") or 0) > 0 or int(section.get("io_bytes") or 0) > 0
     )
 

@@ -122,7 +122,7 @@ def timeseries_rows(
 
 
 def _log_msec(report: FioReport, name: str) -> int:
-    values = {json_option(report, job, name) for job in report.jobs} - {None}
+    values = {v for job in report.jobs if (v := json_option(report, job, name)) is not None}
     try:
         return max(1, int(values.pop())) if len(values) == 1 else 1000
     except ValueError:
@@ -331,7 +331,7 @@ def _row(run_id: str, report: FioReport, series: _Series, w: _Window, avg_ms: in
         "thread": thread.number,
         "direction": series.direction,
         "second": w.second,
-        "bw_bytes": w.bw_kib * 1024 if logged else per_s(w.io_bytes),
+        "bw_bytes": w.bw_kib * 1024 if w.bw_kib is not None else per_s(w.io_bytes),
         "iops": w.iops if w.iops is not None else (None if logged else per_s(w.ios)),
         **{column: None for column in _LAT_COLUMN.values()},
         "zero_filled": not logged and not w.from_totals and w.io_bytes == 0,

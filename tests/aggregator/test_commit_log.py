@@ -62,7 +62,7 @@ def test_a_marker_without_log_entry_is_found_by_the_next_compaction(tmp_path: Pa
     assert committed_runs(tmp_path) == 3  # the documented gap, until the next compaction
     report = compact(store, grace=timedelta(0))
     assert report.unlogged == 1
-    assert scan(store).manifest.commits_listed_at is None  # readers list every marker again
+    assert scan(store).compacted.commits_listed_at is None  # readers list every marker again
     add_runs(store, 4, 1, log=False)
     assert committed_runs(tmp_path) == 5
     add_runs(store, 5, 1)
@@ -71,7 +71,7 @@ def test_a_marker_without_log_entry_is_found_by_the_next_compaction(tmp_path: Pa
     add_runs(store, 6, 1)
     report = compact(store, grace=timedelta(0))
     assert report.unlogged == 0
-    assert scan(store).manifest.commits_listed_at is not None
+    assert scan(store).compacted.commits_listed_at is not None
     assert committed_runs(tmp_path) == 7
 
 

@@ -116,7 +116,7 @@ def test_run_committed_days_after_it_started_is_found(tmp_path: Path) -> None:
         ).fetchone() == (3,)
 
 
-@pytest.mark.parametrize("stage", ["files-written", "manifest-written"])
+@pytest.mark.parametrize("stage", ["files-written", "generation-written"])
 def test_interrupted_compaction_then_rerun(tmp_path: Path, stage: str) -> None:
     store = build(tmp_path)
     before = fingerprint(tmp_path)
@@ -138,8 +138,8 @@ def test_interrupted_compaction_then_rerun(tmp_path: Path, stage: str) -> None:
             views = lake.con.sql(f"SELECT count(*) FROM {table}").fetchone()[0]
             assert DeltaTable(str(tmp_path / layout.delta_table_prefix(table))).count() == views
         live = {k for keys in lake.files.values() for k in keys}
-        live |= {*lake.manifest.commit_files()}
-        live.add(layout.compaction_manifest_key(lake.manifest.generation))
+        live |= {*lake.compacted.commit_files()}
+        live.add(layout.generation_key(lake.compacted.generation))
     data_files = {k for k in compacted_objects(tmp_path) if "/_delta_log/" not in k}
     assert data_files == live
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 import duckdb
@@ -20,35 +20,18 @@ from deltalake import DeltaTable
 from fiolake import layout
 from fiolake.aggregator import delta
 from fiolake.aggregator.compact import compact
+from fiolake.aggregator.generations import LEGACY_FORMAT, Generation, Partition
 from fiolake.aggregator.lake import configure_s3, connect, extension_file, quote
-from fiolake.aggregator.manifest import LEGACY_FORMAT, Manifest, Partition, now_iso
 from fiolake.aggregator.snapshot import read_parquet_object, scan
+from fiolake.s3client import S3Settings
 from fiolake.schema import parquet_bytes
-from fiolake.store import LocalStore, ObjectStore, S3Settings, S3Store, open_store
+from fiolake.store import LocalStore, ObjectStore, S3Store, open_store
+from fiolake.timetext import now_iso
 from tests.aggregator import lakegen
+from tests.aggregator.rows import Rows, canonical
 from tests.aggregator.test_compaction import build
 
 TABLES = layout.TABLES[:4]  # the tables lakegen writes
-Rows = list[tuple]
-
-
-def _value(v: object) -> object:
-    """One cell in a form every reader agrees on (maps arrive as pairs or as dicts)."""
-    if isinstance(v, list) and v and isinstance(v[0], dict) and set(v[0]) == {"key", "value"}:
-        return tuple(sorted((d["key"], d["value"]) for d in v))
-    if isinstance(v, list) and v and isinstance(v[0], tuple):
-        return tuple(sorted(v))
-    if isinstance(v, list):
-        return tuple(v)
-    if isinstance(v, datetime | date):
-        return v.isoformat()
-    return v
-
-
-def canonical(data: pa.Table, columns: list[str]) -> Rows:
-    """Rows of `columns`, order-free and comparable across readers."""
-    rows = data.select(columns).to_pylist()
-    return sorted((tuple(_value(r[c]) for c in columns) for r in rows), key=repr)
 
 
 trusting = delta.trusting  # the lake's CA where Rust's object store looks for it
@@ -106,7 +89,7 @@ def assert_readers_agree(url: str, store: ObjectStore, s3: S3Settings | None, ru
 
 def compacted_runs(url: str, s3: S3Settings | None) -> set[str]:
     with connect(url, s3) as lake:
-        return set(lake.manifest.covered("runs"))
+        return set(lake.compacted.covered("runs"))
 
 
 def exercise(url: str, store: ObjectStore, s3: S3Settings | None) -> None:
@@ -182,7 +165,7 @@ def test_many_appends_are_rewritten_and_vacuumed(tmp_path: Path, monkeypatch) ->
 
 
 def write_legacy_generation(store: ObjectStore) -> None:
-    """Compact `store` the way fiolake did before Delta: merged files + a format-1 manifest."""
+    """Compact `store` the way fiolake did before Delta: merged files + a format-1 generation."""
     snap = scan(store)
     parts = {}
     for table in TABLES:
@@ -200,8 +183,8 @@ def write_legacy_generation(store: ObjectStore) -> None:
         parts[(table, "2025-03")] = Partition(table, "2025-03", key, frozenset(covered), len(data))
     commits = layout.commits_index_key(1, "abc123")
     store.put(commits, parquet_bytes(snap.commits))
-    old = Manifest(1, now_iso(), commits, snap.commits.num_rows, parts, format=LEGACY_FORMAT)
-    store.put(layout.compaction_manifest_key(1), old.legacy_bytes())
+    old = Generation(1, now_iso(), commits, snap.commits.num_rows, parts, format=LEGACY_FORMAT)
+    store.put(layout.generation_key(1), old.legacy_bytes())
 
 
 @pytest.mark.slow  # several compactions and three readers: seconds
@@ -212,17 +195,17 @@ def test_lake_of_the_merged_file_layout_is_read_then_migrated(tmp_path: Path) ->
         before = {t: lake.con.sql(f"SELECT count(*) FROM {t}").fetchone() for t in TABLES}
     write_legacy_generation(store)
     with connect(url) as lake:
-        assert lake.manifest.legacy
+        assert lake.compacted.legacy
         assert lake.files["runs"] == [layout.compacted_key("runs", "2025-03", 1, "abc123")]
         assert {t: lake.con.sql(f"SELECT count(*) FROM {t}").fetchone() for t in TABLES} == before
     report = compact(store, grace=timedelta(0))
     assert report.generation == 2 and report.migrated
     assert {m.table for m in report.merged} == set(TABLES)
     with connect(url) as lake:
-        assert not lake.manifest.legacy
+        assert not lake.compacted.legacy
         assert {t: lake.con.sql(f"SELECT count(*) FROM {t}").fetchone() for t in TABLES} == before
     assert_readers_agree(url, store, None, compacted_runs(url, None))
-    # the old layout's objects are gone (grace 0); only Delta tables and the manifest remain
+    # the old layout's objects are gone (grace 0); only Delta tables and the generation remain
     left = {p.relative_to(tmp_path).as_posix() for p in (tmp_path / "compacted").rglob("*.*")}
     assert all(
         k.startswith(layout.DELTA_PREFIX) for k in left - {"compacted/_manifests/g00000002.json"}

@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from fiolake.aggregator.lake import connect, new_connection
+from fiolake.cli import cli
 from fiolake.errors import LakeError
+from fiolake.s3client import S3Settings
 from fiolake.schema import SCHEMAS
-from fiolake.store import S3Settings
+from fiolake.views import GRAINS, VIEWS
 from tests.aggregator import lakegen
 
 
@@ -25,6 +28,20 @@ def test_views_show_only_committed_runs(tmp_path: Path) -> None:
         assert lake.con.sql("SELECT count(DISTINCT run_id) FROM timeseries").fetchone() == (1,)
         assert lake.con.sql("SELECT job_id, run_id FROM commits").fetchall() == [("j1", "r1")]
         assert lake.snapshot.orphan_files == 8
+
+
+def test_a_connected_lake_holds_exactly_the_views_sql_help_lists(tmp_path: Path) -> None:
+    store = lakegen.local_store(tmp_path)
+    lakegen.write_run(store, run_id="r1", job_id="j1")
+    with connect(str(tmp_path)) as lake:
+        names = lake.con.sql(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'"
+        ).fetchall()
+    assert sorted(n for (n,) in names) == sorted(VIEWS) == sorted(GRAINS)
+    helped = CliRunner().invoke(cli, ["sql", "--help"])
+    assert helped.exit_code == 0, helped.output
+    listed = [line.split()[0] for line in helped.output.splitlines() if line.startswith("    ")]
+    assert [name for name in VIEWS if name not in listed] == []
 
 
 def test_views_have_contract_columns_and_date(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 
+from fiolake import layout
 from fiolake.aggregator.compact import compact
 from fiolake.aggregator.compare import compare
 from fiolake.aggregator.lake import connect
@@ -43,6 +44,16 @@ def test_s3_lake_views_compare_and_compaction(stack) -> None:  # noqa: ANN001
         compact(open_store(url, analyst), grace=timedelta(0))
     report = compact(store, grace=timedelta(0))
     assert report.generation is not None and len(report.merged) == 4
+    store.put("scratch/x", b"1")
+    assert store.location("scratch/x") == f"{url}/scratch/x"
+    store.delete("scratch/x")
+    assert store.head("scratch/x") is None
+    store.delete("scratch/x")  # gone already is fine
     with connect(url, analyst) as lake:
         assert lake.con.sql(FINGERPRINT).fetchone() == before
         assert all(k.startswith("compacted/") for keys in lake.files.values() for k in keys)
+    # A second compaction supersedes the first generation: deleted through the store.
+    lakegen.write_run(store, run_id="late", job_id="c1-late")
+    again = compact(store, grace=timedelta(0))
+    assert layout.generation_key(1) in again.removed
+    assert again.cleanup_errors == [] and store.head(layout.generation_key(1)) is None

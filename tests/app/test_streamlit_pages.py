@@ -102,7 +102,7 @@ def test_trends_page_shows_what_changed_across_a_change_point(
     monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "lake"))
     at = page("pages/4_Trends.py")
     assert not at.exception
-    assert at.selectbox(key="change").options == ["nvme · 2025-03-01 18:00 UTC"]
+    assert at.selectbox(key="change").options == ["nvme · 2025-03-01T18:00Z"]
     assert "last run before `r05`, first after `r06`" in at.markdown[0].value
     diff = at.dataframe[0].value
     assert diff[diff["field"] == "kernel"][["before", "after"]].values.tolist() == [

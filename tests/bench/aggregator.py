@@ -4,10 +4,10 @@
 
 Builds a synthetic lake of --runs runs (8 jobs × 2 directions each, 60 s of per-second
 timeseries per job × direction) with pyarrow in bulk. That big lake is written
-*already compacted* (a Delta table per table and for the commit index, and a manifest,
+*already compacted* (a Delta table per table and for the commit index, and a generation record,
 as `fiolake lake compact` leaves it), plus one commit marker per run and, so that listing
 costs are honest, an empty placeholder for every per-run file compaction would have
-covered (never read: the manifest says so). A smaller --loose-runs lake is written the
+covered (never read: the generation says so). A smaller --loose-runs lake is written the
 way runners write (one Parquet file per table per run) and measured before and after
 `compact`. With FIOLAKE_S3_ENDPOINT set (admin credentials in AWS_*), both lakes are
 also uploaded to the bucket of FIOLAKE_LAKE (under a fresh prefix) and measured there.
@@ -40,8 +40,9 @@ from fiolake.aggregator import delta
 from fiolake.aggregator.compact import compact
 from fiolake.aggregator.compare import compare
 from fiolake.aggregator.filters import RunFilter
+from fiolake.aggregator.generations import DeltaState, Generation
 from fiolake.aggregator.lake import connect
-from fiolake.aggregator.manifest import DeltaState, Manifest
+from fiolake.aggregator.regressions import regressions
 from fiolake.aggregator.series import per_second
 from fiolake.aggregator.snapshot import commits_table, scan
 from fiolake.aggregator.trend import trend
@@ -74,7 +75,7 @@ def run_ids(first: int, count: int) -> list[str]:
 
 
 def build_tables(first: int, count: int, rng: np.random.Generator) -> dict[str, pa.Table]:
-    """All four tables for runs first .. first+count-1."""
+    """The runs, results, timeseries and percentiles tables for runs first .. first+count-1."""
     idx = np.arange(first, first + count)
     ids = run_ids(first, count)
     started = [T0 + SPACING * int(i) for i in idx]
@@ -190,31 +191,40 @@ def commit_bytes(i: int) -> bytes:
 
 
 def build_compacted(root: Path, runs: int, placeholders: bool) -> None:
-    """The big lake, as `lake compact` leaves it (see the module docstring)."""
+    """The big lake, as `lake compact` leaves it (see the module docstring). Appended a
+    month at a time, so 100,000 runs (96 M timeseries rows) fit in memory."""
     rng = np.random.default_rng(7)
     per_day = int(timedelta(days=1) / SPACING)
-    months: dict[str, dict[str, list[pa.Table]]] = {}
-    covered: dict[str, set[str]] = {}
+    store = LocalStore(root)
+    month: dict[str, list[pa.Table]] = {}
+    current = None
+
+    def flush() -> None:
+        for name, parts in month.items():
+            delta.append(store, name, pa.concat_tables(parts), 1)
+        month.clear()
+
     for first in range(0, runs, per_day):
         count = min(per_day, runs - first)
         day = (T0 + SPACING * first).date()
+        if current is not None and f"{day:%Y-%m}" != current:
+            flush()
+        current = f"{day:%Y-%m}"
         ids = run_ids(first, count)
-        covered.setdefault(f"{day:%Y-%m}", set()).update(ids)
         for name, data in build_tables(first, count, rng).items():
             dated = data.append_column("date", pa.array([day] * data.num_rows, pa.date32()))
-            months.setdefault(f"{day:%Y-%m}", {}).setdefault(name, []).append(dated)
+            month.setdefault(name, []).append(dated)
             if placeholders:
                 for run_id in ids:
                     write_file(root, f"results/{name}/date={day}/{run_id}.parquet", b"")
+    flush()
     states = {}
-    store = LocalStore(root)
+    every = frozenset(run_ids(0, runs))
     for name in SCHEMAS:
-        parts = [p for tables in months.values() for p in tables.get(name, [])]
-        if parts:
-            dt = delta.append(store, name, pa.concat_tables(parts), 1)
+        dt = delta.open_table(store, name)
+        if dt is not None:
             files, rows = delta.data_files(store, dt, name)
-            ids = frozenset().union(*covered.values())
-            states[name] = DeltaState(name, dt.version(), tuple(files), ids, rows)
+            states[name] = DeltaState(name, dt.version(), tuple(files), every, rows)
     markers = [Commit.from_bytes(commit_bytes(i)) for i in range(runs)]
     dt = delta.append(store, delta.COMMITS, commits_table(markers), 1)
     files, rows = delta.data_files(store, dt, delta.COMMITS)
@@ -224,8 +234,8 @@ def build_compacted(root: Path, runs: int, placeholders: bool) -> None:
         write_file(root, layout.commit_key(f"job-{i:06d}"), commit_bytes(i))
     # As a compaction of a fleet whose runners all write the commit log leaves it.
     listed_at = datetime.now(UTC).isoformat()
-    manifest = Manifest(1, T0.isoformat(), None, runs, commits_listed_at=listed_at, delta=states)
-    write_file(root, layout.compaction_manifest_key(1), manifest.to_bytes())
+    record = Generation(1, T0.isoformat(), None, runs, commits_listed_at=listed_at, delta=states)
+    write_file(root, layout.generation_key(1), record.to_bytes())
 
 
 def build_loose(root: Path, runs: int) -> None:
@@ -271,6 +281,10 @@ def measure(label: str, url: str, s3=None, repeat: int = 5) -> dict[str, float]:
         figures["timeseries (2 runs, per second)"] = timed(
             lambda: per_second(lake, some, "iops"), repeat
         )
+        newest = lake.con.sql("SELECT max(started_at) FROM runs").fetchone()[0]
+        figures["regressions (last 30 days, 4 metrics)"] = timed(
+            lambda: regressions(lake, now=newest), min(repeat, 3)
+        )
     print(f"\n{label}: {url} ({runs} committed runs)")
     for name, seconds in figures.items():
         print(f"  {name:<38} {seconds * 1000:9.1f} ms")
@@ -312,7 +326,7 @@ def startup(url: str, s3) -> None:  # noqa: ANN001
 def upload(root: Path, bucket: str, prefix: str) -> int:
     """Copy a local lake (minus empty placeholders) into the bucket under `prefix`."""
     from fiolake.config import Settings
-    from fiolake.store import s3_client
+    from fiolake.s3client import s3_client
 
     client = s3_client(Settings.from_env().s3)  # type: ignore[arg-type]
     files = [

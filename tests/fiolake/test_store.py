@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from fiolake.errors import AccessDenied, NotFound, PreconditionFailed, StoreUnavailable
-from fiolake.store import LocalStore, S3Settings, S3Store, s3_client
+from fiolake.s3client import S3Settings, s3_client
+from fiolake.store import LocalStore, S3Store
 
 
 def test_an_unreachable_endpoint_is_unavailable_not_denied() -> None:
@@ -67,3 +68,21 @@ def test_local_store_conditions(tmp_path: Path) -> None:
     store.put("a/b", b"2", if_match=etag)
     with pytest.raises(NotFound):
         store.get("a/c")
+
+
+def test_local_store_delete_location_and_settings(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    store.put("compacted/x.parquet", b"1")
+    assert store.location("compacted/x.parquet") == f"{tmp_path}/compacted/x.parquet"
+    assert Path(store.location("compacted/x.parquet")).read_bytes() == b"1"
+    assert store.settings is None  # no S3 endpoint: outside readers open the path
+    store.delete("compacted/x.parquet")
+    assert store.head("compacted/x.parquet") is None
+    store.delete("compacted/x.parquet")  # gone already is fine
+
+
+def test_s3_store_location_is_an_s3_url_below_its_prefix() -> None:
+    settings = S3Settings(endpoint="https://127.0.0.1:9")
+    store = S3Store("bucket", "/lake/a/", settings, client=object())
+    assert store.location("results/runs/x.parquet") == "s3://bucket/lake/a/results/runs/x.parquet"
+    assert store.settings is settings

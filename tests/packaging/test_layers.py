@@ -1,7 +1,7 @@
 """`lint-imports` checks the layer contract in pyproject.toml against the installed code.
 
-It runs on the unpacked wheel (against the editable install grimp cannot see the folders
-that package-dir maps into the namespace), and a planted forbidden import must break it.
+`make lint-imports` checks the tree (the stage folders are symlinked into fiolake/); this
+checks the unpacked wheel, what users install, and that a planted forbidden import breaks it.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ import pytest
 
 from fiolake import layout
 from fiolake.aggregator.compact import compact
+from fiolake.aggregator.generations import latest_generation
 from fiolake.aggregator.lake import connect
-from fiolake.aggregator.manifest import latest_manifest
 from fiolake.aggregator.query import run_query
 from fiolake.aggregator.snapshot import scan
 from fiolake.campaigns import campaign_job_keys, campaign_status
@@ -81,7 +81,7 @@ def test_published_jobs_are_run_and_committed_once(lake_env: LakeEnv) -> None:
     assert "commit-log entry is not" not in lake_env.runner_log("r1")
     # After a compaction, the next commits are found through the log, not by listing.
     report = compact(store, grace=timedelta(0))
-    assert report.unlogged == 0 and latest_manifest(store).commits_listed_at is not None
+    assert report.unlogged == 0 and latest_generation(store).commits_listed_at is not None
     runner = lake_env.start_runner("r2", "b2", "--once")
     assert runner.wait(timeout=60) == 0, lake_env.runner_log("r2")
     assert len(scan(store).unindexed) == 2

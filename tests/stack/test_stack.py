@@ -19,13 +19,14 @@ from botocore.exceptions import ClientError
 from click.testing import CliRunner
 
 from fiolake import layout
-from fiolake.aggregator.compact import compact, delete_object
+from fiolake.aggregator.compact import compact
 from fiolake.cli import cli
 from fiolake.errors import AccessDenied, FiolakeError, NotFound, PreconditionFailed, StoreError
+from fiolake.s3client import S3Settings, s3_client
 from fiolake.stack.env import StackEnv
 from fiolake.stack.local import load_stack, restart_minio, stack_down, stack_status, stack_up
 from fiolake.stack.process import free_ports, port_free
-from fiolake.store import S3Settings, S3Store, s3_client
+from fiolake.store import S3Store
 from tests.aggregator import lakegen
 
 pytestmark = pytest.mark.stack
@@ -130,7 +131,7 @@ def test_compactor_compacts_and_can_touch_nothing_else(stack: StackEnv) -> None:
     # Nor can a runner delete what compaction wrote, or fetch the compactor's keys.
     written = next(iter(compactor.list("compacted/")))
     with pytest.raises(AccessDenied):
-        delete_object(runner, written)
+        runner.delete(written)
     assert compactor.head(written) is not None
     with pytest.raises(hvac.exceptions.Forbidden):
         _bao(stack, "runner").secrets.kv.v2.read_secret_version(

@@ -1,8 +1,10 @@
-"""Compaction manifests: which compacted files replace which per-run files.
+"""Compaction generations: which compacted files replace which per-run files.
 
-A manifest is a create-only JSON object `compacted/_manifests/g<generation>.json`
-describing the whole compacted state of the lake; the highest generation wins, and it
-is the one switch fiolake's views see (the Delta tables are committed one by one).
+A generation record is a create-only JSON object `compacted/_manifests/g<generation>.json`
+describing the whole compacted state of the lake; the highest generation wins, and it is
+the one switch fiolake's views see (the Delta tables are committed one by one). The key
+keeps the name it had when these were called manifests, so existing lakes read;
+"manifest" now means only a signed job manifest (`fiolake.manifest`).
 Each generation is cumulative, so a reader needs exactly one GET to know what to read
 instead of the small files.
 
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from fiolake import layout
 from fiolake.errors import LakeError
@@ -48,7 +49,7 @@ class DeltaState:
 
 
 @dataclass(frozen=True)
-class Manifest:
+class Generation:
     """The compacted state of the lake as of one compaction generation."""
 
     generation: int
@@ -133,8 +134,8 @@ class Manifest:
         return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
     @classmethod
-    def from_bytes(cls, data: bytes, key: str) -> Manifest:
-        """Parse a manifest; LakeError when it is malformed or of a newer format."""
+    def from_bytes(cls, data: bytes, key: str) -> Generation:
+        """Parse a generation record; LakeError when it is malformed or of a newer format."""
         try:
             body = json.loads(data)
             if body["format"] == FORMAT:
@@ -158,12 +159,12 @@ class Manifest:
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise LakeError(
-                f"malformed compaction manifest {key}: {exc}; "
+                f"malformed compaction generation {key}: {exc}; "
                 "re-run `fiolake lake compact` to write a new generation"
             ) from exc
 
     @classmethod
-    def _from_body(cls, body: dict) -> Manifest:
+    def _from_body(cls, body: dict) -> Generation:
         delta = {
             d["table"]: DeltaState(
                 d["table"], d["version"], tuple(d["files"]), frozenset(d["keys"]), d["rows"]
@@ -180,22 +181,17 @@ class Manifest:
         )
 
 
-def now_iso() -> str:
-    """Current UTC time, ISO 8601 with milliseconds."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
-
-
-def latest_generation(store: ObjectStore) -> int:
-    """The newest manifest generation in the lake (0 when the lake was never compacted)."""
-    generations = [layout.compaction_generation(k) for k in store.list(layout.MANIFESTS_PREFIX)]
+def latest_generation_number(store: ObjectStore) -> int:
+    """The number of the lake's newest generation (0 when the lake was never compacted)."""
+    generations = [layout.compaction_generation(k) for k in store.list(layout.GENERATIONS_PREFIX)]
     return max((g for g in generations if g is not None), default=0)
 
 
-def latest_manifest(store: ObjectStore) -> Manifest | None:
-    """The newest manifest, or None when the lake was never compacted."""
-    generation = latest_generation(store)
+def latest_generation(store: ObjectStore) -> Generation | None:
+    """The newest generation, or None when the lake was never compacted."""
+    generation = latest_generation_number(store)
     if generation == 0:
         return None
-    key = layout.compaction_manifest_key(generation)
+    key = layout.generation_key(generation)
     data, _ = store.get(key)
-    return Manifest.from_bytes(data, key)
+    return Generation.from_bytes(data, key)

@@ -1,0 +1,149 @@
+"""Talking S3 with botocore: endpoint settings, the client, and S3 errors as fiolake's.
+
+`fiolake.store.S3Store` is the lake's S3 back end; this module holds what it shares with
+the code that must speak S3 directly (the stack's bucket set-up, tests): how a client is
+built (TLS verified, path-style, plain PUTs) and how botocore's exceptions map to the
+typed `fiolake.errors`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import botocore.session
+from botocore.config import Config
+from botocore.exceptions import (
+    ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    ReadTimeoutError,
+    SSLError,
+)
+from botocore.utils import parse_timestamp
+
+from fiolake.errors import AccessDenied, NotFound, PreconditionFailed, StoreError, StoreUnavailable
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """How to reach an S3-compatible endpoint; TLS is mandatory."""
+
+    endpoint: str
+    ca_bundle: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = None
+    region: str = "us-east-1"
+
+    def __post_init__(self) -> None:
+        if not self.endpoint.startswith("https://"):
+            raise StoreError(
+                f"refusing plain-text endpoint {self.endpoint!r}: use https:// "
+                "(fiolake talks to object storage over TLS only)"
+            )
+
+
+def _fast_timestamp(value: str) -> datetime:
+    """botocore's timestamp parser, minus its cost on ISO 8601 text.
+
+    botocore parses every `LastModified` of a listing with dateutil, about 0.3 ms a
+    key: listing 10,000 commit markers spent 3 of its 5 seconds there, in this
+    process, not in the store. S3 writes those as ISO 8601, which the standard library
+    parses directly; anything else (HTTP dates in headers) goes to botocore's parser.
+    """
+    try:
+        parsed = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        stamp: datetime = parse_timestamp(value)
+        return stamp
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@functools.cache
+def _botocore_session() -> botocore.session.Session:
+    session = botocore.session.get_session()
+    session.get_component("response_parser_factory").set_parser_defaults(
+        timestamp_parser=_fast_timestamp
+    )
+    return session
+
+
+def s3_client(settings: S3Settings, *, retries: int = 3, timeout_s: float = 10.0) -> Any:
+    """A boto3 S3 client for `settings` (path-style, TLS verified against the CA bundle)."""
+    return _botocore_session().create_client(
+        "s3",
+        endpoint_url=settings.endpoint,
+        aws_access_key_id=settings.access_key,
+        aws_secret_access_key=settings.secret_key,
+        region_name=settings.region,
+        verify=settings.ca_bundle if settings.ca_bundle else True,
+        config=Config(
+            s3={"addressing_style": "path"},
+            retries={"max_attempts": retries, "mode": "standard"},
+            connect_timeout=timeout_s,
+            read_timeout=timeout_s,
+            signature_version="s3v4",
+            # The default (when_supported) streams aws-chunked bodies with a trailing
+            # checksum, and MinIO answers those with `Connection: close`: every PUT then
+            # pays a new TLS handshake. Plain PUTs keep the connection alive.
+            request_checksum_calculation="when_required",
+            response_checksum_validation="when_required",
+        ),
+    )
+
+
+# S3 error codes (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html)
+# that no retry can fix, and those that a retry may.
+_DENIED_CODES = frozenset(
+    {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
+     "InvalidToken", "AllAccessDisabled", "AccountProblem"}
+)  # fmt: skip
+_UNAVAILABLE_CODES = frozenset(
+    {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout",
+     "XMinioServerNotInitialized"}
+)  # fmt: skip
+_TRANSPORT_ERRORS = (
+    EndpointConnectionError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    ReadTimeoutError,
+)
+
+
+def s3_error(exc: Exception, key: str, *, url: str, endpoint: str) -> Exception:
+    """The fiolake error for botocore's `exc` on `key` of the lake at `url`."""
+    if isinstance(exc, SSLError) and "CERTIFICATE_VERIFY_FAILED" not in str(exc):
+        # A TLS session cut mid-answer (EOF, reset): the network failed, not trust.
+        return StoreUnavailable(f"{key}: cannot reach {endpoint}: {exc}")
+    if isinstance(exc, SSLError):
+        return StoreError(
+            f"TLS verification failed for {endpoint}: {exc}. "
+            "Point FIOLAKE_CA_BUNDLE at the CA that signed the server certificate."
+        )
+    if isinstance(exc, ClientError):
+        code = exc.response.get("Error", {}).get("Code", "")
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if code in ("PreconditionFailed", "ConditionalRequestConflict") or status == 412:
+            return PreconditionFailed(f"{key}: {code or status}")
+        if code in ("NoSuchKey", "404", "NotFound") or status == 404:
+            return NotFound(f"{key} does not exist")
+        if code in _DENIED_CODES or status == 403:
+            return AccessDenied(
+                f"access denied for {key} on {url} ({code or status}) — check the "
+                "credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) and their policy"
+            )
+        if code in _UNAVAILABLE_CODES or (status is not None and status >= 500):
+            return StoreUnavailable(f"{key}: {endpoint} answered {code or status}")
+        return StoreError(f"{key}: {code or status}: {exc}")
+    if isinstance(exc, NoCredentialsError):
+        return AccessDenied(
+            f"no object-store credentials for {url} — set AWS_ACCESS_KEY_ID and "
+            'AWS_SECRET_ACCESS_KEY (for the local stack: eval "$(fiolake stack env)")'
+        )
+    if isinstance(exc, _TRANSPORT_ERRORS):
+        return StoreUnavailable(f"{key}: cannot reach {endpoint}: {exc}")
+    return StoreError(f"{key}: {exc}")

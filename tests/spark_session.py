@@ -1,0 +1,31 @@
+"""A local Spark session with Delta Lake, as the `spark` test tier and benchmarks use it."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+
+def start_spark(app: str, driver_memory: str = "1g") -> Any:
+    """Spark 4.2 local[2] with Delta 4.4 (jars from Maven Central on first use, cached in
+    ~/.ivy2.5.2), UTC session time zone, no UI; ImportError without the `spark` extra."""
+    from delta import configure_spark_with_delta_pip
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName(app)
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config(
+            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+        )
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", driver_memory)
+        .config("spark.sql.shuffle.partitions", "2")
+        # Delta rebuilds a table's state in 50 tasks by default: 2 suffice on 2 cores.
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+    )
+    return configure_spark_with_delta_pip(builder).getOrCreate()
