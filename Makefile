@@ -6,18 +6,23 @@ VENV := .venv
 BIN := $(VENV)/bin
 CACHE ?= $(HOME)/.cache/fiolake
 
-.PHONY: help setup sysdeps fio venv minio demo test test-fast screenshots lint-imports typecheck lint bench bench-otava soak clean
+.PHONY: help setup sysdeps fio venv minio demo test test-fast screenshots lint-imports typecheck lint bench bench-otava soak clean images wheels
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 # Debian packages the project runs for real: fio (the benchmark), Chromium + ChromeDriver
 # (the app's browser tests), faketime (skewed runner clocks), bubblewrap (the runner confined
-# as its image confines it), docker-compose (validates compose.yaml; no engine needed) and
-# Java 17 (Spark, the outside engine the `spark` tier reads the lake with).
+# as its image confines it), docker-compose (validates compose.yaml; no engine needed),
+# Java 17 (Spark, the outside engine the `spark` tier reads the lake with) and the container
+# tier's engine: podman + buildah on runc (crun fails on this host's hybrid cgroups),
+# mmdebstrap (the base image from Debian packages: no registry needed), uidmap,
+# slirp4netns, fuse-overlayfs and catatonit (the pause process of `podman kube play` pods).
 # --no-install-recommends: docker-compose would otherwise pull in the Docker engine.
-DEBS := fio chromium chromium-driver faketime bubblewrap docker-compose openjdk-17-jre-headless
-DEB_CMDS := fio chromium chromedriver faketime bwrap docker-compose java
+DEBS := fio chromium chromium-driver faketime bubblewrap docker-compose openjdk-17-jre-headless \
+	podman buildah runc catatonit mmdebstrap uidmap slirp4netns fuse-overlayfs
+DEB_CMDS := fio chromium chromedriver faketime bwrap docker-compose java \
+	podman buildah runc catatonit mmdebstrap newuidmap slirp4netns fuse-overlayfs
 
 fio: sysdeps
 sysdeps: ## install the Debian packages above if any of their commands is missing
@@ -43,6 +48,17 @@ minio: venv ## build the pinned MinIO from its Go module into ~/.cache/fiolake (
 
 setup: fio venv minio ## everything the demo and tests need
 
+# Containers: every podman/buildah call reads the one containers.conf the project writes
+# (runtime runc, ulimits within the host's hard limits, host networking).
+export CONTAINERS_CONF := $(CURDIR)/build/containers.conf
+
+images: sysdeps venv ## podman images for compose.yaml and infra/k8s/ from a cached Debian base (no registry)
+	CACHE=$(CACHE) PY=$(CURDIR)/$(BIN)/python bash infra/containers/images.sh
+	@podman images --format '{{.Repository}}:{{.Tag}}\t{{.Size}}' | grep /fiolake-
+
+wheels: venv ## build/wheels for `docker build -f infra/Dockerfile.X .` (the images install from them)
+	CACHE=$(CACHE) PY=$(CURDIR)/$(BIN)/python IMAGES= bash infra/containers/images.sh
+
 demo: setup ## the main job: run the default suite locally and show the summary
 	bash infra/demo.sh
 
@@ -53,7 +69,7 @@ test: setup lint lint-imports typecheck ## everything: lint, layers, types, then
 # 75 s with two workers on this 2-core machine). The full tier stays serial: each worker
 # would start its own MinIO + OpenBao.
 test-fast: fio venv lint lint-imports typecheck ## the fast tier: no MinIO, no OpenBao, no Go (two pytest workers)
-	$(BIN)/pytest -q -n 2 -m "not stack and not slow and not browser and not spark"
+	$(BIN)/pytest -q -n 2 -m "not stack and not slow and not browser and not spark and not container"
 
 # Chromium from Debian (sysdeps), driven by Playwright's Python package (never its own
 # browser download); the app runs on a lake written by real fio.

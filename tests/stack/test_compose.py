@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,10 @@ def test_runner_can_scale_and_is_locked_down() -> None:
     assert runner["read_only"] is True
     assert "/tmp" in runner["tmpfs"]
     writable = [v for v in runner["volumes"] if not str(v).endswith(":ro")]
-    assert writable == ["/bench"]
+    # the target + spool volume, and the host's fio lock dir (shared with host runners)
+    assert writable == ["/bench", "/run/lock/fiolake:/run/lock/fiolake"]
+    args = " ".join(runner["command"])
+    assert "--dir=/bench/{runner}/target" in args and "--spool-dir=/bench/{runner}/spool" in args
     assert runner["depends_on"]["init"]["condition"] == "service_completed_successfully"
 
 
@@ -59,10 +63,22 @@ def test_every_service_waits_properly_and_has_healthchecks() -> None:
         assert services[name]["depends_on"]["minio"]["condition"] == "service_healthy"
 
 
-def test_published_ports_bind_loopback_only() -> None:
-    for name, service in _compose()["services"].items():
-        for port in service.get("ports", []):
-            assert str(port).startswith("127.0.0.1:"), (name, port)
+def test_host_networking_and_loopback_listeners_on_ports_from_the_environment() -> None:
+    """No bridge or firewall rule on a shared host: every service on the host network,
+    every listener on 127.0.0.1 at a port a second stack can move (FIOLAKE_*_PORT)."""
+    services = _compose()["services"]
+    for name, service in services.items():
+        assert service["network_mode"] == "host", name
+        assert "ports" not in service, name
+    listeners = {
+        "openbao": " ".join(services["init"]["command"]),
+        "minio": " ".join(services["minio"]["command"]),
+        "app": " ".join(services["app"]["command"]),
+    }
+    assert "--bao-listen=127.0.0.1:${FIOLAKE_BAO_PORT:-8200}" in listeners["openbao"]
+    assert "--address 127.0.0.1:${FIOLAKE_MINIO_PORT:-9000}" in listeners["minio"]
+    assert "127.0.0.1 --port ${FIOLAKE_APP_PORT:-8501}" in listeners["app"]
+    assert "0.0.0.0" not in COMPOSE.read_text()
 
 
 def test_build_contexts_and_dockerfiles_exist() -> None:
@@ -115,9 +131,32 @@ def test_images_run_as_a_non_root_user(name: str) -> None:
 def test_runner_image_installs_fio_and_runs_the_runner() -> None:
     steps = _instructions(_dockerfile("Dockerfile.runner"))
     runs = " ".join(rest for word, rest in steps if word == "RUN")
-    assert re.search(r"apt-get install [^&]*\bfio\b", runs)
+    assert re.search(r"for deb in [^;]*\bfio\b", runs) and "apt-get install" in runs
     entry = [rest for word, rest in steps if word == "ENTRYPOINT"][-1]
-    assert entry.endswith('"fiolake", "runner"]')
+    assert entry == '["/usr/local/bin/runner-entry.sh"]'
+    script = (ROOT / "infra" / "runner-entry.sh").read_text()
+    assert "with-env.sh fiolake runner" in script
+
+
+@pytest.mark.parametrize("name", ["Dockerfile.app", "Dockerfile.openbao"])
+def test_python_images_share_the_runner_layers(name: str) -> None:
+    """Identical instructions up to ENV: the builds reuse one venv layer."""
+
+    def prefix(text: str) -> list[tuple[str, str]]:
+        steps = _instructions(text)
+        return steps[: [w for w, _ in steps].index("ENV") + 1]
+
+    assert prefix(_dockerfile(name)) == prefix(_dockerfile("Dockerfile.runner"))
+
+
+@pytest.mark.parametrize(
+    "name", ["Dockerfile.minio", "Dockerfile.openbao", "Dockerfile.runner", "Dockerfile.app"]
+)
+def test_images_build_from_a_base_argument(name: str) -> None:
+    """`make images` passes its mmdebstrap base; Docker falls back to debian:bookworm-slim."""
+    steps = _instructions(_dockerfile(name))
+    assert ("ARG", "BASE=debian:bookworm-slim") in steps
+    assert [rest for word, rest in steps if word == "FROM"] == ["${BASE}"]
 
 
 def test_minio_image_builds_the_pinned_commit() -> None:
@@ -129,11 +168,15 @@ def test_minio_image_builds_the_pinned_commit() -> None:
 
 
 def test_entry_point_script_is_executable_and_in_the_build_context() -> None:
-    script = ROOT / "infra" / "with-env.sh"
-    assert os.access(script, os.X_OK)
-    ignored = (ROOT / ".dockerignore").read_text().split()
-    assert "infra" not in ignored
-    assert ".venv" in ignored and ".git" in ignored
+    lines = [
+        line
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
+    assert lines[0] == "*"  # an allow-list: no venv, .git or lake in the context
+    for name in ("with-env.sh", "runner-entry.sh"):
+        assert os.access(ROOT / "infra" / name, os.X_OK)
+        assert f"!infra/{name}" in lines
 
 
 def _pod_specs(doc: dict) -> list[dict]:
@@ -155,6 +198,32 @@ def test_k8s_manifests_parse_and_run_locked_down() -> None:
                     assert ctx["allowPrivilegeEscalation"] is False, path.name
                     assert "/tmp" in {m["mountPath"] for m in container["volumeMounts"]}
     assert {"DaemonSet", "Job", "PersistentVolumeClaim", "Secret", "ConfigMap"} <= set(kinds)
+
+
+K8S_VERSION = "1.37.0"  # the schemas bundled in the kubernetes-validate wheel (offline)
+
+
+def test_k8s_manifests_validate_against_the_kubernetes_schemas() -> None:
+    """docs/deploy.md's command: every manifest, strictly (unknown fields refused), against
+    the schemas inside the kubernetes-validate wheel; no API server, no network."""
+    cli = Path(sys.executable).with_name("kubernetes-validate")
+    paths = sorted(str(p) for p in K8S.glob("*.yaml"))
+    proc = subprocess.run(
+        [str(cli), "--strict", "-k", K8S_VERSION, *paths], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count(" passed for resource ") == 8, proc.stdout
+
+
+def test_k8s_validation_refuses_a_broken_manifest() -> None:
+    import kubernetes_validate
+
+    docs = yaml.safe_load_all((K8S / "runner-daemonset.yaml").read_text())
+    daemonset = next(d for d in docs if d["kind"] == "DaemonSet")
+    container = daemonset["spec"]["template"]["spec"]["containers"][0]
+    container["securityContext"]["readOnlyRootFilesystem"] = "yes"
+    with pytest.raises(kubernetes_validate.ValidationError, match="readOnlyRootFilesystem"):
+        kubernetes_validate.validate(daemonset, K8S_VERSION, strict=True)
 
 
 def test_every_job_has_its_own_claim() -> None:
