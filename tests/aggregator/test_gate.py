@@ -21,7 +21,7 @@ fsync=1
 ioengine=psync
 size=4m
 time_based=1
-runtime=1
+runtime=2
 """
 SHM = Path("/dev/shm")
 
@@ -44,7 +44,7 @@ def run_campaign(lake: Path, job: Path, target: Path, campaign: str, backend: st
 
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One backend name, three campaigns of 3 repetitions × 1 s: A tmpfs, B disk, C tmpfs."""
+    """One backend name, three campaigns of 3 repetitions × 2 s: A tmpfs, B disk, C tmpfs."""
     if not SHM.is_dir():
         pytest.skip("needs /dev/shm (tmpfs)")
     root = tmp_path_factory.mktemp("gate")
