@@ -199,7 +199,7 @@ def compare(
         allow_mixed=allow_mixed,
         exclude_unsteady=exclude_unsteady,
     )
-    if not any(_shown(g, c, filt, by) for g, c in data):
+    if not any(_shown(g, c[0], filt, by) for g, c in data):
         raise LakeError(f"no successful runs with results match {filt.describe()}")
     cases = {c for _, c in data}
     notes: dict[Case, list[str]] = {}
@@ -234,9 +234,7 @@ def compare(
         if row.verdict == "":
             row.verdict = _decide(row, row.metric, min_effect)
     shown = [
-        r
-        for r in rows
-        if r.metric in metrics and _shown(r.group, (r.profile,), filt, by, base_name)
+        r for r in rows if r.metric in metrics and _shown(r.group, r.profile, filt, by, base_name)
     ]
     shown_groups = [g for g in groups if any(r.group == g for r in shown)]
     words = _family_words(question, base_name, tests, adjustment, family)
@@ -250,11 +248,9 @@ def _question_metrics(metrics: list[str]) -> list[str]:
     return list(DEFAULT_METRICS) + [m for m in metrics if m not in DEFAULT_METRICS]
 
 
-def _shown(
-    group: str, case: tuple[str, ...], filt: RunFilter, by: str, baseline: str | None = None
-) -> bool:
+def _shown(group: str, profile: str, filt: RunFilter, by: str, baseline: str | None = None) -> bool:
     """Whether a row passes the display filters (the baseline's rows always do)."""
-    if filt.profile is not None and case[0] != filt.profile:
+    if filt.profile is not None and profile != filt.profile:
         return False
     if by == "backend" and filt.backends and group != baseline:
         return group in filt.backends
@@ -349,8 +345,8 @@ def _adjust(rows: list[CompareRow], method: str, family: str = "question") -> in
             (row.group, row.profile, row.job_name, row.direction, row.effective_job_sha256, kind)
         ].append(row)
     families: dict[str, list[list[CompareRow]]] = defaultdict(list)
-    for key, members in tests.items():
-        families[{"metric": key[5], "profile": key[1]}.get(family, "")].append(members)
+    for key, test_rows in tests.items():
+        families[{"metric": key[5], "profile": key[1]}.get(family, "")].append(test_rows)
     for members in families.values():
         for attr, out in (("p_value", "p_adjusted"), ("p_equivalence", "p_equivalence_adjusted")):
             firsts = [getattr(m[0], attr) for m in members]
