@@ -186,7 +186,10 @@ def compare(
         by = "run_id"
     by = check_group_column(lake, by)
     # The question: display filters (backends, profile, metrics) only hide rows after.
-    question = filt if family == "table" else replace(filt, backends=(), profile=None)
+    # Backends are a display filter only when they are the groups; grouped by anything
+    # else (the gate: by campaign) the backend selection is part of the question.
+    kept = filt.backends if by != "backend" else ()
+    question = filt if family == "table" else replace(filt, backends=kept, profile=None)
     asked = metrics if family == "table" else _question_metrics(metrics)
     data, texts = summarise(
         lake,
@@ -268,6 +271,8 @@ def _question_words(filt: RunFilter) -> str:
     parts = []
     if filt.campaign:
         parts.append(f"campaign {filt.campaign}")
+    parts += [f"campaign {c}" for c in filt.campaigns]
+    parts += [f"backend {b}" for b in filt.backends]
     if filt.runs:
         parts.append(f"{len(filt.runs)} runs")
     if filt.since:

@@ -22,6 +22,7 @@ class RunFilter:
     since: datetime | None = None
     until: datetime | None = None
     status: str | None = "ok"  # only successful runs carry comparable numbers
+    campaigns: tuple[str, ...] = ()  # any of these (the gate: new and baseline campaign)
 
     def where(self, alias: str = "runs") -> tuple[str, list[Any]]:
         """A SQL condition on `runs` (aliased `alias`) and its bound parameters."""
@@ -33,6 +34,9 @@ class RunFilter:
         if self.campaign is not None:
             conds.append(f"{alias}.campaign_id = ?")
             params.append(self.campaign)
+        if self.campaigns:
+            conds.append(f"{alias}.campaign_id IN ({', '.join('?' * len(self.campaigns))})")
+            params += list(self.campaigns)
         if self.backends:
             conds.append(f"{alias}.backend IN ({', '.join('?' * len(self.backends))})")
             params += list(self.backends)
@@ -55,6 +59,7 @@ class RunFilter:
         parts = []
         if self.campaign is not None:
             parts.append(f"campaign '{self.campaign}'")
+        parts += [f"campaign '{c}'" for c in self.campaigns]
         parts += [f"backend '{b}'" for b in self.backends]
         if self.profile is not None:
             parts.append(f"profile '{self.profile}'")
@@ -79,6 +84,7 @@ def _exists(lake: Lake, column: str, value: str) -> bool:
 def validate(lake: Lake, filt: RunFilter) -> None:
     """LakeError naming the first filter value that matches no committed run."""
     checks = [("campaign_id", "campaign", filt.campaign), ("profile", "profile", filt.profile)]
+    checks += [("campaign_id", "campaign", c) for c in filt.campaigns]
     checks += [("backend", "backend", b) for b in filt.backends]
     checks += [("run_id", "run", r) for r in filt.runs]
     for column, word, value in checks:

@@ -231,6 +231,19 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
     ),
     (["compare", "--lake", "{lake}", "--by", "nope"], {}, 2, "Error: "),
     (
+        ["gate", "--lake", "{lake}", "--campaign", "nope"],
+        {},
+        2,
+        "Error: no committed runs match campaign 'nope'",
+    ),
+    (
+        ["gate", "--lake", "{lake}", "--campaign", "c", "--inconclusive", "maybe"],
+        {},
+        2,
+        "Error: Invalid value for '--inconclusive': 'maybe' is not one of 'pass', 'fail'.",
+    ),
+    (["gate", "--lake", "{lake}"], {}, 2, "Error: Missing option '--campaign'."),
+    (
         ["compare", "--lake", "{lake}", "--family", "nope"],
         {},
         2,

@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "status": ("fiolake.cli.status", "status", "Progress of a campaign, or of recent ones."),
     "keygen": ("fiolake.cli.distributed", "keygen", "Create a local Ed25519 signing key."),
     "stack": ("fiolake.cli.stack", "stack", "Local MinIO (TLS) + OpenBao stack."),
+    "gate": ("fiolake.cli.gate", "gate", "Exit 1 when a campaign is worse than its baseline."),
 }
 
 

@@ -46,6 +46,18 @@ def metric_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
+def min_effect_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--min-effect, shared by compare and gate."""
+    return click.option(
+        "--min-effect",
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        default=0.05,
+        show_default=True,
+        help="Smallest ratio change that matters (0.05 = ±5 %): bigger and significant is "
+        "better/worse; shown to be smaller is equivalent.",
+    )(fn)
+
+
 def run_filter(
     campaign: str | None,
     backends: tuple[str, ...],
@@ -90,14 +102,7 @@ def since_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--by", default="backend", show_default=True, help="Group runs by this column.")
 @click.option("--baseline", help="Group to compare against (default: the first).")
 @metric_option
-@click.option(
-    "--min-effect",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.05,
-    show_default=True,
-    help="Smallest ratio change that matters (0.05 = ±5 %): bigger and significant is "
-    "better/worse; shown to be smaller is equivalent.",
-)
+@min_effect_option
 @click.option(
     "--fdr",
     is_flag=True,

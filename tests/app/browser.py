@@ -41,6 +41,7 @@ PAGES = {  # URL path -> the page's title
     "Runs": "Runs",
     "Fleet": "Fleet",
     "SQL": "SQL",
+    "Gate": "Regression gate",
 }
 BUSY = (
     '[data-testid="stStatusWidget"], [data-testid="stSkeleton"], '

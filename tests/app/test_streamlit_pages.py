@@ -108,3 +108,22 @@ def test_trends_page_shows_what_changed_across_a_change_point(
     assert diff[diff["field"] == "kernel"][["before", "after"]].values.tolist() == [
         ["6.1.0-18-amd64", "6.8.0"]
     ]
+
+
+def test_gate_page_sets_the_newest_campaign_against_the_one_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = lakegen.local_store(tmp_path / "lake")
+    lakegen.write_campaign(store, "night-1", {"nvme": {READ: {"iops": 1000}}}, 3, jitter=0.02)
+    later = lakegen.T0 + timedelta(days=1)
+    slower = {"nvme": {READ: {"iops": 700}}}
+    lakegen.write_campaign(store, "night-2", slower, 3, jitter=0.02, start=later)
+    monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "lake"))
+    at = page("pages/8_Gate.py")
+    assert not at.exception
+    assert "the gate **fails**" in at.markdown[0].value
+    assert "**night-2** against **night-1**" in at.markdown[0].value
+    table = at.dataframe[0].value
+    assert table["verdict"].tolist()[0] == "▼ worse"  # worst first
+    iops = table[table["metric"] == "iops"]
+    assert iops["verdict"].tolist() == ["▼ worse"]

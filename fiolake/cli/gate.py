@@ -1,0 +1,192 @@
+"""`gate`: exit 1 when a campaign is worse than its baseline — for CI (docs/ci.md).
+
+Exit 0: no row worse; 1: some row worse (significant after adjustment and beyond
+--min-effect); 2: bad input or nothing comparable. Writes JUnit XML (--junit), a Markdown
+table for a pull-request comment (--format md) or every number (--format json).
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from fiolake.aggregator.columns import p_text, ratio_text
+from fiolake.aggregator.verdict_text import decider, label
+from fiolake.cli import lake_option
+from fiolake.cli.common import connect
+from fiolake.cli.comparisons import metric_option, min_effect_option
+from fiolake.cli.output import emit
+from fiolake.errors import FiolakeError
+
+if TYPE_CHECKING:
+    from fiolake.aggregator.gate import GateResult, GateRow
+
+FIELDS = ("profile", "job_name", "direction", "metric", "n", "n_baseline", "geomean", "ratio",
+          "ratio_ci_low", "ratio_ci_high", "p_value", "p_adjusted", "p_equivalence",
+          "p_equivalence_adjusted", "verdict", "reps_to_confirm", "reps_for_equivalence",
+          "effective_job_sha256")  # fmt: skip
+
+
+def _case(g: GateRow) -> str:
+    r = g.row
+    return f"{g.backend} · {r.profile} · {r.job_name} · {r.direction} · {r.metric}"
+
+
+def junit_xml(result: GateResult) -> bytes:
+    """One testcase per backend × profile × job × direction × metric: failure when worse,
+    skipped when inconclusive (or untestable)."""
+    suite = ET.Element("testsuite", name=f"fiolake gate {result.campaign} vs {result.baseline}")
+    failures = skipped = 0
+    for g in result.rows:
+        r = g.row
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            classname=f"fiolake.{g.backend}.{r.profile}",
+            name=f"{r.job_name}.{r.direction}.{r.metric}",
+        )
+        numbers = (
+            f"{ratio_text(r.metric, r.ratio, r.ratio_ci_low, r.ratio_ci_high)} vs "
+            f"{result.baseline}, p adj {p_text(r.p_adjusted)}"
+        )
+        if r.verdict == "worse":
+            failures += 1
+            ET.SubElement(case, "failure", message=f"worse: {numbers}", type="worse")
+        elif r.verdict not in ("better", "equivalent"):
+            skipped += 1
+            ET.SubElement(case, "skipped", message=f"{label(r, result.min_effect)}: {numbers}")
+    suite.set("tests", str(len(result.rows)))
+    suite.set("failures", str(failures))
+    suite.set("skipped", str(skipped))
+    return ET.tostring(suite, encoding="utf-8", xml_declaration=True)
+
+
+def markdown(result: GateResult, app_url: str | None) -> str:
+    """A Markdown table, worst first, for a pull-request comment or a CI job summary."""
+    lines = [
+        f"**fiolake gate**: campaign `{result.campaign}` vs baseline `{result.baseline}` — "
+        f"{len(result.worse)} worse, {len(result.inconclusive)} inconclusive, "
+        f"{len(result.rows)} rows",
+        "",
+        "| backend | profile | job | dir | metric | ratio [95% CI] | p adj | verdict |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for g in result.rows:
+        r = g.row
+        verdict = label(r, result.min_effect)
+        if app_url:
+            verdict = (
+                f"[{verdict}]({app_url.rstrip('/')}/Compare?campaign={result.campaign}"
+                f"&metric={r.metric}&profile={r.profile})"
+            )
+        ratio = ratio_text(r.metric, r.ratio, r.ratio_ci_low, r.ratio_ci_high)
+        lines.append(
+            f"| {g.backend} | {r.profile} | {r.job_name} | {r.direction} | {r.metric} | "
+            f"{ratio} | {p_text(r.p_adjusted)} | {verdict} |"
+        )
+    lines += ["", "Families: " + "; ".join(result.families)]
+    return "\n".join(lines) + "\n"
+
+
+@click.command()
+@lake_option
+@click.option("--campaign", required=True, help="The new campaign (e.g. last night's).")
+@click.option(
+    "--baseline-campaign",
+    help="Campaign to set it against (default: the newest earlier one with its jobs).",
+)
+@metric_option
+@min_effect_option
+@click.option(
+    "--inconclusive",
+    "on_inconclusive",
+    type=click.Choice(["pass", "fail"]),
+    default="pass",
+    show_default=True,
+    help="Whether an inconclusive row fails the gate (a warning names them either way).",
+)
+@click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML to this file.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "md", "json"]),
+    default="table",
+    show_default=True,
+    help="table for people, md for a pull-request comment, json with every number.",
+)
+@click.option("--app-url", help="Base URL of `fiolake app`: md rows link to its Compare view.")
+def gate(
+    lake: str,
+    campaign: str,
+    baseline_campaign: str | None,
+    metrics: tuple[str, ...],
+    min_effect: float,
+    on_inconclusive: str,
+    junit: str | None,
+    fmt: str,
+    app_url: str | None,
+) -> None:
+    """Fail (exit 1) when a campaign is worse than its baseline campaign.
+
+    \b
+    Per backend, the campaign's runs are set against the baseline campaign's runs of the
+    same effective jobs (the verdicts of `compare`: ratios with 95 % CIs, Holm-adjusted
+    p-values, ±--min-effect). Exit 0 when no row is worse, 1 when any is (or, with
+    --inconclusive fail, any is inconclusive), 2 on bad input or nothing comparable.
+    Latency metrics are worse when higher. docs/ci.md has the CI wiring.
+      fiolake gate --campaign nightly-2026-11-24
+      fiolake gate --campaign B --baseline-campaign A --junit gate.xml --format md
+    """
+    from fiolake.aggregator.compare import DEFAULT_METRICS
+    from fiolake.aggregator.gate import gate as run_gate
+
+    try:
+        with connect(lake) as handle:
+            result = run_gate(
+                handle,
+                campaign,
+                baseline_campaign,
+                metrics=list(metrics) or list(DEFAULT_METRICS),
+                min_effect=min_effect,
+            )
+    except FiolakeError as exc:  # exit 1 means "worse" only: every problem is exit 2
+        raise click.UsageError(str(exc)) from exc
+    if junit:
+        Path(junit).write_bytes(junit_xml(result))
+    if fmt == "md":
+        click.echo(markdown(result, app_url), nl=False)
+    elif fmt == "json":
+        doc = {
+            "campaign": result.campaign,
+            "baseline": result.baseline,
+            "families": result.families,
+            "min_effect": result.min_effect,
+            "rows": [{"backend": g.backend, **{f: getattr(g.row, f) for f in FIELDS}}
+                     for g in result.rows],
+        }  # fmt: skip
+        click.echo(json.dumps(doc, indent=2, default=str))
+    else:
+        cols = ["backend", "profile", "job", "dir", "metric",
+                f"vs {result.baseline} [95% CI]", "p adj", "verdict"]  # fmt: skip
+        emit(cols, [(g.backend, g.row.profile, g.row.job_name, g.row.direction, g.row.metric,
+                     ratio_text(g.row.metric, g.row.ratio, g.row.ratio_ci_low,
+                                g.row.ratio_ci_high),
+                     p_text(g.row.p_adjusted), label(g.row, min_effect))
+                    for g in result.rows], "table")  # fmt: skip
+    if result.inconclusive:
+        names = ", ".join(
+            f"{_case(g)} ({decider(g.row, min_effect) or 'more runs'})" for g in result.inconclusive
+        )
+        click.echo(f"warning: inconclusive: {names}", err=True)
+    click.echo(
+        f"gate: {result.campaign} vs {result.baseline}: {len(result.worse)} worse, "
+        f"{len(result.inconclusive)} inconclusive of {len(result.rows)}; "
+        f"family: {'; '.join(result.families)}",
+        err=True,
+    )
+    if result.worse or (on_inconclusive == "fail" and result.inconclusive):
+        raise click.exceptions.Exit(1)

@@ -1,0 +1,105 @@
+"""`fiolake gate`, known answer on real fio: an fsync-heavy 4 KiB write job on tmpfs
+(campaign A) against the same job file on a disk directory (B) is worse in p99 latency
+and IOPS — exit 1, a JUnit failure, a Markdown table; tmpfs again (C) against A passes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from junitparser import Failure, JUnitXml
+
+from fiolake.cli import cli
+
+JOB = """[fsync-writes]
+rw=randwrite
+bs=4k
+fsync=1
+ioengine=psync
+size=4m
+time_based=1
+runtime=2
+"""
+SHM = Path("/dev/shm")
+
+pytestmark = [
+    pytest.mark.slow,  # three campaigns of real fio: ~25 s
+    pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio"),
+]
+
+
+def run_campaign(lake: Path, job: Path, target: Path, campaign: str, backend: str) -> None:
+    args = ["run", str(job), "--create-dir", "--dir", str(target), "--backend", backend,
+            "--lake", str(lake), "--repeat", "3", "--campaign", campaign]  # fmt: skip
+    args += ["--format", "csv"]
+    try:
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 0, res.output
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One backend name, three campaigns of 3 repetitions × 2 s: A tmpfs, B disk, C tmpfs."""
+    if not SHM.is_dir():
+        pytest.skip("needs /dev/shm (tmpfs)")
+    root = tmp_path_factory.mktemp("gate")
+    job = root / "fsync-writes.fio"
+    job.write_text(JOB)
+    lake = root / "lake"
+    run_campaign(lake, job, SHM / f"fiolake-gate-{root.name}", "A", "box")
+    run_campaign(lake, job, root / "disk", "B", "box")
+    run_campaign(lake, job, SHM / f"fiolake-gate-{root.name}", "C", "box")
+    return lake
+
+
+def gate(lake: Path, *args: str) -> object:
+    return CliRunner().invoke(cli, ["gate", "--lake", str(lake), *args])
+
+
+def test_disk_after_tmpfs_fails_the_gate(lake: Path, tmp_path: Path) -> None:
+    junit = tmp_path / "gate.xml"
+    res = gate(lake, "--campaign", "B", "--baseline-campaign", "A", "--junit", str(junit),
+               "--format", "md")  # fmt: skip
+    assert res.exit_code == 1, res.output
+    table = res.stdout.splitlines()
+    assert table[2].startswith("| backend | profile | job | dir | metric |")
+    assert table[3].startswith("|---|")
+    worse = [line for line in table if "▼ worse" in line]
+    assert any("| clat_p99_ns |" in line for line in worse), res.stdout
+    assert any("| iops |" in line for line in worse), res.stdout
+    assert table[4] in worse  # worst first
+    cases = [case for suite in JUnitXml.fromfile(str(junit)) for case in suite]
+    failures = [c for c in cases if any(isinstance(r, Failure) for r in c.result)]
+    assert len(failures) >= 1
+    assert {c.name for c in failures} >= {"fsync-writes.write.clat_p99_ns"}
+    assert "family: campaign A, campaign B, backend box vs A" in res.stderr
+
+    doc = json.loads(
+        gate(lake, "--campaign", "B", "--baseline-campaign", "A", "--format", "json").stdout
+    )
+    p99 = next(r for r in doc["rows"] if r["metric"] == "clat_p99_ns")
+    assert p99["verdict"] == "worse" and p99["ratio"] > 1.05 and p99["p_adjusted"] < 0.05
+
+
+def test_tmpfs_again_passes_and_the_default_baseline_is_the_newest_earlier(lake: Path) -> None:
+    res = gate(lake, "--campaign", "C", "--baseline-campaign", "A", "--format", "json")
+    assert res.exit_code == 0, res.output
+    assert not [r for r in json.loads(res.stdout)["rows"] if r["verdict"] == "worse"]
+    # Without --baseline-campaign: B, the newest campaign before C with the same job.
+    res = gate(lake, "--campaign", "C", "--format", "json")
+    assert json.loads(res.stdout)["baseline"] == "B"
+    assert res.exit_code == 0  # tmpfs after disk: better, never worse
+
+
+def test_nothing_to_compare_is_exit_2(lake: Path) -> None:
+    res = gate(lake, "--campaign", "A")
+    assert res.exit_code == 2
+    assert (
+        "Error: no earlier campaign ran the jobs of campaign 'A' on its backends: "
+        "give --baseline-campaign" in res.output
+    )
