@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CACHE ?= $(HOME)/.cache/fiolake
 
-.PHONY: help setup sysdeps fio venv minio demo test test-fast screenshots lint-imports typecheck lint bench bench-otava soak clean images wheels
+.PHONY: help setup sysdeps fio venv minio demo test test-fast screenshots lint-imports typecheck lint bench bench-otava soak faults-repeat clean images wheels
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -99,6 +99,10 @@ bench-otava: ## change points vs Apache Otava, in a throwaway venv (Otava's pins
 SOAK_MINUTES ?= 30
 soak: setup ## the fault-injection history test for SOAK_MINUTES (default 30), with a summary table
 	SOAK_MINUTES=$(SOAK_MINUTES) $(BIN)/python -m tests.faults.soak
+
+N ?= 10
+faults-repeat: setup ## the short-mode history test N times (default 10) with a table: the flake rate
+	N=$(N) $(BIN)/python -m tests.faults.repeat
 
 clean: ## remove the venv, build outputs and the demo lake
 	rm -rf $(VENV) build lake demo-lake

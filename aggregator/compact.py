@@ -26,6 +26,7 @@ from deltalake import DeltaTable
 
 from fiolake import layout
 from fiolake.aggregator import delta
+from fiolake.aggregator.compact_lock import CompactionLock, compaction_lock
 from fiolake.aggregator.generations import DeltaState, Generation, latest_generation
 from fiolake.aggregator.snapshot import COMMITS_SCHEMA, Snapshot, read_all, scan
 from fiolake.commits import logged_job_ids
@@ -180,6 +181,7 @@ def _cleanup(store: ObjectStore, grace: timedelta, report: CompactionReport) -> 
                     layout.delta_table_prefix(table) + p for p in delta.vacuum(store, dt, grace)
                 ]
     live = {layout.generation_key(current.generation), *current.commit_files()}
+    live.add(layout.COMPACTION_LOCK_KEY)
     live |= {k for table in layout.TABLES for k in current.files(table)}
     cutoff = datetime.now(UTC) - grace
     for key in list(store.list(layout.COMPACTED_PREFIX)):
@@ -204,13 +206,27 @@ def compact(
     tables: Iterable[str] = layout.TABLES,
     grace: timedelta = timedelta(hours=1),
     hook: Hook | None = None,
+    wait: bool = False,
+    on_wait: Callable[[str], None] | None = None,
 ) -> CompactionReport:
     """Append committed runs not yet compacted to the Delta tables; write the next
-    generation record; clean up."""
+    generation record; clean up. One compaction at a time: CompactionBusy when another holds
+    the lake's compaction lock, unless `wait` (then `on_wait` hears why, once)."""
     tables = list(tables)
     for table in tables:
         if table not in layout.TABLES:
             raise LakeError(f"unknown table {table!r}; tables are {', '.join(layout.TABLES)}")
+    with compaction_lock(store, wait=wait, on_wait=on_wait) as lock:
+        return _compact(store, tables, grace, hook, lock)
+
+
+def _compact(
+    store: ObjectStore,
+    tables: list[str],
+    grace: timedelta,
+    hook: Hook | None,
+    lock: CompactionLock,
+) -> CompactionReport:
     # Taken before the listing: a marker it misses was written later, so its log entry
     # sorts after this instant (see fiolake.commits).
     listed_at = iso_utc(store.server_time())
@@ -223,6 +239,7 @@ def compact(
     gen = (prev.generation if prev else 0) + 1
     states = dict(prev.delta) if prev and not prev.legacy else {}
     for table in [*tables, delta.COMMITS]:
+        lock.fence()  # appended by a compactor that lost its lock, rows could double
         state, merged = _compact_table(store, snap, table, gen)
         if state is not None:
             states[table] = state
@@ -237,6 +254,7 @@ def compact(
         )
         if hook:
             hook("files-written")
+        lock.fence()
         try:
             store.put(layout.generation_key(gen), record.to_bytes(), if_none_match=True)
         except PreconditionFailed:

@@ -20,6 +20,7 @@ from fiolake.aggregator import columns, stats
 from fiolake.aggregator.filters import RunFilter, check_group_column, validate
 from fiolake.aggregator.lake import Lake
 from fiolake.aggregator.runsets import Case, GroupStats, job_texts, summarise
+from fiolake.aggregator.verdict_text import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
 from fiolake.errors import LakeError, UsageProblem
 from fiolake.jobhash import job_differences
 
@@ -30,7 +31,6 @@ NUMERIC_TYPES = ("BIGINT", "INTEGER", "DOUBLE", "FLOAT", "HUGEINT", "SMALLINT", 
 SAME_TEST = {"bw_bytes": "throughput", "iops": "throughput"}
 
 FAMILIES = ("question", "metric", "profile", "table")
-BETTER, WORSE, EQUIVALENT, INCONCLUSIVE = "better", "worse", "equivalent", "inconclusive"
 BASELINE = "baseline"
 NO_BASELINE = "no baseline for this job"
 TOO_FEW = "too few repetitions"

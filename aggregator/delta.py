@@ -7,20 +7,25 @@ so far, never an orphan attempt. fiolake's own views do not need delta-rs: the c
 generation (`fiolake.aggregator.generations`) records each table's Delta version and its
 data files.
 
-delta-rs talks to S3 through Rust's object_store, which takes no CA file option; it
-trusts the roots rustls loads from the `SSL_CERT_FILE` environment variable. The lake's
-private CA is put there for the duration of each delta-rs call (`trusting`).
+delta-rs talks to S3 through Rust's object_store, which has no storage option for a CA
+of the endpoint itself. It has one for the CA of an HTTP proxy, `proxy_ca_certificate`
+(PEM text), which it adds to the trusted roots of the whole HTTP client — but only when
+`proxy_url` is set. So `storage_options` sets a proxy that every host bypasses
+(`proxy_excludes`) and passes the lake's CA that way: the CA travels with each call,
+and nothing process-wide (no `SSL_CERT_FILE`) is touched, so other threads' TLS is
+unaffected (object_store `ClientOptions::client`, src/client/mod.rs).
 """
 
 from __future__ import annotations
 
 import io
 import math
-import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from functools import cache
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -37,7 +42,8 @@ ROW_GROUP_ROWS = 65_536  # small enough that a query for one run skips most of a
 # rewritten into few (Delta `optimize`), the superseded files kept for the grace period.
 MAX_FILES = 32
 COMMITS = "commits"
-_ENV_LOCK = threading.Lock()
+# Never contacted: every host bypasses it (see the module docstring).
+_UNUSED_PROXY = "http://127.0.0.1:9"
 
 
 def key_column(table: str) -> str:
@@ -54,6 +60,7 @@ def storage_options(store: ObjectStore) -> dict[str, str]:
     """delta-rs storage options for `store`: endpoint, keys, TLS only, conditional PUT.
 
     `AWS_CONDITIONAL_PUT=etag` makes log commits create-only on MinIO (no DynamoDB lock).
+    A private CA (FIOLAKE_CA_BUNDLE) travels in the proxy keys: see the module docstring.
     """
     s3 = store.settings
     if s3 is None:  # a local directory: delta-rs needs no options
@@ -68,47 +75,50 @@ def storage_options(store: ObjectStore) -> dict[str, str]:
     if s3.access_key:
         options["AWS_ACCESS_KEY_ID"] = s3.access_key
         options["AWS_SECRET_ACCESS_KEY"] = s3.secret_key or ""
+    if s3.ca_bundle:
+        host = urlsplit(s3.endpoint).hostname or ""
+        options["proxy_url"] = _UNUSED_PROXY
+        options["proxy_excludes"] = ",".join(filter(None, ["*", host]))
+        options["proxy_ca_certificate"] = _pem(s3.ca_bundle)
     return options
 
 
-@contextmanager
-def trusting(store: ObjectStore) -> Iterator[None]:
-    """SSL_CERT_FILE = the lake's CA while delta-rs builds its HTTP client; errors mapped.
+@cache
+def _pem(path: str) -> str:
+    """The CA bundle's text (read once per path: it does not change while we run)."""
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        raise LakeError(
+            f"cannot read the CA bundle {path}: {exc.strerror} — set FIOLAKE_CA_BUNDLE "
+            "to the lake's CA certificate (PEM)"
+        ) from None
 
-    Outside readers in this process (polars, DuckDB's delta extension) need it too.
-    """
-    ca = store.settings.ca_bundle if store.settings else None
-    with _ENV_LOCK:
-        before = os.environ.get("SSL_CERT_FILE")
-        if ca:
-            os.environ["SSL_CERT_FILE"] = ca
-        try:
-            yield
-        except (DeltaError, OSError) as exc:
-            where = f"{store.url}/{layout.DELTA_PREFIX}"
-            text = str(exc)
-            # delta-rs raises one DeltaError/OSError for every object-store failure, with no
-            # status or S3 code attribute: its message is the only place the 403 shows.
-            if "403" in text or "AccessDenied" in text:
-                raise AccessDenied(
-                    f"access denied writing the Delta tables under {where} — run it with the "
-                    'compactor\'s credentials (eval "$(fiolake stack env --role compactor)")'
-                ) from exc
-            raise LakeError(
-                f"Delta table under {where}: {text.splitlines()[0][:300]} — check the "
-                "endpoint, the credentials and FIOLAKE_CA_BUNDLE"
+
+@contextmanager
+def mapped_errors(store: ObjectStore) -> Iterator[None]:
+    """delta-rs's errors as fiolake's: AccessDenied for a 403, LakeError otherwise."""
+    try:
+        yield
+    except (DeltaError, OSError) as exc:
+        where = f"{store.url}/{layout.DELTA_PREFIX}"
+        text = str(exc)
+        # delta-rs raises one DeltaError/OSError for every object-store failure, with no
+        # status or S3 code attribute: its message is the only place the 403 shows.
+        if "403" in text or "AccessDenied" in text:
+            raise AccessDenied(
+                f"access denied writing the Delta tables under {where} — run it with the "
+                'compactor\'s credentials (eval "$(fiolake stack env --role compactor)")'
             ) from exc
-        finally:
-            if ca:
-                if before is None:
-                    os.environ.pop("SSL_CERT_FILE", None)
-                else:
-                    os.environ["SSL_CERT_FILE"] = before
+        raise LakeError(
+            f"Delta table under {where}: {text.splitlines()[0][:300]} — check the "
+            "endpoint, the credentials and FIOLAKE_CA_BUNDLE"
+        ) from exc
 
 
 def open_table(store: ObjectStore, table: str) -> DeltaTable | None:
     """The latest version of `table`, or None when no compaction has created it yet."""
-    with trusting(store):
+    with mapped_errors(store):
         try:
             return DeltaTable(table_uri(store, table), storage_options=storage_options(store))
         except TableNotFoundError:
@@ -117,7 +127,7 @@ def open_table(store: ObjectStore, table: str) -> DeltaTable | None:
 
 def data_files(store: ObjectStore, dt: DeltaTable, table: str) -> tuple[list[str], int]:
     """Object keys (relative to the lake) of the files in `dt`'s version, and their rows."""
-    with trusting(store):
+    with mapped_errors(store):
         actions = pa.table(dt.get_add_actions(flatten=True))
     paths = actions.column("path").to_pylist()
     rows = sum(n or 0 for n in actions.column("num_records").to_pylist())
@@ -129,7 +139,7 @@ def append(store: ObjectStore, table: str, data: pa.Table, generation: int) -> D
 
     New columns join the table's schema (files written before them read as NULL).
     """
-    with trusting(store):
+    with mapped_errors(store):
         write_deltalake(
             table_uri(store, table),
             data,
@@ -148,7 +158,7 @@ def append(store: ObjectStore, table: str, data: pa.Table, generation: int) -> D
 
 def optimize(store: ObjectStore, dt: DeltaTable) -> None:
     """Rewrite a table of more than MAX_FILES files into few (a new version of `dt`)."""
-    with trusting(store):
+    with mapped_errors(store):
         if len(dt.file_uris()) > MAX_FILES:
             dt.optimize.compact(
                 writer_properties=WriterProperties(
@@ -160,7 +170,7 @@ def optimize(store: ObjectStore, dt: DeltaTable) -> None:
 
 def vacuum(store: ObjectStore, dt: DeltaTable, grace: timedelta) -> list[str]:
     """Delete files the table's log removed longer than `grace` ago; their paths."""
-    with trusting(store):
+    with mapped_errors(store):
         hours = math.ceil(grace.total_seconds() / 3600)  # delta-rs counts whole hours
         return list(
             dt.vacuum(retention_hours=hours, enforce_retention_duration=False, dry_run=False)

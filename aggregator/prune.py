@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from fiolake.aggregator import delta
+from fiolake.aggregator.compact_lock import CompactionLock, compaction_lock
 from fiolake.aggregator.generations import DeltaState, latest_generation
 from fiolake.errors import AccessDenied, LakeError, PreconditionFailed, UsageProblem
 from fiolake.layout import generation_key
@@ -62,7 +63,9 @@ def prune_timeseries(store: ObjectStore, keep: timedelta) -> PruneReport:
     analyst), before anything is written."""
     cutoff = _cutoff(store, keep)
     try:
-        return _prune(store, cutoff)
+        # Prune writes the table and the generations as compaction does: one at a time.
+        with compaction_lock(store) as lock:
+            return _prune(store, cutoff, lock)
     except AccessDenied as exc:
         raise AccessDenied(
             f"{exc} — lake prune needs the compactor's credentials "
@@ -70,7 +73,7 @@ def prune_timeseries(store: ObjectStore, keep: timedelta) -> PruneReport:
         ) from exc
 
 
-def _prune(store: ObjectStore, cutoff: date) -> PruneReport:
+def _prune(store: ObjectStore, cutoff: date, lock: CompactionLock) -> PruneReport:
     prev = latest_generation(store)
     before = prev.delta.get(TABLE) if prev is not None and not prev.legacy else None
     dt = delta.open_table(store, TABLE)
@@ -89,7 +92,8 @@ def _prune(store: ObjectStore, cutoff: date) -> PruneReport:
             f"{dt.version()} holds files the last generation.s version {before.version} does not): "
             "run `fiolake lake compact`, then prune again"
         )
-    with delta.trusting(store):
+    lock.fence()
+    with delta.mapped_errors(store):
         metrics = dt.delete(f"date < '{cutoff.isoformat()}'")
         dt.update_incremental()
     deleted = int(metrics.get("num_deleted_rows") or 0)
@@ -101,6 +105,7 @@ def _prune(store: ObjectStore, cutoff: date) -> PruneReport:
     next_gen = dataclasses.replace(
         prev, generation=gen, created_at=now_iso(), delta={**prev.delta, TABLE: state}
     )
+    lock.fence()
     try:
         store.put(generation_key(gen), next_gen.to_bytes(), if_none_match=True)
     except PreconditionFailed:

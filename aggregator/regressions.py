@@ -15,11 +15,12 @@ from typing import Any
 
 from fiolake.aggregator import columns, stats
 from fiolake.aggregator.changepoints import DEFAULT_MAX_PVALUE, change_points
-from fiolake.aggregator.compare import BETTER, DEFAULT_METRICS, WORSE, check_metrics
+from fiolake.aggregator.compare import DEFAULT_METRICS, check_metrics
 from fiolake.aggregator.envdiff import env_diff
 from fiolake.aggregator.filters import RunFilter, validate
 from fiolake.aggregator.lake import Lake
 from fiolake.aggregator.runsets import RunValue, per_run_values
+from fiolake.aggregator.verdict_text import BETTER, WORSE
 from fiolake.errors import LakeError
 
 MIN_POINTS = 6  # two segments of MIN_SIZE

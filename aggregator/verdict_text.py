@@ -8,7 +8,25 @@ that would show equivalence within ±min-effect (docs/statistics.md, section 5).
 
 from __future__ import annotations
 
-from fiolake.aggregator.compare import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE, CompareRow
+from typing import Protocol
+
+# The verdicts themselves live here, not in compare, so the CLI can name them cheaply.
+BETTER, WORSE, EQUIVALENT, INCONCLUSIVE = "better", "worse", "equivalent", "inconclusive"
+
+
+class JudgedRow(Protocol):
+    """What the words need of a judged row (compare.CompareRow has it; imported from here
+    so that the CLI's --help need not load compare, which loads duckdb and pyarrow)."""
+
+    @property
+    def verdict(self) -> str: ...
+    @property
+    def ratio(self) -> float | None: ...
+    @property
+    def reps_to_confirm(self) -> int | None: ...
+    @property
+    def reps_for_equivalence(self) -> int | None: ...
+
 
 MARKS = {BETTER: "▲ better", WORSE: "▼ worse", EQUIVALENT: "= equivalent"}
 DECIDED = (BETTER, WORSE, EQUIVALENT)
@@ -29,7 +47,7 @@ def mark(verdict: str) -> str:
     return MARKS.get(verdict, verdict)
 
 
-def decider(row: CompareRow, min_effect: float) -> str:
+def decider(row: JudgedRow, min_effect: float) -> str:
     """What would decide an inconclusive row: `~4 runs per side would confirm 0.1×; ~40
     would show it within ±5 %` ('' when neither is within reach or the row is decided)."""
     if row.verdict != INCONCLUSIVE or row.ratio is None:
@@ -43,7 +61,7 @@ def decider(row: CompareRow, min_effect: float) -> str:
     return "; ".join(parts)
 
 
-def label(row: CompareRow, min_effect: float) -> str:
+def label(row: JudgedRow, min_effect: float) -> str:
     """The verdict cell: `▲ better`, `= equivalent (within ±5%)`, or `inconclusive: ~4
     runs per side would confirm 0.1×`."""
     text = mark(row.verdict)

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from fiolake import gangs, layout
 from fiolake.commits import Commit
@@ -118,18 +118,29 @@ class JobStatus:
     epoch: int | None
     reason: str | None = None  # why it failed / was rejected, or why runners left it waiting
     key: str = ""  # the manifest's object key
+    reason_age_s: float | None = None  # age of the newest waiting note (the store's clock)
 
 
-def _waiting_reasons(store: ObjectStore, job_id: str) -> str | None:
-    """The notes runners left on a job they could not judge, as one line (None if none)."""
-    notes = []
+def _waiting_reasons(
+    store: ObjectStore, job_id: str, since: datetime | None = None
+) -> tuple[str | None, float | None]:
+    """The notes runners left on a job they could not judge, as one line, and the age of
+    the newest in seconds (None, None if none). Notes written before `since` (the job's
+    last claim) are ignored: they explain a wait that claim ended. Times are the store's
+    (Last-Modified against its Date), not the runners' clocks, which may be skewed."""
+    notes, ages = [], []
     for key in store.list(layout.waiting_prefix(job_id)):
         try:
-            note = json.loads(store.get(key)[0])
-            notes.append(f"{note['runner']}: {note['reason']}")
+            data, info = store.get(key)
+            note = json.loads(data)
+            text = f"{note['runner']}: {note['reason']}"
         except (NotFound, ValueError, KeyError, TypeError):
             continue  # gone or not ours to explain
-    return "; ".join(sorted(notes)) or None
+        if since is not None and info.last_modified < since:
+            continue
+        notes.append(text)
+        ages.append(max(0.0, (info.server_time - info.last_modified).total_seconds()))
+    return "; ".join(sorted(notes)) or None, min(ages, default=None)
 
 
 def campaign_status(store: ObjectStore, campaign_id: str) -> list[JobStatus]:
@@ -167,13 +178,21 @@ def campaign_status(store: ObjectStore, campaign_id: str) -> list[JobStatus]:
             continue
         current = read_lease(store, job_id)
         if current is None:
-            reason = _waiting_reasons(store, job_id)
-            out.append(JobStatus(job_id, "pending", None, None, None, None, reason, key))
+            reason, age = _waiting_reasons(store, job_id)
+            out.append(JobStatus(job_id, "pending", None, None, None, None, reason, key, age))
             continue
         lease, info = current
         state = "stale-lease" if is_expired(lease, info) else "running"
+        # A job handed back or abandoned may wait again: notes since its last claim say why.
+        reason, age = (
+            _waiting_reasons(store, job_id, info.last_modified)
+            if state == "stale-lease"
+            else (None, None)
+        )
         out.append(
-            JobStatus(job_id, state, lease.runner, None, lease_age_s(info), lease.epoch, None, key)
+            JobStatus(
+                job_id, state, lease.runner, None, lease_age_s(info), lease.epoch, reason, key, age
+            )
         )
     return out
 

@@ -31,6 +31,10 @@ class LakeError(FiolakeError):
     """The lake is missing, empty, or a query against it failed."""
 
 
+class CompactionBusy(LakeError):
+    """Another compaction holds the lake's compaction lock (exit 1; `--wait` waits)."""
+
+
 class StoreError(FiolakeError):
     """An object-store operation failed; the subclasses say how (decided from the S3 error
     code or the transport failure, never from message text). A plain StoreError is a

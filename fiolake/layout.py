@@ -321,3 +321,8 @@ def gang_start_key(job_id: str, attempt: int) -> str:
 def gang_failed_key(job_id: str, attempt: int) -> str:
     """Create-only: this attempt failed as a whole (a member died or lost its slot)."""
     return f"{gang_attempt_prefix(job_id, attempt)}failed.json"
+
+
+# One compactor at a time: a create-only lock with an expiry and a fencing token (under
+# compacted/, the one prefix the compactor's credentials may write).
+COMPACTION_LOCK_KEY = f"{COMPACTED_PREFIX}_lock.json"

@@ -9,6 +9,7 @@ typed `fiolake.errors`.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -102,6 +103,12 @@ _DENIED_CODES = frozenset(
     {"AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken",
      "InvalidToken", "AllAccessDisabled", "AccountProblem"}
 )  # fmt: skip
+# Credentials the store does not accept at all (as opposed to a policy that denies).
+_WRONG_KEY_CODES = {
+    "SignatureDoesNotMatch": "wrong secret key",
+    "InvalidAccessKeyId": "unknown access key",
+    "ExpiredToken": "expired session token",
+}
 _UNAVAILABLE_CODES = frozenset(
     {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout",
      "XMinioServerNotInitialized"}
@@ -114,30 +121,48 @@ _TRANSPORT_ERRORS = (
 )
 
 
-def s3_error(exc: Exception, key: str, *, url: str, endpoint: str) -> Exception:
-    """The fiolake error for botocore's `exc` on `key` of the lake at `url`."""
+def s3_error(exc: Exception, key: str, *, url: str, endpoint: str, bucket: str) -> Exception:
+    """The fiolake error for botocore's `exc` on `key` of the lake at `url` (in `bucket`)."""
     if isinstance(exc, SSLError) and "CERTIFICATE_VERIFY_FAILED" not in str(exc):
         # A TLS session cut mid-answer (EOF, reset): the network failed, not trust.
         return StoreUnavailable(f"{key}: cannot reach {endpoint}: {exc}")
     if isinstance(exc, SSLError):
+        why = re.search(r"certificate verify failed: ([^(]+?)\s*\(", str(exc))
         return StoreError(
-            f"TLS verification failed for {endpoint}: {exc}. "
-            "Point FIOLAKE_CA_BUNDLE at the CA that signed the server certificate."
+            f"TLS verification of {endpoint} failed "
+            f"({why.group(1) if why else 'certificate verify failed'}) — point "
+            "FIOLAKE_CA_BUNDLE at the CA that signed the server's certificate"
         )
     if isinstance(exc, ClientError):
         code = exc.response.get("Error", {}).get("Code", "")
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         if code in ("PreconditionFailed", "ConditionalRequestConflict") or status == 412:
             return PreconditionFailed(f"{key}: {code or status}")
+        if code == "NoSuchBucket":
+            return NotFound(
+                f"bucket {bucket} does not exist at {endpoint} — "
+                "check the lake URL (FIOLAKE_LAKE/--lake), or create the bucket"
+            )
         if code in ("NoSuchKey", "404", "NotFound") or status == 404:
             return NotFound(f"{key} does not exist")
+        if code in _WRONG_KEY_CODES:
+            return AccessDenied(
+                f"{endpoint} refused the credentials ({code}: "
+                f"{_WRONG_KEY_CODES[code]}) — check AWS_ACCESS_KEY_ID and "
+                'AWS_SECRET_ACCESS_KEY (for the local stack: eval "$(fiolake stack env)")'
+            )
         if code in _DENIED_CODES or status == 403:
             return AccessDenied(
                 f"access denied for {key} on {url} ({code or status}) — check the "
-                "credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY) and their policy"
+                "credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY), their policy, "
+                f"and that bucket {bucket} exists"
             )
         if code in _UNAVAILABLE_CODES or (status is not None and status >= 500):
-            return StoreUnavailable(f"{key}: {endpoint} answered {code or status}")
+            return StoreUnavailable(
+                f"{key}: {endpoint} answered {status} ({code or status}) "
+                "— the object store is down or overloaded: try again in a minute "
+                "(runners wait and retry on their own)"
+            )
         return StoreError(f"{key}: {code or status}: {exc}")
     if isinstance(exc, NoCredentialsError):
         return AccessDenied(

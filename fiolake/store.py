@@ -221,7 +221,7 @@ class S3Store:
             raise self._error(exc, key) from exc
 
     def _error(self, exc: Exception, key: str) -> Exception:
-        return s3_error(exc, key, url=self.url, endpoint=self.settings.endpoint)
+        return s3_error(exc, key, url=self.url, endpoint=self.settings.endpoint, bucket=self.bucket)
 
     def put(
         self, key: str, data: bytes, *, if_none_match: bool = False, if_match: str | None = None

@@ -464,3 +464,199 @@ def test_cli_params_fail_cleanly(text: str, param: object) -> None:
         param.convert(text, None, None)  # type: ignore[attr-defined]
     except click.BadParameter as exc:
         assert " — " in exc.format_message()
+
+
+# -- server-side bad input: a real stack answering no (credentials, Vault tokens, a missing
+# bucket, another CA, a MinIO that answers 503). Each: the exit code, the exact message
+# with how to fix it, no traceback, nothing written to the lake.
+SERVER_JOB = "[n]\nioengine=null\nrw=read\nbs=4k\nsize=1M\n"
+STATUS = ["status", "--recent", "3"]
+PUBLISH = ["publish", "{tmp}/n.fio", "--backend", "bad-input"]
+WRONG_KEYS = '— check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (for the local stack: eval "$(fiolake stack env)")'  # noqa: E501
+BAD_TOKEN = (
+    "Error: Vault refused to sign with transit key 'manifests': the token is invalid, "
+    'expired or revoked — get a fresh VAULT_TOKEN (for the local stack: eval "$(fiolake '
+    'stack env --role <role>)")'
+)
+# (id, role, environment changes, args, exit code, the whole message)
+SERVER_CASES: list[tuple[str, str, dict[str, str], list[str], int, str]] = [
+    (
+        "wrong secret key",
+        "analyst",
+        {"AWS_SECRET_ACCESS_KEY": "wrong"},
+        STATUS,
+        1,
+        f"Error: {{endpoint}} refused the credentials (SignatureDoesNotMatch: wrong secret "
+        f"key) {WRONG_KEYS}",
+    ),
+    (
+        "wrong secret key, publish",
+        "publisher",
+        {"AWS_SECRET_ACCESS_KEY": "wrong"},
+        PUBLISH,
+        1,
+        f"Error: {{endpoint}} refused the credentials (SignatureDoesNotMatch: wrong secret "
+        f"key) {WRONG_KEYS}",
+    ),
+    (
+        "unknown access key",
+        "analyst",
+        {"AWS_ACCESS_KEY_ID": "nobody-by-this-name"},
+        STATUS,
+        1,
+        f"Error: {{endpoint}} refused the credentials (InvalidAccessKeyId: unknown access "
+        f"key) {WRONG_KEYS}",
+    ),
+    (
+        "missing bucket",
+        "analyst",
+        {"FIOLAKE_LAKE": "s3://no-such-bucket"},
+        STATUS,
+        1,
+        "Error: access denied for jobs/by-backend/ on s3://no-such-bucket (AccessDenied) — "
+        "check the credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY), their policy, and "
+        "that bucket no-such-bucket exists",
+    ),
+    (
+        "missing bucket, admin",
+        "admin",
+        {"FIOLAKE_LAKE": "s3://no-such-bucket"},
+        STATUS,
+        1,
+        "Error: bucket no-such-bucket does not exist at {endpoint} — check the lake URL "
+        "(FIOLAKE_LAKE/--lake), or create the bucket",
+    ),
+    (
+        "wrong CA",
+        "analyst",
+        {"FIOLAKE_CA_BUNDLE": "{other_ca}"},
+        STATUS,
+        1,
+        "Error: TLS verification of {endpoint} failed (self-signed certificate in certificate "
+        "chain) — point FIOLAKE_CA_BUNDLE at the CA that signed the server's certificate",
+    ),
+    ("expired Vault token", "publisher", {"VAULT_TOKEN": "{expired}"}, PUBLISH, 1, BAD_TOKEN),
+    ("revoked Vault token", "publisher", {"VAULT_TOKEN": "{revoked}"}, PUBLISH, 1, BAD_TOKEN),
+    ("unknown Vault token", "publisher", {"VAULT_TOKEN": "s.not-a-token"}, PUBLISH, 1, BAD_TOKEN),
+]
+
+
+@pytest.fixture(scope="module")
+def server_places(stack, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:  # noqa: ANN001
+    """Another CA, and Vault tokens of the publisher's policy: one expired, one revoked."""
+    import time
+
+    import hvac
+
+    from fiolake.stack.bootstrap_tls import ensure_bootstrap_tls
+
+    root = hvac.Client(url=stack.vault_addr, token=stack.root_token, verify=str(stack.vault_cacert))
+    expired = root.auth.token.create(policies=["publisher"], ttl="1s")["auth"]["client_token"]
+    revoked = root.auth.token.create(policies=["publisher"], ttl="1h")["auth"]["client_token"]
+    root.auth.token.revoke(revoked)
+    other_ca = ensure_bootstrap_tls(tmp_path_factory.mktemp("other-ca"), ["127.0.0.1"])[0]
+    time.sleep(2)  # the 1 s token is past its TTL
+    return {"endpoint": stack.endpoint, "other_ca": str(other_ca), "expired": expired,
+            "revoked": revoked}  # fmt: skip
+
+
+def _lake_keys(stack) -> set[str]:  # noqa: ANN001
+    from fiolake.store import S3Store
+
+    return set(S3Store(stack.bucket, "", stack.s3_settings("admin")).list(""))
+
+
+def _server_run(stack, role: str, changes: dict[str, str], args: list[str], tmp: Path):  # noqa: ANN001, ANN202
+    (tmp / "n.fio").write_text(SERVER_JOB)
+    env = {**stack.environ(role), "FIOLAKE_KEYRING": str(tmp / "keyring.json"), **changes}
+    return CliRunner().invoke(cli, [a.replace("{tmp}", str(tmp)) for a in args], env=env)
+
+
+@pytest.mark.stack
+@pytest.mark.parametrize(
+    ("role", "changes", "args", "code", "message"),
+    [c[1:] for c in SERVER_CASES],
+    ids=[c[0] for c in SERVER_CASES],
+)
+def test_server_side_bad_input_is_a_clear_error(
+    stack, server_places: dict[str, str], tmp_path: Path, role: str, changes: dict[str, str],
+    args: list[str], code: int, message: str,
+) -> None:  # noqa: ANN001  # fmt: skip
+    changes = {k: v.format(**server_places) for k, v in changes.items()}
+    before = _lake_keys(stack)
+    result = _server_run(stack, role, changes, args, tmp_path)
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    assert "Traceback" not in result.output
+    assert (result.exit_code, result.stderr) == (code, message.format(**server_places) + "\n")
+    assert _lake_keys(stack) == before  # nothing half-written
+
+
+@pytest.mark.stack
+@pytest.mark.slow
+def test_minio_answering_503_for_a_minute(stack, tmp_path: Path) -> None:  # noqa: ANN001
+    """The CLI fails fast with a clear message; a runner waits and recovers."""
+    import sys
+    import time
+    from datetime import timedelta
+    from urllib.parse import urlsplit
+
+    from fiolake.campaigns import plan_campaign, publish_manifests
+    from fiolake.commits import Commit
+    from fiolake.config import Settings
+    from fiolake.store import S3Store
+    from tests.faults.proxy import UnavailableProxy
+
+    minio_port = urlsplit(stack.endpoint).port
+    proxy = UnavailableProxy(minio_port, stack.ca_bundle, tmp_path / "proxy-tls")
+    both = tmp_path / "cas.pem"  # the proxy's CA for the client, the stack's for Vault
+    both.write_text(Path(proxy.ca).read_text() + Path(stack.ca_bundle).read_text())
+    via = {"FIOLAKE_S3_ENDPOINT": proxy.endpoint, "FIOLAKE_CA_BUNDLE": str(both)}
+    backend = "unavailable"
+    manifests = plan_campaign(
+        [("n", SERVER_JOB)], [backend], campaign_id="c-503", repeat=1, runtime_s=None,
+        size_bytes=None, bucket=stack.bucket, expires_in=timedelta(hours=1),
+    )  # fmt: skip
+    publisher = Settings.from_env(stack.environ("publisher"))
+    publish_manifests(publisher.store(), manifests, publisher.signer())
+    proxy.unavailable.set()
+    try:
+        started = time.monotonic()
+        res = _server_run(stack, "analyst", via, STATUS, tmp_path)
+        failed_in = time.monotonic() - started
+        assert (res.exit_code, res.stderr) == (
+            1,
+            f"Error: jobs/by-backend/: {proxy.endpoint} answered 503 (ServiceUnavailable) — "
+            "the object store is down or overloaded: try again in a minute (runners wait "
+            "and retry on their own)\n",
+        )
+        assert failed_in < 20, f"the CLI took {failed_in:.0f} s to give up"
+
+        env = {**os.environ, **stack.environ("runner"), **via}
+        env["FIOLAKE_KEYRING"] = str(tmp_path / "keyring.json")
+        (tmp_path / "target").mkdir()
+        argv = [str(Path(sys.executable).with_name("fiolake")), "runner", "--backend", backend,
+                "--dir", str(tmp_path / "target"), "--spool-dir", str(tmp_path / "spool"),
+                "--max-jobs", "1", "--poll", "1", "--runner-id", "patient"]  # fmt: skip
+        with open(tmp_path / "runner.log", "wb") as log:
+            runner = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)  # noqa: S603
+        try:
+            time.sleep(60)
+            assert runner.poll() is None, (tmp_path / "runner.log").read_text()
+            refused = proxy.refused
+            proxy.unavailable.clear()
+            assert runner.wait(120) == 0, (tmp_path / "runner.log").read_text()
+        finally:
+            if runner.poll() is None:
+                runner.kill()
+                runner.wait()
+    finally:
+        proxy.close()
+    assert refused > 10  # the runner kept asking through the minute
+    log_text = (tmp_path / "runner.log").read_text()
+    assert "store unavailable, retrying: " in log_text and "answered 503" in log_text
+    job_id = layout.parse_job_key(manifests[0].key)[1]
+    store = S3Store(stack.bucket, "", stack.s3_settings("admin"))
+    commit = Commit.from_bytes(store.get(layout.commit_key(job_id))[0])
+    assert (commit.runner, commit.status) == ("patient", "ok")

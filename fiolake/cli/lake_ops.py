@@ -37,12 +37,26 @@ def lake() -> None:
     show_default=True,
     help="Keep superseded compacted files this long for readers still using them.",
 )
-def compact(lake: str, tables: tuple[str, ...], grace: str) -> None:
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="If another compaction is running, wait for it instead of exiting 1.",
+)
+def compact(lake: str, tables: tuple[str, ...], grace: str, wait: bool) -> None:
     """Append committed runs to the lake's Delta Lake tables (compacted/delta/).
 
     Any Delta reader (DuckDB delta_scan, polars, Spark, Trino) then sees exactly the
     runs compacted so far. Safe to interrupt and re-run; results/ and commits/ are
     never modified. Needs credentials that may write (and delete) under compacted/.
+
+    One compaction runs at a time (a lock object under compacted/): a second one exits
+    1 with "compaction already running on <host> since <time>", or waits with --wait.
+    A compactor killed mid-run leaves a lock that expires within a minute.
+
+    \b
+    Examples:
+      fiolake lake compact --lake s3://bench-lake
+      fiolake lake compact --lake s3://bench-lake --wait --grace 0s
     """
     from datetime import timedelta
 
@@ -56,6 +70,8 @@ def compact(lake: str, tables: tuple[str, ...], grace: str) -> None:
             store,
             tables=tables or TABLES,
             grace=timedelta(seconds=parse_duration(grace, unit_required=True, allow_zero=True)),
+            wait=wait,
+            on_wait=lambda why: click.echo(f"waiting: {why}", err=True),
         )
     except FiolakeError as exc:
         raise fail(exc) from exc

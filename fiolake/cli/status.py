@@ -31,9 +31,10 @@ if TYPE_CHECKING:
 @lake_option
 @format_option()
 def status(campaign: str | None, recent: int | None, lake: str, fmt: str) -> None:
-    """Where every job of a campaign stands: pending (and why runners left it waiting),
-    running (by whom, lease age), stale-lease, ok, failed, rejected or interrupted
-    (with the reason). Counts and each distinct reason go to stderr.
+    """Where every job of a campaign stands: pending (and why runners left it waiting,
+    how long ago), running (by whom, lease age), stale-lease (and any reason left since
+    its last claim), ok, failed, rejected or interrupted (with the reason). Counts and
+    each distinct reason go to stderr.
 
     \b
     Examples:
@@ -63,8 +64,10 @@ def _one(store: ObjectStore, campaign: str, fmt: str) -> None:
 
     jobs = campaign_status(store, campaign)
     columns = ["job_id", "state", "runner", "run_id", "lease_age_s", "epoch", "reason"]
+    columns.append("reason_age_s")  # how long ago a runner left the waiting reason
     rows = [[getattr(j, c) for c in columns] for j in jobs]
-    emit(columns, rows, fmt, {"lease_age_s": lambda v: MISSING if v is None else f"{v:.0f}s"})
+    age = lambda v: MISSING if v is None else f"{v:.0f}s"  # noqa: E731
+    emit(columns, rows, fmt, {"lease_age_s": age, "reason_age_s": age})
     summary = summarize(campaign, jobs)
     click.echo(", ".join(f"{n} {s}" for s, n in summary.counts.items() if n), err=True)
     for n, state, reason in summary.reasons:

@@ -27,9 +27,12 @@ DEFAULT_KEYRING = Path("~/.cache/fiolake/keyring.json")
 CACHE_FORMAT = 2  # sections per trust source; format 1 (one flat key set) is ignored
 # When Vault is down, don't retry a refresh on every verification.
 RETRY_REFRESH_AFTER_S = 30.0
-# A key id the source did not know is not asked about again for this long, so a flood of
-# manifests naming the same bogus key costs one Vault read, not one per manifest.
-NEGATIVE_CACHE_S = 60.0
+# A key id causes at most one refresh per this long, whatever the cause (an id the source
+# did not know, or a signature that fails under a cached key): a flood of tampered
+# manifests costs one Vault read per key id per minute, not one per manifest. Key ids
+# carry their key's fingerprint, so a refresh can only change a verdict by retiring the
+# key; that is noticed within this bound (and hourly by REFRESH_AFTER_S).
+PER_KEY_REFRESH_S = 60.0
 # Retirement (min_decryption_version) reaches runners on their next refresh; this bounds it.
 REFRESH_AFTER_S = 3600.0
 
@@ -58,7 +61,7 @@ class Keyring:
         self._keys: dict[str, bytes] = {}
         self._pinned: set[str] = set()  # added by configuration, never written to the cache
         self._retired: set[str] = set()  # dropped by a refresh in this process
-        self._not_found: dict[str, float] = {}  # key id -> monotonic time the source lacked it
+        self._asked_for: dict[str, float] = {}  # key id -> monotonic time of its last refresh
         self._failed_at = -RETRY_REFRESH_AFTER_S
         self._failure = ""
         self._refreshes = 0
@@ -108,7 +111,6 @@ class Keyring:
             self.add(k, v)
         self.refreshed_at = time.time()
         self._refreshes += 1
-        self._not_found.clear()
         if self.path is not None:
             try:
                 self.save(self.path)
@@ -164,23 +166,31 @@ class Keyring:
             if time.monotonic() - self._failed_at < RETRY_REFRESH_AFTER_S:
                 # Don't make every verification wait for a Vault that just failed.
                 raise KeyringUnavailable(f"{self._failure} (will retry shortly)")
-            asked = self._not_found.get(keyid)
             if just_refreshed:
-                self._not_found[keyid] = time.monotonic()
-            elif asked is None or time.monotonic() - asked >= NEGATIVE_CACHE_S:
-                self.refresh(keyid)
-                if keyid not in self._keys:
-                    self._not_found[keyid] = time.monotonic()
+                self._asked_for[keyid] = time.monotonic()  # that refresh counts for this id
+            elif self._may_refresh_for(keyid):
+                self._refresh_for(keyid)
         key = self._keys.get(keyid)
         if key is None:  # unknown after a successful refresh (or to the pinned files): bad
             raise self._unknown(keyid)
         return key
 
+    def _may_refresh_for(self, keyid: str) -> bool:
+        asked = self._asked_for.get(keyid)
+        return asked is None or time.monotonic() - asked >= PER_KEY_REFRESH_S
+
+    def _refresh_for(self, keyid: str) -> None:
+        """Refresh on behalf of `keyid` (counted against its PER_KEY_REFRESH_S once done:
+        a refresh that failed is bounded by RETRY_REFRESH_AFTER_S instead)."""
+        self.refresh(keyid)
+        self._asked_for[keyid] = time.monotonic()
+
     def verify(self, keyid: str, message: bytes, sig: bytes) -> bool:
         """True if `sig` is `keyid`'s signature of `message`.
 
         A signature that fails against a cached key gets one refresh from the source
-        before the verdict. Unknown key after a successful refresh → ManifestError; source
+        before the verdict, unless this key id had one within PER_KEY_REFRESH_S (then the
+        verdict stands). Unknown key after a successful refresh → ManifestError; source
         down or no source for such keys → KeyringUnavailable (not the manifest's fault).
         """
         refreshes = self._refreshes
@@ -190,7 +200,9 @@ class Keyring:
             return True
         if keyid in self._pinned or self.refresher is None or self._refreshes != refreshes:
             return False
-        self.refresh(keyid)
+        if not self._may_refresh_for(keyid):
+            return False
+        self._refresh_for(keyid)
         refreshed = self._keys.get(keyid)
         if refreshed is None:
             raise self._unknown(keyid)

@@ -27,13 +27,32 @@ def _vault_client(addr: str, token: str, ca_cert: str | Path | None) -> Any:
     return hvac.Client(url=addr, token=token, verify=str(ca_cert) if ca_cert else True, timeout=10)
 
 
+def _token_is_valid(client: Any) -> bool:
+    """Whether Vault still knows the client's token (every token may look itself up)."""
+    try:
+        client.auth.token.lookup_self()
+    except (hvac.exceptions.VaultError, requests.exceptions.RequestException):
+        return False
+    return True
+
+
 @contextmanager
-def _vault_errors(action: str, addr: str, need: str) -> Iterator[None]:
-    """Turn hvac/requests exceptions into a message naming the problem and the fix."""
+def _vault_errors(action: str, addr: str, need: str, client: Any = None) -> Iterator[None]:
+    """Turn hvac/requests exceptions into a message naming the problem and the fix.
+
+    Vault answers "permission denied" both to a token without the policy and to one that
+    is invalid, expired or revoked; with `client`, a token self-lookup tells them apart."""
     try:
         yield
     except hvac.exceptions.Forbidden as exc:
-        msg = f"Vault refused to {action} (permission denied): the token needs {need}"
+        if client is not None and not _token_is_valid(client):
+            msg = (
+                f"Vault refused to {action}: the token is invalid, expired or revoked — "
+                'get a fresh VAULT_TOKEN (for the local stack: eval "$(fiolake stack env '
+                '--role <role>)")'
+            )
+        else:
+            msg = f"Vault refused to {action} (permission denied): the token needs {need}"
         raise FiolakeError(msg) from exc
     except hvac.exceptions.InvalidPath as exc:
         raise FiolakeError(f"Vault cannot {action}: no such key or mount at {addr}") from exc
@@ -55,7 +74,7 @@ def vault_keyid(key_name: str, version: int, public_key: bytes) -> str:
 def _read_public_keys(client: Any, addr: str, key_name: str, mount: str) -> dict[int, bytes]:
     """Every version of the transit key not retired by policy: {version: raw public key}."""
     action = f"read transit key {key_name!r}"
-    with _vault_errors(action, addr, f"`read` on {mount}/keys/{key_name}"):
+    with _vault_errors(action, addr, f"`read` on {mount}/keys/{key_name}", client):
         resp = client.secrets.transit.read_key(key_name, mount_point=mount)
     data = resp["data"]
     if data.get("type") != "ed25519":
@@ -99,7 +118,7 @@ class VaultSigner:
     def sign(self, message: bytes) -> Signature:
         action = f"sign with transit key {self.key_name!r}"
         need = f"`update` on {self.mount}/sign/{self.key_name}"
-        with _vault_errors(action, self.addr, need):
+        with _vault_errors(action, self.addr, need, self._client):
             resp = self._client.secrets.transit.sign_data(
                 self.key_name,
                 hash_input=base64.b64encode(message).decode(),
@@ -115,7 +134,7 @@ class VaultSigner:
         for start in range(0, len(messages), BATCH_SIZE):
             chunk = messages[start : start + BATCH_SIZE]
             batch = [{"input": base64.b64encode(m).decode()} for m in chunk]
-            with _vault_errors(action, self.addr, need):
+            with _vault_errors(action, self.addr, need, self._client):
                 resp = self._client.secrets.transit.sign_data(
                     self.key_name, batch_input=batch, mount_point=self.mount
                 )

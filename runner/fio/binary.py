@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from fiolake.errors import FioError
 
+VERSION_TIMEOUT_S = 10.0
 FIO_INSTALL_HINT = "install it with `apt-get install fio` (or `make setup`)"
 
 
@@ -39,10 +40,21 @@ def find_fio(name: str = "fio") -> FioBinary:
 def _version(path: str, _mtime_ns: int) -> str:
     try:
         out = subprocess.run(
-            [path, "--version"], capture_output=True, text=True, timeout=10, check=False
+            [path, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=VERSION_TIMEOUT_S,
+            check=False,
         )
     except OSError as exc:
         raise FioError(f"cannot start {path}: {exc.strerror} — {FIO_INSTALL_HINT}") from None
+    except subprocess.TimeoutExpired:
+        # A machine so loaded (or a process stopped so long) that fio did not answer: a
+        # failure worth retrying (not cached: lru_cache keeps only returned values).
+        raise FioError(
+            f"`{path} --version` did not answer within {VERSION_TIMEOUT_S:g} s — the machine "
+            "is overloaded or fio hangs; try again"
+        ) from None
     version = out.stdout.strip()
     if out.returncode != 0 or not version.startswith("fio-"):
         detail = out.stderr.strip() or version or f"exit code {out.returncode}"

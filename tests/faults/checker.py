@@ -7,8 +7,10 @@ It asserts what "exactly-once results" promises, whatever the nemesis did:
 2. every commit names a run whose tables and raw output are all present (every object
    the attempt uploaded, and `lake check`'s rules);
 3. the views hold no rows of uncommitted attempts;
-4. a zombie attempt never commits: no runner invokes a commit after another runner's
-   takeover of that job's lease (a higher epoch) was acknowledged;
+4. a zombie attempt never commits: no runner invokes a commit without holding the job's
+   lease, or after another runner took that lease over (a higher epoch). A lease is held
+   from an acknowledged write, or from a read-back of the runner's own nonce after an
+   ambiguous answer (`_lease_holds`);
 5. nothing in a spool is lost: no finished attempt is left in any runner's spool;
 6. `status` counts equal the lake's.
 
@@ -83,14 +85,45 @@ def check_history(events: Sequence[dict]) -> Report:
     return report
 
 
+def _lease_holds(events: Sequence[dict]) -> dict[str, list[tuple[int, str, int]]]:
+    """When each runner came to hold each job's lease: (t, runner, epoch) in host-clock order.
+
+    A runner holds a lease from an acknowledged lease write, or from a read-back that
+    returns the nonce of its own write after an ambiguous answer (a 412 or 404 to a retried
+    request whose first attempt landed, a timeout, a dropped response): `fiolake.lease`
+    settles such an answer by reading the lease back, and its own nonce there means its
+    write is the one that landed, exactly as if the PUT had been acknowledged.
+    """
+    holds: dict[str, list[tuple[int, str, int]]] = defaultdict(list)
+    written: dict[tuple[str, str], int] = {}  # (runner, nonce) -> epoch of its lease write
+    for e in events:
+        key = e.get("key", "")
+        if not key.startswith(layout.CLAIMS_PREFIX) or "epoch" not in e:
+            continue
+        job = _job_of(key, layout.CLAIMS_PREFIX)
+        if e["f"] == "put" and e["type"] == "invoke" and "nonce" in e:
+            written[(e["process"], e["nonce"])] = e["epoch"]
+        elif e["f"] == "put" and e["type"] == "ok":
+            holds[job].append((e["t"], e["process"], e["epoch"]))
+        elif e["f"] == "get" and e["type"] == "ok" and (e["process"], e.get("nonce")) in written:
+            holds[job].append((e["t"], e["process"], e["epoch"]))
+    return holds
+
+
+def _last_read_back(events: Sequence[dict], process: str, job: str, before: int) -> str | None:
+    """The runner named by the last lease `process` read for `job` before `before`."""
+    key = layout.claim_key(job)
+    reads = [
+        e
+        for e in events
+        if e["f"] == "get" and e["type"] == "ok" and e.get("key") == key
+        and e["process"] == process and e["t"] < before
+    ]  # fmt: skip
+    return reads[-1].get("runner") if reads else None
+
+
 def _zombie_commits(events: Sequence[dict], commits: Sequence[dict]) -> list[str]:
-    # Acknowledged lease writes per job, in host-clock order: (t, runner, epoch).
-    leases: dict[str, list[tuple[int, str, int]]] = defaultdict(list)
-    for e in _puts(events, layout.CLAIMS_PREFIX):
-        if e["type"] == "ok" and "epoch" in e:
-            leases[_job_of(e["key"], layout.CLAIMS_PREFIX)].append(
-                (e["t"], e["process"], e["epoch"])
-            )
+    leases = _lease_holds(events)
     problems = []
     for c in commits:
         if c["type"] != "invoke":
@@ -99,7 +132,12 @@ def _zombie_commits(events: Sequence[dict], commits: Sequence[dict]) -> list[str
         before = [w for w in leases[job] if w[0] < c["t"]]
         mine = [w for w in before if w[1] == c["process"]]
         if not mine:
-            problems.append(f"commit of {job} by {c['process']} without ever holding its lease")
+            seen = _last_read_back(events, c["process"], job, c["t"])
+            why = f" (its last read of the lease named {seen})" if seen else ""
+            problems.append(
+                f"zombie commit: {c['process']} invoked the commit of {job} "
+                f"(run {c['run_id']}) without ever holding its lease{why}"
+            )
             continue
         epoch = mine[-1][2]
         takers = [w for w in before if w[1] != c["process"] and w[2] > epoch]

@@ -1,4 +1,5 @@
-"""A small TCP proxy in front of MinIO that drops or delays responses on command.
+"""Small proxies in front of MinIO: one drops or delays responses on command
+(`FaultyProxy`), one answers 503 on command (`UnavailableProxy`).
 
 TLS passes through untouched (the proxy sees only ciphertext; MinIO's certificate names
 127.0.0.1, which is where the proxy listens too). Faults act on the server-to-client
@@ -10,8 +11,12 @@ from __future__ import annotations
 
 import random
 import socket
+import ssl
 import threading
 import time
+from pathlib import Path
+
+from fiolake.stack.bootstrap_tls import ensure_bootstrap_tls
 
 CHUNK = 65536
 
@@ -68,14 +73,118 @@ class FaultyProxy:
         except OSError:
             pass
         finally:
-            for sock in (src, dst):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                sock.close()
+            _close_both(src, dst)
 
     def close(self) -> None:
         """Stop accepting (open connections end with their peers)."""
         self._closed.set()
         self._listener.close()
+
+
+SERVICE_UNAVAILABLE = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>ServiceUnavailable</Code>'
+    b"<Message>Please reduce your request rate.</Message></Error>"
+)
+
+
+class UnavailableProxy:
+    """HTTPS in front of MinIO that answers every request `503 ServiceUnavailable` while
+    `unavailable` is set, and forwards otherwise.
+
+    Unlike `FaultyProxy` it terminates TLS (an HTTP status cannot be forged inside
+    MinIO's own TLS): clients reach it with a certificate of its own CA (`ca`, which
+    they must trust), and it reaches MinIO over TLS with `upstream_ca`. A refused
+    request's connection is closed, so a client's next try opens a new one and meets
+    whatever the mode is then.
+    """
+
+    def __init__(self, upstream_port: int, upstream_ca: Path, tls_dir: Path):
+        self.ca, cert, key = ensure_bootstrap_tls(tls_dir, ["127.0.0.1"])
+        self._server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self._server.load_cert_chain(cert, key)
+        self._client = ssl.create_default_context(cafile=str(upstream_ca))
+        self.upstream = ("127.0.0.1", upstream_port)
+        self.unavailable = threading.Event()
+        self.refused = 0
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True, name="503-proxy").start()
+
+    @property
+    def endpoint(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                raw, _ = self._listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
+
+    def _serve(self, raw: socket.socket) -> None:
+        try:
+            raw.settimeout(10)
+            client = self._server.wrap_socket(raw, server_side=True)
+        except OSError:
+            raw.close()
+            return
+        if self.unavailable.is_set():
+            self._refuse(client)
+            return
+        try:
+            upstream = self._client.wrap_socket(
+                socket.create_connection(self.upstream, timeout=10), server_hostname="127.0.0.1"
+            )
+        except OSError:
+            client.close()
+            return
+        client.settimeout(None)
+        upstream.settimeout(None)
+        threading.Thread(target=_pump, args=(client, upstream), daemon=True).start()
+        _pump(upstream, client)
+
+    def _refuse(self, client: ssl.SSLSocket) -> None:
+        try:
+            head = b""
+            while b"\r\n\r\n" not in head and len(head) < CHUNK:
+                data = client.recv(CHUNK)
+                if not data:
+                    return
+                head += data
+            client.sendall(
+                b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\n"
+                b"Retry-After: 1\r\nConnection: close\r\n"
+                + b"Content-Length: %d\r\n\r\n" % len(SERVICE_UNAVAILABLE)
+                + SERVICE_UNAVAILABLE
+            )
+            with self._lock:
+                self.refused += 1
+        except OSError:
+            pass
+        finally:
+            client.close()
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def _pump(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while data := src.recv(CHUNK):
+            dst.sendall(data)
+    except OSError:
+        pass
+    finally:
+        _close_both(src, dst)
+
+
+def _close_both(*socks: socket.socket) -> None:
+    """End a proxied connection: both sides, whatever state either is in."""
+    for sock in socks:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        sock.close()

@@ -120,3 +120,49 @@ def test_a_missing_upload_fails_it(clean: tuple[Path, list[dict], list[str]]) ->
     ghost = {**upload, "key": layout.raw_key(upload["run_id"], "ghost.txt")}
     problems = _check(root, [*events, ghost], published).problems
     assert problems == [f"committed run {upload['run_id']} lacks ['{ghost['key']}']"]
+
+
+def _ambiguous_claim(events: list[dict], read_back: dict) -> list[dict]:
+    """The history with r1's first claim answered 412 (a retried PUT whose first answer was
+    dropped) and followed by a read-back of the lease that returns `read_back`'s fields."""
+    claim = next(
+        e
+        for e in events
+        if (e["f"], e["type"], e.get("cond")) == ("put", "ok", "create")
+        and e["key"].startswith("claims/")
+    )
+    refused = {**claim, "type": "fail", "error": "PreconditionFailed"}
+    refused.pop("etag", None)
+    got = {"t": claim["t"] + 1, "process": "r1", "pid": claim["pid"], "type": "ok", "f": "get"}
+    got.update(key=claim["key"], etag="e-read-back", **read_back)
+    rest = [e for e in events if e is not claim]
+    return sorted([*rest, refused, got], key=lambda e: e["t"])
+
+
+def test_an_ambiguous_claim_settled_by_reading_back_its_own_nonce_passes(
+    clean: tuple[Path, list[dict], list[str]],
+) -> None:
+    _, events, _ = clean
+    claim = next(e for e in events if e.get("cond") == "create" and e["type"] == "ok")
+    own = {k: claim[k] for k in ("runner", "epoch", "seq", "nonce", "state")}
+    report = check_history(_ambiguous_claim(events, own))
+    assert report.problems == []
+    assert report.stats["commits acknowledged"] == 3
+
+
+def test_an_ambiguous_claim_that_reads_back_another_runners_nonce_is_a_zombie(
+    clean: tuple[Path, list[dict], list[str]],
+) -> None:
+    _, events, _ = clean
+    claim = next(e for e in events if e.get("cond") == "create" and e["type"] == "ok")
+    job = claim["key"][len("claims/") : -len(".json")]
+    theirs = {"runner": "r2", "epoch": 1, "seq": 0, "nonce": "0123456789abcdef"}
+    history = _ambiguous_claim(events, {**theirs, "state": "running"})
+    # r2 holds the lease from then on: r1's later lease writes and reads are not its own.
+    history = [e for e in history if e.get("key") != claim["key"] or e["t"] <= claim["t"] + 1]
+    problems = check_history(history).problems
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(f"zombie commit: r1 invoked the commit of {job} (run r-")
+    assert problems[0].endswith(
+        "without ever holding its lease (its last read of the lease named r2)"
+    )

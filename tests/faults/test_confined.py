@@ -60,6 +60,17 @@ def _host_root() -> list[str]:
     return out
 
 
+def _hidden_by_private_tmp() -> list[str]:
+    """Read-only binds of what the runner needs that the private /tmp would hide: the
+    checkout with its venv, and the Python the venv points to, wherever they live (a
+    clone under /tmp is as good as any; the image has them under /usr and /app)."""
+    needed = {ROOT, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve()}
+    tmp = Path("/tmp")
+    under = sorted({p.resolve() for p in needed if p.resolve().is_relative_to(tmp)})
+    kept = [p for p in under if not any(p != q and p.is_relative_to(q) for q in under)]
+    return [arg for p in kept for arg in ("--ro-bind", str(p), str(p))]
+
+
 def confined(bench: Path, ca: Path, env: dict[str, str], argv: list[str]) -> list[str]:
     """bwrap argv: the image's uid, read-only root, private /tmp, /bench writable."""
     uid = str(image_uid())
@@ -71,6 +82,7 @@ def confined(bench: Path, ca: Path, env: dict[str, str], argv: list[str]) -> lis
         *_host_root(),
         "--dev", "/dev", "--proc", "/proc",
         "--tmpfs", "/tmp",
+        *_hidden_by_private_tmp(),
         "--bind", str(bench), "/bench",
         "--ro-bind", str(ca), CA,
         "--remount-ro", "/",

@@ -8,19 +8,41 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults.nemesis import KINDS, run_history_test
+from tests.faults.evidence import failure_message, keep_evidence, nemesis_seed
+from tests.faults.nemesis import KINDS, Outcome, run_history_test
 
 ROUNDS = 5
+JOBS = 200
+
+
+def failures(outcome: Outcome, jobs: int, rounds: int) -> list[str]:
+    """Everything wrong with a history test's outcome (empty when it passed)."""
+    problems = list(outcome.report.problems)
+    injected = {kind: outcome.injected[kind] for kind in KINDS}
+    if injected != {kind: rounds for kind in KINDS}:
+        problems.append(f"faults injected {injected}, wanted {rounds} of each")
+    if outcome.crashes:  # no runner exits unless the nemesis kills it
+        problems.append(f"runners exited unasked: {outcome.crashes}")
+    committed = outcome.report.stats.get("committed jobs")
+    if not committed == outcome.jobs == jobs:
+        problems.append(f"{committed} of {outcome.jobs} published jobs committed, wanted {jobs}")
+    if not (outcome.skewed_commits > 0 and outcome.dropped > 0 and outcome.delayed > 0):
+        problems.append(
+            f"a fault left no mark: {outcome.skewed_commits} skewed commits, "
+            f"{outcome.dropped} dropped and {outcome.delayed} delayed responses"
+        )
+    return problems
 
 
 @pytest.mark.stack
 @pytest.mark.slow
-def test_exactly_once_survives_every_fault(tmp_path: Path) -> None:
-    outcome = run_history_test(tmp_path, jobs=200, rounds=ROUNDS, publish_s=60)
+def test_exactly_once_survives_every_fault(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    seed = nemesis_seed()
+    outcome = run_history_test(tmp_path, jobs=JOBS, rounds=ROUNDS, publish_s=60, seed=seed)
     print(f"\nshort mode: {outcome.jobs} jobs in {outcome.wall_s:.0f} s, phases {outcome.phases}")
     print(f"injected {dict(outcome.injected)}; stats {outcome.report.stats}")
-    assert outcome.report.problems == []
-    assert {kind: outcome.injected[kind] for kind in KINDS} == {kind: ROUNDS for kind in KINDS}
-    assert outcome.crashes == []  # no runner exited unless the nemesis killed it
-    assert outcome.report.stats["committed jobs"] == outcome.jobs == 200
-    assert outcome.skewed_commits > 0 and outcome.dropped > 0 and outcome.delayed > 0
+    problems = failures(outcome, JOBS, ROUNDS)
+    if problems:
+        evidence = keep_evidence(tmp_path, request.node.name)
+        rerun = f".venv/bin/pytest -q '{request.node.nodeid}'"
+        pytest.fail(failure_message(problems, evidence, seed, rerun), pytrace=False)

@@ -27,6 +27,7 @@ from fiolake.signing import (
     vault_key_refresher,
     vault_keyid,
 )
+from fiolake.signing import keyring as keyring_module
 
 MESSAGE = b"DSSEv1 4 test 5 hello"
 
@@ -221,7 +222,9 @@ def test_a_recreated_key_with_the_same_name_and_version_is_fetched(tmp_path: Pat
     assert ring.keyids() == [vkey(second, 1)[0]]
 
 
-def test_a_failing_signature_refreshes_once_before_the_verdict(tmp_path: Path) -> None:
+def test_a_failing_signature_refreshes_once_before_the_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     good, bad = LocalSigner.generate(tmp_path / "a"), LocalSigner.generate(tmp_path / "b")
     keyid, raw = vkey(good, 1)
     source = KeySource({keyid: raw})
@@ -232,6 +235,10 @@ def test_a_failing_signature_refreshes_once_before_the_verdict(tmp_path: Path) -
     assert source.calls == ["", keyid]
     del source.keys[keyid]
     assert ring.verify(keyid, MESSAGE, vsig(good)) is True  # cached and good: no refresh
+    for _ in range(5):  # more tampered ones within the minute: the verdict stands, no reads
+        assert ring.verify(keyid, MESSAGE, vsig(bad)) is False
+    assert source.calls == ["", keyid]
+    monkeypatch.setattr(keyring_module, "PER_KEY_REFRESH_S", 0.0)  # a minute later
     with pytest.raises(ManifestError, match="retired by policy"):
         ring.verify(keyid, MESSAGE, vsig(bad))  # the refresh finds the key gone
     source.down = True

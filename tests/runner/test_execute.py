@@ -98,3 +98,26 @@ def test_fios_own_steadystate_verdict_is_recorded(tmp_path: Path) -> None:
     assert attained["warmup_s"] == max(0, round(attained["job_runtime_ms"] / 1000 - 3))
     missed = _steady_run(tmp_path, 4, ramp=10)
     assert missed["steady_state"] is False and missed["warmup_s"] is None
+
+
+def test_a_fio_that_does_not_answer_its_version_is_a_clean_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen in the soak: `fio --version` outlived its timeout on a loaded machine (the
+    runner was stopped meanwhile) and TimeoutExpired killed the runner. Now a FioError the
+    runner's loop logs and retries; nothing is cached, so the next call asks again."""
+    from fiolake.errors import FioError
+    from fiolake.runner.fio import binary
+
+    slow = tmp_path / "fio"
+    slow.write_text("#!/bin/sh\nsleep 5\necho fio-9.99-slow\n")
+    slow.chmod(0o755)
+    monkeypatch.setattr(binary, "VERSION_TIMEOUT_S", 0.2)
+    with pytest.raises(FioError) as exc:
+        binary.find_fio(str(slow))
+    assert str(exc.value) == (
+        f"`{slow} --version` did not answer within 0.2 s — the machine is overloaded or "
+        "fio hangs; try again"
+    )
+    monkeypatch.setattr(binary, "VERSION_TIMEOUT_S", 30.0)
+    assert binary.find_fio(str(slow)).version == "fio-9.99-slow"
