@@ -1,10 +1,12 @@
 """One answer everywhere (issue 26): a campaign's verdicts computed through every surface —
 `compare.compare`, CLI `compare` (with and without --metric / --profile / --backend), the
-landing page's comparison and the app's Compare page — are identical row for row."""
+landing page's comparison and the app's Compare page — are identical row for row; and
+`fiolake gate` gives the rows of `compare --by campaign_id` for the same two campaigns."""
 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -124,3 +126,44 @@ def test_every_surface_gives_the_same_verdicts(lake: str) -> None:
         "" if r.p_adjusted is None else f"{r.p_adjusted:.2g}" for r in shown
     ]
     assert any(whole.family in c.value for c in at.caption)
+
+
+def test_the_gate_gives_the_verdicts_of_compare_by_campaign(tmp_path: Path) -> None:
+    """`fiolake gate` and `fiolake compare --by campaign_id` ask one question of a lake with
+    one backend and two campaigns: the same rows, verdicts and adjusted p-values."""
+    store = lakegen.local_store(tmp_path / "lake")
+    jobs = {
+        ("job1", "read"): {"iops": 1000.0, "clat_p99_ns": 200_000.0},
+        ("job2", "write"): {"iops": 400.0, "clat_p99_ns": 900_000.0},
+    }
+    slower = {k: {m: v * (0.7 if m == "iops" else 1.3) for m, v in d.items()}
+              for k, d in jobs.items()}  # fmt: skip
+    lakegen.write_campaign(store, "before", {"disk": jobs}, 4, jitter=0.05)
+    later = lakegen.T0 + timedelta(days=1)
+    lakegen.write_campaign(store, "after", {"disk": slower}, 4, jitter=0.05, start=later)
+    lake = str(tmp_path / "lake")
+    gated = CliRunner().invoke(
+        cli, ["gate", "--lake", lake, "--campaign", "after", "--format", "json"]
+    )
+    assert gated.exit_code == 1, gated.output  # slower on every row: the gate fails
+    doc = json.loads(gated.stdout)
+    assert doc["baseline"] == "before"  # the default: the newest earlier campaign
+    compared = CliRunner().invoke(
+        cli,
+        ["compare", "--lake", lake, "--by", "campaign_id", "--baseline", "before",
+         "--format", "json"],
+    )  # fmt: skip
+    assert compared.exit_code == 0, compared.output
+
+    def key(r: dict[str, object]) -> tuple[object, ...]:
+        return r["profile"], r["job_name"], r["direction"], r["metric"]
+
+    truth = {key(r): (r["p_adjusted"], r["verdict"]) for r in json.loads(compared.stdout)
+             if r["campaign_id"] == "after"}  # fmt: skip
+    got = {key(r): (r["p_adjusted"], r["verdict"]) for r in doc["rows"]}
+    assert got.keys() == truth.keys() and got
+    assert {k: v for k, (_, v) in got.items()} == {k: v for k, (_, v) in truth.items()}
+    assert {"worse"} <= {v for _, v in got.values()}
+    assert {k: p for k, (p, _) in got.items()} == {
+        k: None if p is None else pytest.approx(p, rel=1e-9) for k, (p, _) in truth.items()
+    }
