@@ -216,6 +216,10 @@ def compact(
     for table in tables:
         if table not in layout.TABLES:
             raise LakeError(f"unknown table {table!r}; tables are {', '.join(layout.TABLES)}")
+    if next(store.list(layout.COMMITS_PREFIX), None) is None and not latest_generation(store):
+        # Nothing committed, nothing compacted: no lock to take either (taking it would
+        # create the lake where a mistyped --lake pointed).
+        return CompactionReport(None)
     with compaction_lock(store, wait=wait, on_wait=on_wait) as lock:
         return _compact(store, tables, grace, hook, lock)
 

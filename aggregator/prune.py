@@ -55,6 +55,13 @@ def _cutoff(store: ObjectStore, keep: timedelta) -> date:
     return (store.server_time() - keep).date()
 
 
+def _not_compacted(store: ObjectStore) -> LakeError:
+    return LakeError(
+        f"no compacted {TABLE} table in {store.url}: run `fiolake lake compact` first "
+        "(prune deletes from the compacted layer only)"
+    )
+
+
 def prune_timeseries(store: ObjectStore, keep: timedelta) -> PruneReport:
     """Delete compacted `timeseries` rows of runs that started more than `keep` ago (by the
     store's clock, whole UTC days); write the generation that uses the result.
@@ -62,6 +69,8 @@ def prune_timeseries(store: ObjectStore, keep: timedelta) -> PruneReport:
     AccessDenied for credentials that may not write under compacted/ (runner, publisher,
     analyst), before anything is written."""
     cutoff = _cutoff(store, keep)
+    if latest_generation(store) is None:  # checked before the lock, which would write
+        raise _not_compacted(store)
     try:
         # Prune writes the table and the generations as compaction does: one at a time.
         with compaction_lock(store) as lock:
@@ -78,10 +87,7 @@ def _prune(store: ObjectStore, cutoff: date, lock: CompactionLock) -> PruneRepor
     before = prev.delta.get(TABLE) if prev is not None and not prev.legacy else None
     dt = delta.open_table(store, TABLE)
     if prev is None or before is None or dt is None:
-        raise LakeError(
-            f"no compacted {TABLE} table in {store.url}: run `fiolake lake compact` first "
-            "(prune deletes from the compacted layer only)"
-        )
+        raise _not_compacted(store)
     current, _ = delta.data_files(store, dt, TABLE)
     if set(current) != set(before.files):
         # Rows appended (or pruned) after the last generation: only compaction knows which runs
