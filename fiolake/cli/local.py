@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from fiolake import units
-from fiolake.cli import fail, format_option, lake_option
+from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import (
     IdParam,
     RunStop,
@@ -23,7 +23,7 @@ from fiolake.cli.common import (
     target_options,
 )
 from fiolake.cli.output import emit, render
-from fiolake.errors import FiolakeError, PolicyError
+from fiolake.errors import PolicyError
 
 _KIND_FORMAT = {
     "bytes": units.human_bytes,
@@ -230,9 +230,11 @@ def run(
                     | r
                     for r in rows
                 ]
-    except FiolakeError as exc:
+    except Exception:
+        # A refused or failed run leaves no directory behind that it created (only empty
+        # ones go); the group maps the error itself.
         tg.remove_created(created)
-        raise fail(exc) from None
+        raise
     if fmt != "table" and all_rows:
         columns = list(all_rows[0])
         emit(columns, [[r[c] for c in columns] for r in all_rows], fmt)
@@ -272,29 +274,26 @@ def validate(
         raise click.UsageError("name at least one job file (or a profile), or use --list")
     caps = current_caps()
     problems = []
-    try:
-        for profile, text in resolve_job_files(job_files):
-            request = ex.RunRequest(
-                job_file_text=text,
-                profile=profile,
-                backend="validate",
-                target_dir=Path("/nonexistent-target"),
-                job_id="validate",
-                campaign_id="validate",
-                caps=caps,
-            )
-            try:
-                prepared = ex.prepare(request)
-            except PolicyError as exc:
-                problems += [f"{profile}: {v}" for v in exc.violations]
-                continue
-            click.echo(
-                f"ok  {profile}: {len(prepared.job.jobs)} job(s), about {prepared.expected_s:.0f} s"
-            )
-    except FiolakeError as exc:
-        raise fail(exc) from None
+    for profile, text in resolve_job_files(job_files):
+        request = ex.RunRequest(
+            job_file_text=text,
+            profile=profile,
+            backend="validate",
+            target_dir=Path("/nonexistent-target"),
+            job_id="validate",
+            campaign_id="validate",
+            caps=caps,
+        )
+        try:
+            prepared = ex.prepare(request)
+        except PolicyError as exc:
+            problems += [f"{profile}: {v}" for v in exc.violations]
+            continue
+        click.echo(
+            f"ok  {profile}: {len(prepared.job.jobs)} job(s), about {prepared.expected_s:.0f} s"
+        )
     if problems:
-        raise fail(PolicyError(problems))
+        raise PolicyError(problems)
 
 
 @click.command()
