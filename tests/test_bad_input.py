@@ -499,6 +499,19 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         2,
         f"Error: unknown metric 'nope': choose from {METRICS}\n",
     ),
+    # --repeat is declared once (cli.common.workload_options): one range for run and publish
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--repeat", "1001"],
+        {},
+        2,
+        "Error: Invalid value for '--repeat': 1001 is not in the range 1<=x<=1000.\n",
+    ),
+    (
+        ["publish", "random-reads", "--backend", "x", "--repeat", "1001"],
+        {},
+        2,
+        "Error: Invalid value for '--repeat': 1001 is not in the range 1<=x<=1000.\n",
+    ),
 ]
 
 

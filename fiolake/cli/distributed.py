@@ -15,12 +15,12 @@ from fiolake.cli import lake_option
 from fiolake.cli.common import (
     DurationParam,
     IdParam,
-    SizeParam,
     caps_options,
     current_caps,
     parse_labels,
     resolve_job_files,
     target_options,
+    workload_options,
 )
 from fiolake.commits import RERUNNABLE
 from fiolake.errors import FiolakeError, PolicyError
@@ -35,15 +35,7 @@ from fiolake.errors import FiolakeError, PolicyError
     type=IdParam("backend"),
     help="Backend that must run the jobs (repeat for several); runners pick theirs.",
 )
-@click.option(
-    "--repeat",
-    type=click.IntRange(1, 1000),
-    default=1,
-    show_default=True,
-    help="Repetitions of every (job file, backend) pair.",
-)
-@click.option("--runtime", type=click.IntRange(1), help="Seconds per fio job (scales down).")
-@click.option("--size", type=SizeParam(), help="File size per fio job, e.g. 16M.")
+@workload_options
 @click.option(
     "--expires",
     type=DurationParam(),

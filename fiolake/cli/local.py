@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +13,13 @@ from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import (
     IdParam,
     RunStop,
-    SizeParam,
     announce_target,
     caps_options,
     current_caps,
     parse_labels,
     resolve_job_files,
     target_options,
+    workload_options,
 )
 from fiolake.cli.output import emit, render
 from fiolake.errors import PolicyError
@@ -79,17 +78,7 @@ def _summary_output(profile: str, run_id: str, status: str, rows: list[dict[str,
     help="Name of the storage backend, used to compare runs (e.g. nvme, ceph-rbd).",
 )
 @lake_option
-@click.option(
-    "--runtime", type=click.IntRange(1), help="Seconds per fio job (scales profiles down)."
-)
-@click.option("--size", type=SizeParam(), help="File size per fio job, e.g. 16M (scales down).")
-@click.option(
-    "--repeat",
-    type=click.IntRange(1, 100),
-    default=1,
-    show_default=True,
-    help="Run every job file this many times (for statistics in `compare`).",
-)
+@workload_options
 @click.option(
     "--campaign",
     type=IdParam("campaign id"),
@@ -142,7 +131,7 @@ def run(
     status 'interrupted', and the remaining runs do not start.
     """
     from fiolake.config import Settings
-    from fiolake.manifest import new_campaign_id
+    from fiolake.manifest import new_campaign_id, new_job_id
     from fiolake.runner import execute as ex
     from fiolake.runner.host import target as tg
     from fiolake.runner.lake_writer import commit_outcome, upload_outcome
@@ -162,7 +151,7 @@ def run(
                     profile=profile,
                     backend=backend,
                     target_dir=target_dir,
-                    job_id=f"j-{uuid.uuid4().hex[:16]}",
+                    job_id=new_job_id(campaign_id, profile, backend, rep, unique=True),
                     campaign_id=campaign_id,
                     repetition=rep,
                     runtime_s=runtime,
