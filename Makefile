@@ -65,8 +65,9 @@ demo: setup ## the main job: run the default suite locally and show the summary
 test: setup lint lint-imports typecheck ## everything: lint, layers, types, then every tier
 	$(BIN)/pytest -q
 
-# Two workers: the fast tier waits on fio's timers as much as it computes (123 s serial,
-# 75 s with two workers on this 2-core machine). The full tier stays serial: each worker
+# Two workers: the fast tier waits on fio's timers as much as it computes. Measured
+# 2026-11-25: 663 tests, about 3 min 20 s wall (3:18 and 3:28) on this 2-core machine under
+# a load average of ~15 (docs/development.md). The full tier stays serial: each worker
 # would start its own MinIO + OpenBao.
 test-fast: fio venv lint lint-imports typecheck ## the fast tier: no MinIO, no OpenBao, no Go (two pytest workers)
 	$(BIN)/pytest -q -n 2 -m "not stack and not slow and not browser and not spark and not container"

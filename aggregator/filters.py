@@ -89,7 +89,10 @@ def validate(lake: Lake, filt: RunFilter) -> None:
     checks += [("run_id", "run", r) for r in filt.runs]
     for column, word, value in checks:
         if value is not None and not _exists(lake, column, value):
-            raise LakeError(f"no committed runs match {word} '{value}'")
+            raise LakeError(
+                f"no committed runs match {word} '{value}' — see which exist: "
+                f'fiolake sql "SELECT DISTINCT {column} FROM runs"'
+            )
 
 
 def runs_columns(lake: Lake) -> list[str]:

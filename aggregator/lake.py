@@ -29,6 +29,18 @@ from fiolake.store import ObjectStore, open_store
 INTERNAL_SCHEMA = "_fiolake"
 
 
+def _unreadable(exc: duckdb.Error) -> str:
+    """DuckDB's reason without the view SQL it quotes (ours, not the user's), and the fix
+    when a file is damaged (DuckDB names it)."""
+    reason = str(exc).split("\n\nLINE ", 1)[0]
+    if isinstance(exc, duckdb.InvalidInputException):
+        reason += (
+            " — the file is damaged: restore it, or move it out of the lake; "
+            "`fiolake lake check` then names the run that lost its rows"
+        )
+    return reason
+
+
 def empty_lake_error(url: str) -> LakeError:
     """The error for a lake with nothing committed in it."""
     return LakeError(f"no results in lake {url}: run `fiolake run` (or start runners) first")
@@ -213,7 +225,7 @@ def connect(lake_url: str, s3: S3Settings | None = None, *, sandbox: bool = True
             _sandbox(con, store, s3 if lake_url.startswith("s3://") else None)
     except duckdb.Error as exc:
         con.close()
-        raise LakeError(f"cannot read lake {lake_url}: {exc}") from exc
+        raise LakeError(f"cannot read lake {lake_url}: {_unreadable(exc)}") from exc
     files = {t: snap.files(t) for t in TABLES}
     return Lake(lake_url, store, con, snap, files)
 

@@ -123,6 +123,38 @@ def new_campaign_id(now: datetime | None = None) -> str:
     return f"c-{now.astimezone(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
 
 
+_MAX_ID = 128  # layout.check_id's limit
+
+
+def new_job_id(
+    campaign_id: str,
+    profile: str,
+    backend: str,
+    repetition: int,
+    *,
+    gang: int | None = None,
+    unique: bool = False,
+) -> str:
+    """The one job-id scheme: `<campaign>-<profile>-<backend>-r<rep>`, with `-g<N>` for a
+    gang of N (so gang sizes of one campaign do not collide).
+
+    A published job needs no more: publish never reuses a campaign, so the id is unique and
+    names the manifest's key. `fiolake run --campaign X` may record into one campaign again
+    and again while each job's commit is create-only, so its ids end in a random part too
+    (`unique`). An id past 128 characters (a long campaign id) keeps its start and ends in a
+    hash of the whole, so it stays distinct and key-safe instead of being refused.
+    """
+    job_id = f"{campaign_id}-{layout.slug(profile, 40)}-{layout.slug(backend, 40)}-r{repetition}"
+    if gang is not None:
+        job_id += f"-g{gang}"
+    if unique:
+        job_id += f"-{secrets.token_hex(4)}"
+    if len(job_id) > _MAX_ID:
+        digest = hashlib.sha256(job_id.encode()).hexdigest()[:12]
+        job_id = f"{job_id[: _MAX_ID - len(digest) - 1].rstrip('._-')}-{digest}"
+    return layout.check_id("job id", job_id)
+
+
 def new_manifest(
     *,
     campaign_id: str,
@@ -141,19 +173,16 @@ def new_manifest(
     gang: int | None = None,
     gang_timeout_s: int | None = None,
 ) -> Manifest:
-    """Build the manifest of one job; its id is `<campaign>-<profile>-<backend>-r<rep>`
-    (with `-g<N>` for a gang of N, so gang sizes of one campaign do not collide)."""
+    """Build the manifest of one job (its id from `new_job_id`)."""
     layout.check_id("campaign id", campaign_id)
     if expires_in <= timedelta(0):
         raise ValueError(f"expires_in must be positive, not {expires_in}")
     if gang is not None and gang < 1:
         raise ValueError(f"gang must be at least 1, not {gang}")
     now = now or datetime.now(UTC)
-    job_id = f"{campaign_id}-{layout.slug(profile, 40)}-{layout.slug(backend, 40)}-r{repetition}"
-    if gang is not None:
-        job_id += f"-g{gang}"
+    job_id = new_job_id(campaign_id, profile, backend, repetition, gang=gang)
     return Manifest(
-        job_id=layout.check_id("job id", job_id),
+        job_id=job_id,
         campaign_id=campaign_id,
         backend=backend,
         profile=profile,

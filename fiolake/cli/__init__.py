@@ -2,7 +2,8 @@
 
 Subcommands live in the modules of `fiolake/cli/` named in COMMANDS and are imported
 only when invoked, so `fiolake --help` stays fast and one component's dependencies never
-load another's.
+load another's. Library errors (`FiolakeError`) become `Error: …` and an exit code in one
+place, `LazyGroup.invoke`: commands let them propagate.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable
+from types import TracebackType
 from typing import Any
 
 import click
@@ -40,8 +42,27 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+# Commands whose exit 1 is a verdict, so every problem exits 2 instead: `gate` exits 1
+# only for "worse than the baseline" (docs/ci.md), letting CI tell a regression from a
+# broken pipeline ("nothing comparable" included).
+EVERY_PROBLEM_IS_USAGE = frozenset({"gate"})
+
+
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported on first use."""
+    """A group whose subcommands are imported on first use, and the one place where
+    library errors become messages and exit codes."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the subcommand; a `FiolakeError` from anywhere below becomes `fail(...)`.
+
+        Output a command printed before the error (validate's `ok` lines, a run's summary)
+        is already out: only the error line follows it.
+        """
+        try:
+            return super().invoke(ctx)
+        except FiolakeError as exc:
+            usage = ctx.invoked_subcommand in EVERY_PROBLEM_IS_USAGE
+            raise fail(exc, _failing_context(exc.__traceback__), usage=usage) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
@@ -98,18 +119,40 @@ def lake_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     )(fn)
 
 
-def fail(exc: FiolakeError) -> click.ClickException:
-    """Turn a library error into the click exception with the right exit code."""
-    if exc.exit_code == 2:
-        return click.UsageError(str(exc))
+def fail(
+    exc: FiolakeError, ctx: click.Context | None = None, *, usage: bool = False
+) -> click.ClickException:
+    """The click exception that shows `exc` as `Error: …` with its exit code.
+
+    Exit 2 (UsageProblem, or `usage=True`) is a click.UsageError, which also prints the
+    failing command's usage line when `ctx` names it, as click does for its own usage errors.
+    """
+    if usage or exc.exit_code == 2:
+        return click.UsageError(str(exc), ctx)
     err = click.ClickException(str(exc))
     # click types exit_code as a ClassVar, yet reads it from the instance it catches.
     err.exit_code = exc.exit_code  # type: ignore[misc]
     return err
 
 
+def _failing_context(tb: TracebackType | None) -> click.Context | None:
+    """The innermost click context an error passed through: the (sub)command that failed.
+
+    By the time the error reaches the group, click has left that command's context, and
+    contexts link only to their parents; every click frame on the way names its own `ctx`.
+    """
+    found = None
+    while tb is not None:
+        ctx = tb.tb_frame.f_locals.get("ctx")
+        if isinstance(ctx, click.Context):
+            found = ctx
+        tb = tb.tb_next
+    return found
+
+
 def main() -> None:
-    """Console-script entry point: library errors become `Error: …` and exit codes."""
+    """Console-script entry point: click errors become `Error: …` and exit codes (library
+    errors reach here already mapped by `LazyGroup.invoke`)."""
     try:
         # Without standalone mode click *returns* the code of `raise Exit(n)`/`ctx.exit(n)`.
         code = cli.main(standalone_mode=False, prog_name="fiolake")
@@ -120,9 +163,6 @@ def main() -> None:
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(exc.exit_code)
-    except FiolakeError as exc:
-        click.echo(f"Error: {exc}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import click
 
-from fiolake.cli import fail, format_option, lake_ops, lake_option
+from fiolake.cli import format_option, lake_ops, lake_option
 from fiolake.cli.common import connect
 from fiolake.cli.output import emit
-from fiolake.errors import FiolakeError
 from fiolake.views import views_help
 
 # \b keeps click from re-wrapping the lines that follow it.
@@ -49,11 +48,8 @@ def sql(query: str, lake: str, fmt: str, max_rows: int, timeout_s: float) -> Non
     from fiolake.aggregator.columns import formatters
     from fiolake.aggregator.query import run_query
 
-    try:
-        with connect(lake) as handle:
-            result = run_query(handle, query, row_limit=max_rows, timeout_s=timeout_s)
-    except FiolakeError as exc:
-        raise fail(exc) from exc
+    with connect(lake) as handle:
+        result = run_query(handle, query, row_limit=max_rows, timeout_s=timeout_s)
     fmts = formatters(result.columns) if fmt == "table" else None
     emit(result.columns, result.rows, fmt, fmts)
     if result.truncated:
@@ -74,11 +70,8 @@ def env_diff(lake: str, fmt: str, runs: tuple[str, ...]) -> None:
 
     if len(runs) != 2:
         raise click.UsageError(f"give exactly two --run options (got {len(runs)})")
-    try:
-        with connect(lake) as handle:
-            diffs = diff_runs(handle, runs[0], runs[1])
-    except FiolakeError as exc:
-        raise fail(exc) from exc
+    with connect(lake) as handle:
+        diffs = diff_runs(handle, runs[0], runs[1])
     if not diffs:
         click.echo("no environment differences", err=fmt == "table")
         if fmt == "table":

@@ -157,6 +157,29 @@ def target_options(fn: Any) -> Any:
     )(fn)
 
 
+# One range for `run` and `publish`: compare and gate advise "~N runs per side would
+# confirm", and N passes 100 for noisy storage at the default ±5 % (per-run spread 20 % →
+# ~250), so `run` must take it too; 1000 still stops a typo from queuing days of fio.
+MAX_REPEAT = 1000
+
+
+def workload_options(fn: Any) -> Any:
+    """`--runtime`, `--size`, `--repeat`: how much fio does, for `run` and `publish` alike."""
+    fn = click.option(
+        "--repeat",
+        type=click.IntRange(1, MAX_REPEAT),
+        default=1,
+        show_default=True,
+        help="Runs of every job file (per backend), for the statistics of compare and gate.",
+    )(fn)
+    fn = click.option(
+        "--size", type=SizeParam(), help="File size per fio job, e.g. 16M (scales profiles down)."
+    )(fn)
+    return click.option(
+        "--runtime", type=click.IntRange(1), help="Seconds per fio job (scales profiles down)."
+    )(fn)
+
+
 def announce_target(checks: list[Any]) -> None:
     """Name on stderr where the target lands, then every warning (once each)."""
     if not checks:

@@ -9,10 +9,9 @@ import click
 
 from fiolake.aggregator.columns import p_text, ratio_text
 from fiolake.aggregator.verdict_text import label
-from fiolake.cli import fail, format_option, lake_option
+from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import connect
 from fiolake.cli.output import emit
-from fiolake.errors import FiolakeError
 from fiolake.units import MISSING
 
 if TYPE_CHECKING:
@@ -173,29 +172,26 @@ def compare(
     from fiolake.aggregator.compare import DEFAULT_METRICS
     from fiolake.aggregator.compare import compare as compare_runs
 
-    try:
-        filt = run_filter(campaign, backends, profile, since, runs)
-        with connect(lake) as handle:
-            con = handle.cursor()
-            if gang_mode in ("members", "aggregate") or (
-                gang_mode == "auto" and gang.has_gangs(con, filt)
-            ):
-                _emit_gangs(con, filt, members=gang_mode == "members", fmt=fmt)
-                return
-            result = compare_runs(
-                handle,
-                by=by,
-                baseline=baseline,
-                metrics=list(metrics) or list(DEFAULT_METRICS),
-                filt=filt,
-                min_effect=min_effect,
-                adjustment="fdr" if fdr else "holm",
-                allow_mixed=allow_mixed,
-                exclude_unsteady=exclude_unsteady,
-                family=family,
-            )
-    except FiolakeError as exc:
-        raise fail(exc) from exc
+    filt = run_filter(campaign, backends, profile, since, runs)
+    with connect(lake) as handle:
+        con = handle.cursor()
+        if gang_mode in ("members", "aggregate") or (
+            gang_mode == "auto" and gang.has_gangs(con, filt)
+        ):
+            _emit_gangs(con, filt, members=gang_mode == "members", fmt=fmt)
+            return
+        result = compare_runs(
+            handle,
+            by=by,
+            baseline=baseline,
+            metrics=list(metrics) or list(DEFAULT_METRICS),
+            filt=filt,
+            min_effect=min_effect,
+            adjustment="fdr" if fdr else "holm",
+            allow_mixed=allow_mixed,
+            exclude_unsteady=exclude_unsteady,
+            family=family,
+        )
     if fmt != "table":
         fields = ["profile", "job_name", "direction", "metric", "baseline", "n", "n_baseline",
                   "geomean", "ratio", "ratio_ci_low", "ratio_ci_high", "p_value", "p_adjusted",

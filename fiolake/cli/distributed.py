@@ -11,16 +11,16 @@ from pathlib import Path
 
 import click
 
-from fiolake.cli import fail, lake_option
+from fiolake.cli import lake_option
 from fiolake.cli.common import (
     DurationParam,
     IdParam,
-    SizeParam,
     caps_options,
     current_caps,
     parse_labels,
     resolve_job_files,
     target_options,
+    workload_options,
 )
 from fiolake.commits import RERUNNABLE
 from fiolake.errors import FiolakeError, PolicyError
@@ -35,15 +35,7 @@ from fiolake.errors import FiolakeError, PolicyError
     type=IdParam("backend"),
     help="Backend that must run the jobs (repeat for several); runners pick theirs.",
 )
-@click.option(
-    "--repeat",
-    type=click.IntRange(1, 1000),
-    default=1,
-    show_default=True,
-    help="Repetitions of every (job file, backend) pair.",
-)
-@click.option("--runtime", type=click.IntRange(1), help="Seconds per fio job (scales down).")
-@click.option("--size", type=SizeParam(), help="File size per fio job, e.g. 16M.")
+@workload_options
 @click.option(
     "--expires",
     type=DurationParam(),
@@ -140,49 +132,46 @@ def publish(
     from fiolake.manifest import new_campaign_id
     from fiolake.runner import execute as ex
 
-    try:
-        caps = current_caps()
-        files = resolve_job_files(job_files)
-        problems: list[str] = []
-        for profile, text in files:
-            request = ex.RunRequest(
-                text,
-                profile,
-                "publish",
-                Path("/nonexistent-target"),
-                "validate",
-                "validate",
-                runtime_s=runtime,
-                size_bytes=size,
-                caps=caps,
-            )
-            try:
-                ex.prepare(request)
-            except PolicyError as exc:
-                problems += [f"{profile}: {v}" for v in exc.violations]
-        if problems:
-            raise PolicyError(problems)
-        settings = Settings.from_env(lake=lake)
-        signer = settings.signer()
-        store = settings.store()
-        campaign_id = campaign or new_campaign_id()
-        manifests = plan_campaign(
-            files,
-            backends,
-            campaign_id=campaign_id,
-            repeat=repeat,
+    caps = current_caps()
+    files = resolve_job_files(job_files)
+    problems: list[str] = []
+    for profile, text in files:
+        request = ex.RunRequest(
+            text,
+            profile,
+            "publish",
+            Path("/nonexistent-target"),
+            "validate",
+            "validate",
             runtime_s=runtime,
             size_bytes=size,
-            bucket=store_bucket(store),
-            expires_in=timedelta(seconds=expires),
-            expect_mount=expect_mount,
-            expect_fs=expect_fs,
-            gangs=sorted(set(gangs)),
-            gang_timeout_s=max(1, round(gang_timeout)),
+            caps=caps,
         )
-        publish_manifests(store, manifests, signer)
-    except FiolakeError as exc:
-        raise fail(exc) from None
+        try:
+            ex.prepare(request)
+        except PolicyError as exc:
+            problems += [f"{profile}: {v}" for v in exc.violations]
+    if problems:
+        raise PolicyError(problems)
+    settings = Settings.from_env(lake=lake)
+    signer = settings.signer()
+    store = settings.store()
+    campaign_id = campaign or new_campaign_id()
+    manifests = plan_campaign(
+        files,
+        backends,
+        campaign_id=campaign_id,
+        repeat=repeat,
+        runtime_s=runtime,
+        size_bytes=size,
+        bucket=store_bucket(store),
+        expires_in=timedelta(seconds=expires),
+        expect_mount=expect_mount,
+        expect_fs=expect_fs,
+        gangs=sorted(set(gangs)),
+        gang_timeout_s=max(1, round(gang_timeout)),
+    )
+    publish_manifests(store, manifests, signer)
     click.echo(f"published {len(manifests)} job(s) to {store.url}", err=True)
     click.echo(campaign_id)
 
@@ -192,16 +181,13 @@ def _publish_rerun(campaign: str, states: tuple[str, ...], expires: float, lake:
     from fiolake.config import Settings
     from fiolake.manifest import new_campaign_id
 
-    try:
-        settings = Settings.from_env(lake=lake)
-        store = settings.store()
-        new_id = new_campaign_id()
-        manifests = plan_rerun(
-            store, campaign, states, new_campaign_id=new_id, expires_in=timedelta(seconds=expires)
-        )
-        publish_manifests(store, manifests, settings.signer())
-    except FiolakeError as exc:
-        raise fail(exc) from None
+    settings = Settings.from_env(lake=lake)
+    store = settings.store()
+    new_id = new_campaign_id()
+    manifests = plan_rerun(
+        store, campaign, states, new_campaign_id=new_id, expires_in=timedelta(seconds=expires)
+    )
+    publish_manifests(store, manifests, settings.signer())
     click.echo(
         f"published {len(manifests)} re-run job(s) of campaign {campaign} "
         f"({'/'.join(states)}) to {store.url}",
@@ -294,40 +280,37 @@ def runner(
     from fiolake.runner.host import target as tg
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    try:
-        # Measure what the user named: checked once at start, before any job is claimed.
-        tg.ensure_dir(target_dir, create=create_dir)
-        where = tg.inspect(target_dir)
-        warnings = tg.check_expectations(where, expect_mount=expect_mount, expect_fs=expect_fs)
-        click.echo(f"target {where.path}: {where.describe()}", err=True)
-        for warning in warnings:
-            click.echo(f"Warning: {warning}", err=True)
-        settings = Settings.from_env(lake=lake)
-        store = recorded(settings.store(), settings.history, runner_id, settings.pause_file)
-        config = RunnerConfig(
-            backend=backend,
-            target_dir=target_dir,
-            runner_id=runner_id,
-            spool_dir=spool_dir or Path.home() / ".cache" / "fiolake" / "spool" / backend,
-            labels=parse_labels(label),
-            ttl_s=lease_ttl,
-            poll_s=poll,
-            upload_deadline_s=upload_deadline,
-            max_jobs=max_jobs,
-            idle_exit_s=idle_exit,
-            once=once,
-            caps=current_caps(),
-            expect_mount=expect_mount,
-            expect_fs=expect_fs,
-        )
-        worker = Runner(store, settings.keyring(), config, store_bucket(store))
-        signal.signal(signal.SIGTERM, lambda *_: worker.stop_requested.set())
-        click.echo(
-            f"runner {runner_id}: backend {backend}, dir {target_dir}, lake {store.url}", err=True
-        )
-        stats = worker.serve()
-    except FiolakeError as exc:
-        raise fail(exc) from None
+    # Measure what the user named: checked once at start, before any job is claimed.
+    tg.ensure_dir(target_dir, create=create_dir)
+    where = tg.inspect(target_dir)
+    warnings = tg.check_expectations(where, expect_mount=expect_mount, expect_fs=expect_fs)
+    click.echo(f"target {where.path}: {where.describe()}", err=True)
+    for warning in warnings:
+        click.echo(f"Warning: {warning}", err=True)
+    settings = Settings.from_env(lake=lake)
+    store = recorded(settings.store(), settings.history, runner_id, settings.pause_file)
+    config = RunnerConfig(
+        backend=backend,
+        target_dir=target_dir,
+        runner_id=runner_id,
+        spool_dir=spool_dir or Path.home() / ".cache" / "fiolake" / "spool" / backend,
+        labels=parse_labels(label),
+        ttl_s=lease_ttl,
+        poll_s=poll,
+        upload_deadline_s=upload_deadline,
+        max_jobs=max_jobs,
+        idle_exit_s=idle_exit,
+        once=once,
+        caps=current_caps(),
+        expect_mount=expect_mount,
+        expect_fs=expect_fs,
+    )
+    worker = Runner(store, settings.keyring(), config, store_bucket(store))
+    signal.signal(signal.SIGTERM, lambda *_: worker.stop_requested.set())
+    click.echo(
+        f"runner {runner_id}: backend {backend}, dir {target_dir}, lake {store.url}", err=True
+    )
+    stats = worker.serve()
     click.echo(
         f"runner {runner_id} done: {stats.ok} ok, {stats.failed} failed, "
         f"{stats.rejected} rejected, {stats.lost} lost",
@@ -347,13 +330,10 @@ def keygen(path: Path) -> None:
     from fiolake.signing import LocalSigner, public_key_path
 
     try:
-        try:
-            signer = LocalSigner.generate(path)
-        except OSError as exc:
-            raise FiolakeError(
-                f"cannot write key {path}: {exc.strerror} — choose a path in an existing "
-                "directory you may write to"
-            ) from None
-    except FiolakeError as exc:
-        raise fail(exc) from None
+        signer = LocalSigner.generate(path)
+    except OSError as exc:
+        raise FiolakeError(
+            f"cannot write key {path}: {exc.strerror} — choose a path in an existing "
+            "directory you may write to"
+        ) from None
     click.echo(f"{signer.keyid}\t{public_key_path(path)}")

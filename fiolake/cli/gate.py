@@ -20,7 +20,6 @@ from fiolake.cli import lake_option
 from fiolake.cli.common import connect
 from fiolake.cli.comparisons import metric_option, min_effect_option
 from fiolake.cli.output import emit
-from fiolake.errors import FiolakeError
 
 if TYPE_CHECKING:
     from fiolake.aggregator.gate import GateResult, GateRow
@@ -144,17 +143,15 @@ def gate(
     from fiolake.aggregator.compare import DEFAULT_METRICS
     from fiolake.aggregator.gate import gate as run_gate
 
-    try:
-        with connect(lake) as handle:
-            result = run_gate(
-                handle,
-                campaign,
-                baseline_campaign,
-                metrics=list(metrics) or list(DEFAULT_METRICS),
-                min_effect=min_effect,
-            )
-    except FiolakeError as exc:  # exit 1 means "worse" only: every problem is exit 2
-        raise click.UsageError(str(exc)) from exc
+    # Every problem here exits 2 (EVERY_PROBLEM_IS_USAGE in fiolake.cli): exit 1 is "worse".
+    with connect(lake) as handle:
+        result = run_gate(
+            handle,
+            campaign,
+            baseline_campaign,
+            metrics=list(metrics) or list(DEFAULT_METRICS),
+            min_effect=min_effect,
+        )
     if junit:
         Path(junit).write_bytes(junit_xml(result))
     if fmt == "md":

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import click
 
-from fiolake.cli import fail, format_option, lake_option
+from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import connect
 from fiolake.cli.output import emit
-from fiolake.errors import FiolakeError
 from fiolake.layout import TABLES
 
 
@@ -64,17 +63,14 @@ def compact(lake: str, tables: tuple[str, ...], grace: str, wait: bool) -> None:
     from fiolake.config import Settings
     from fiolake.units import parse_duration
 
-    try:
-        store = Settings.from_env(lake=lake).store()
-        report = run_compaction(
-            store,
-            tables=tables or TABLES,
-            grace=timedelta(seconds=parse_duration(grace, unit_required=True, allow_zero=True)),
-            wait=wait,
-            on_wait=lambda why: click.echo(f"waiting: {why}", err=True),
-        )
-    except FiolakeError as exc:
-        raise fail(exc) from exc
+    store = Settings.from_env(lake=lake).store()
+    report = run_compaction(
+        store,
+        tables=tables or TABLES,
+        grace=timedelta(seconds=parse_duration(grace, unit_required=True, allow_zero=True)),
+        wait=wait,
+        on_wait=lambda why: click.echo(f"waiting: {why}", err=True),
+    )
     if report.generation is None:
         click.echo("nothing to compact: every committed run is already compacted", err=True)
     else:
@@ -150,12 +146,9 @@ def check(lake: str, fmt: str) -> None:
     """Check that every committed run has its rows and raw fio output (exit 1 if not)."""
     from fiolake.aggregator.check import check_lake
 
-    try:
-        with connect(lake) as handle:
-            problems = check_lake(handle)
-            runs = handle.snapshot.commits.num_rows
-    except FiolakeError as exc:
-        raise fail(exc) from exc
+    with connect(lake) as handle:
+        problems = check_lake(handle)
+        runs = handle.snapshot.commits.num_rows
     if not problems:
         click.echo(f"ok: {runs} committed run(s), nothing missing", err=True)
         return

@@ -3,27 +3,26 @@
 from __future__ import annotations
 
 import sys
-import uuid
 from pathlib import Path
 from typing import Any
 
 import click
 
 from fiolake import units
-from fiolake.cli import fail, format_option, lake_option
+from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import (
     IdParam,
     RunStop,
-    SizeParam,
     announce_target,
     caps_options,
     current_caps,
     parse_labels,
     resolve_job_files,
     target_options,
+    workload_options,
 )
 from fiolake.cli.output import emit, render
-from fiolake.errors import FiolakeError, PolicyError
+from fiolake.errors import PolicyError
 
 _KIND_FORMAT = {
     "bytes": units.human_bytes,
@@ -79,17 +78,7 @@ def _summary_output(profile: str, run_id: str, status: str, rows: list[dict[str,
     help="Name of the storage backend, used to compare runs (e.g. nvme, ceph-rbd).",
 )
 @lake_option
-@click.option(
-    "--runtime", type=click.IntRange(1), help="Seconds per fio job (scales profiles down)."
-)
-@click.option("--size", type=SizeParam(), help="File size per fio job, e.g. 16M (scales down).")
-@click.option(
-    "--repeat",
-    type=click.IntRange(1, 100),
-    default=1,
-    show_default=True,
-    help="Run every job file this many times (for statistics in `compare`).",
-)
+@workload_options
 @click.option(
     "--campaign",
     type=IdParam("campaign id"),
@@ -142,7 +131,7 @@ def run(
     status 'interrupted', and the remaining runs do not start.
     """
     from fiolake.config import Settings
-    from fiolake.manifest import new_campaign_id
+    from fiolake.manifest import new_campaign_id, new_job_id
     from fiolake.runner import execute as ex
     from fiolake.runner.host import target as tg
     from fiolake.runner.lake_writer import commit_outcome, upload_outcome
@@ -162,7 +151,7 @@ def run(
                     profile=profile,
                     backend=backend,
                     target_dir=target_dir,
-                    job_id=f"j-{uuid.uuid4().hex[:16]}",
+                    job_id=new_job_id(campaign_id, profile, backend, rep, unique=True),
                     campaign_id=campaign_id,
                     repetition=rep,
                     runtime_s=runtime,
@@ -230,9 +219,11 @@ def run(
                     | r
                     for r in rows
                 ]
-    except FiolakeError as exc:
+    except Exception:
+        # A refused or failed run leaves no directory behind that it created (only empty
+        # ones go); the group maps the error itself.
         tg.remove_created(created)
-        raise fail(exc) from None
+        raise
     if fmt != "table" and all_rows:
         columns = list(all_rows[0])
         emit(columns, [[r[c] for c in columns] for r in all_rows], fmt)
@@ -272,29 +263,26 @@ def validate(
         raise click.UsageError("name at least one job file (or a profile), or use --list")
     caps = current_caps()
     problems = []
-    try:
-        for profile, text in resolve_job_files(job_files):
-            request = ex.RunRequest(
-                job_file_text=text,
-                profile=profile,
-                backend="validate",
-                target_dir=Path("/nonexistent-target"),
-                job_id="validate",
-                campaign_id="validate",
-                caps=caps,
-            )
-            try:
-                prepared = ex.prepare(request)
-            except PolicyError as exc:
-                problems += [f"{profile}: {v}" for v in exc.violations]
-                continue
-            click.echo(
-                f"ok  {profile}: {len(prepared.job.jobs)} job(s), about {prepared.expected_s:.0f} s"
-            )
-    except FiolakeError as exc:
-        raise fail(exc) from None
+    for profile, text in resolve_job_files(job_files):
+        request = ex.RunRequest(
+            job_file_text=text,
+            profile=profile,
+            backend="validate",
+            target_dir=Path("/nonexistent-target"),
+            job_id="validate",
+            campaign_id="validate",
+            caps=caps,
+        )
+        try:
+            prepared = ex.prepare(request)
+        except PolicyError as exc:
+            problems += [f"{profile}: {v}" for v in exc.violations]
+            continue
+        click.echo(
+            f"ok  {profile}: {len(prepared.job.jobs)} job(s), about {prepared.expected_s:.0f} s"
+        )
     if problems:
-        raise fail(PolicyError(problems))
+        raise PolicyError(problems)
 
 
 @click.command()

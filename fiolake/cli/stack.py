@@ -10,9 +10,8 @@ from pathlib import Path
 
 import click
 
-from fiolake.cli import fail, format_option
+from fiolake.cli import format_option
 from fiolake.cli.output import emit
-from fiolake.errors import FiolakeError
 from fiolake.stack.roles import ROLE_NAMES
 
 
@@ -90,14 +89,11 @@ def up(
             "bao_cluster_port": bao_cluster_port,
         },
     )
-    try:
-        env = stack_up(
-            state,
-            **ports,
-            bucket=bucket or previous.get("bucket", "fiolake"),
-        )
-    except FiolakeError as exc:
-        raise fail(exc) from exc
+    env = stack_up(
+        state,
+        **ports,
+        bucket=bucket or previous.get("bucket", "fiolake"),
+    )
     click.echo(
         f"stack up: MinIO {env.endpoint} (bucket {env.bucket}), OpenBao {env.vault_addr}\n"
         f"ports: MinIO {ports['minio_port']}, console {ports['console_port']}, "
@@ -116,10 +112,7 @@ def down(state_dir: Path | None, purge: bool) -> None:
     from fiolake.stack.local import stack_down
 
     state = _resolve_state(state_dir)
-    try:
-        stack_down(state, purge=purge)
-    except FiolakeError as exc:
-        raise fail(exc) from exc
+    stack_down(state, purge=purge)
     click.echo(f"stack down{' and purged' if purge else ''}: {state}", err=True)
 
 
@@ -145,10 +138,7 @@ def env(state_dir: Path | None, role: str, fmt: str) -> None:
     """Print the environment that points fiolake, boto3 and bao at the running stack."""
     from fiolake.stack.local import load_stack
 
-    try:
-        variables = load_stack(_resolve_state(state_dir)).environ(role)
-    except FiolakeError as exc:
-        raise fail(exc) from exc
+    variables = load_stack(_resolve_state(state_dir)).environ(role)
     if fmt == "json":
         click.echo(json.dumps(variables, indent=2, sort_keys=True))
         return
@@ -228,9 +218,6 @@ def init_remote(
         bucket=bucket,
         timeout_s=timeout,
     )
-    try:
-        env = init_remote(out, topo)
-    except FiolakeError as exc:
-        raise fail(exc) from exc
+    env = init_remote(out, topo)
     click.echo(f"stack initialised: MinIO {env.endpoint}, OpenBao {env.vault_addr}", err=True)
     click.echo(f"role environments in {out / 'env'}", err=True)

@@ -6,11 +6,10 @@ from typing import TYPE_CHECKING
 
 import click
 
-from fiolake.cli import fail, format_option, lake_option
+from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import IdParam
 from fiolake.cli.output import emit
 from fiolake.commits import RERUNNABLE
-from fiolake.errors import FiolakeError
 from fiolake.units import MISSING
 
 if TYPE_CHECKING:
@@ -49,14 +48,11 @@ def status(campaign: str | None, recent: int | None, lake: str, fmt: str) -> Non
         )
     from fiolake.config import Settings
 
-    try:
-        store = Settings.from_env(lake=lake).store()
-        if recent is not None:
-            _recent(store, recent, fmt)
-        else:
-            _one(store, campaign or "", fmt)
-    except FiolakeError as exc:
-        raise fail(exc) from None
+    store = Settings.from_env(lake=lake).store()
+    if recent is not None:
+        _recent(store, recent, fmt)
+    else:
+        _one(store, campaign or "", fmt)
 
 
 def _one(store: ObjectStore, campaign: str, fmt: str) -> None:

@@ -8,7 +8,7 @@ from datetime import timedelta
 import click
 
 from fiolake.aggregator.verdict_text import MARKS
-from fiolake.cli import fail, format_option, lake_option
+from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import connect
 from fiolake.cli.comparisons import (
     filter_options,
@@ -19,7 +19,6 @@ from fiolake.cli.comparisons import (
     since_option,
 )
 from fiolake.cli.output import emit
-from fiolake.errors import FiolakeError
 from fiolake.timetext import iso_utc
 from fiolake.units import MISSING, parse_duration
 
@@ -51,12 +50,9 @@ def trend(
     from fiolake.aggregator.columns import formatters
     from fiolake.aggregator.trend import trend as metric_trend
 
-    try:
-        filt = run_filter(campaign, backends, profile, since)
-        with connect(lake) as handle:
-            points = metric_trend(handle, metric, filt=filt, bucket=bucket)
-    except FiolakeError as exc:
-        raise fail(exc) from exc
+    filt = run_filter(campaign, backends, profile, since)
+    with connect(lake) as handle:
+        points = metric_trend(handle, metric, filt=filt, bucket=bucket)
     at = "started_at" if bucket == "run" else "day"
     cols = ["backend", "profile", "job_name", "direction", at, metric, "n", "change_point",
             "run_id"]  # fmt: skip
@@ -123,22 +119,19 @@ def regressions(
     from fiolake.aggregator.compare import DEFAULT_METRICS
     from fiolake.aggregator.regressions import regressions as find
 
-    try:
-        window = (
-            None if since == "all" else timedelta(seconds=parse_duration(since, unit_required=True))
+    window = (
+        None if since == "all" else timedelta(seconds=parse_duration(since, unit_required=True))
+    )
+    filt = run_filter(campaign, backends, profile)
+    with connect(lake) as handle:
+        report = find(
+            handle,
+            since=window,
+            metrics=list(metrics) or list(DEFAULT_METRICS),
+            filt=filt,
+            max_pvalue=max_pvalue,
+            include_better=include_better,
         )
-        filt = run_filter(campaign, backends, profile)
-        with connect(lake) as handle:
-            report = find(
-                handle,
-                since=window,
-                metrics=list(metrics) or list(DEFAULT_METRICS),
-                filt=filt,
-                max_pvalue=max_pvalue,
-                include_better=include_better,
-            )
-    except FiolakeError as exc:
-        raise fail(exc) from exc
     click.echo(
         f"{len(report.rows)} change point(s) in {report.series} series "
         f"({report.too_short} too short to test); p ≤ {max_pvalue:g}",

@@ -13,6 +13,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from fiolake.errors import FiolakeError
 from fiolake.signing.base import Signature, key_fingerprint
 
+# How to fix "already exists": keygen never overwrites, so a key is never lost by accident.
+_KEEP = " — choose another PATH, or move the old key and its .pub away first"
+
 
 def local_keyid(public_key: bytes) -> str:
     """Key id of a local Ed25519 key: `local:` + its fingerprint."""
@@ -48,7 +51,7 @@ class LocalSigner:
         pub_path = public_key_path(path)
         for p in (path, pub_path):
             if p.exists():
-                raise FiolakeError(f"{p} already exists; refusing to overwrite a key file")
+                raise FiolakeError(f"{p} already exists; refusing to overwrite a key file{_KEEP}")
         signer = cls(Ed25519PrivateKey.generate())
         private_pem = signer._key.private_bytes(
             serialization.Encoding.PEM,
@@ -63,7 +66,9 @@ class LocalSigner:
             _write_new(path, private_pem, 0o600)
             _write_new(pub_path, public_pem, 0o644)
         except FileExistsError as exc:
-            raise FiolakeError(f"{exc.filename} already exists; refusing to overwrite") from exc
+            raise FiolakeError(
+                f"{exc.filename} already exists; refusing to overwrite a key file{_KEEP}"
+            ) from exc
         return signer
 
     @classmethod

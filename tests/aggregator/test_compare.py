@@ -361,9 +361,17 @@ def test_cli_table_csv_json(tmp_path: Path) -> None:
 def test_cli_errors(tmp_path: Path) -> None:
     root = lake_with(tmp_path, {"a": {READ: {"iops": 1000}}}, 2)
     res = cli_compare(root, "--campaign", "nope")
-    assert (res.exit_code, res.stderr) == (1, "Error: no committed runs match campaign 'nope'\n")
+    assert (res.exit_code, res.stderr) == (
+        1,
+        "Error: no committed runs match campaign 'nope' — see which exist: "
+        'fiolake sql "SELECT DISTINCT campaign_id FROM runs"\n',
+    )
     res = cli_compare(root, "--backend", "a", "--backend", "zfs")
-    assert (res.exit_code, res.stderr) == (1, "Error: no committed runs match backend 'zfs'\n")
+    assert (res.exit_code, res.stderr) == (
+        1,
+        "Error: no committed runs match backend 'zfs' — see which exist: "
+        'fiolake sql "SELECT DISTINCT backend FROM runs"\n',
+    )
     res = cli_compare(root, "--metric", "speed")
     assert res.exit_code == 2
     assert res.stderr.splitlines()[-1].startswith(

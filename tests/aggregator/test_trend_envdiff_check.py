@@ -125,7 +125,11 @@ def test_env_diff(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["env-diff", "--lake", str(tmp_path), "--run", "a", "--run", "c"])
     assert (res.exit_code, res.output) == (0, "no environment differences\n")
     res = CliRunner().invoke(cli, ["env-diff", "--lake", str(tmp_path), "--run", "a", "--run", "x"])
-    assert (res.exit_code, res.stderr) == (1, "Error: no committed runs match run 'x'\n")
+    assert (res.exit_code, res.stderr) == (
+        1,
+        "Error: no committed runs match run 'x' — see which exist: "
+        'fiolake sql "SELECT DISTINCT run_id FROM runs"\n',
+    )
 
 
 def test_lake_check(tmp_path: Path) -> None:

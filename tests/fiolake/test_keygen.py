@@ -19,4 +19,7 @@ def test_keygen_writes_a_private_key_and_its_public_key_once(tmp_path: Path) -> 
     assert load_public_key(Path(pub))[0] == keyid == LocalSigner.load(key).keyid
     again = CliRunner().invoke(cli, ["keygen", str(key)])
     assert again.exit_code == 1
-    assert again.output == f"Error: {key} already exists; refusing to overwrite a key file\n"
+    assert again.output == (
+        f"Error: {key} already exists; refusing to overwrite a key file — choose another "
+        "PATH, or move the old key and its .pub away first\n"
+    )

@@ -20,6 +20,7 @@ from fiolake.manifest import (
     Manifest,
     envelope_bytes,
     new_campaign_id,
+    new_job_id,
     new_manifest,
     pae,
     sign_manifest,
@@ -377,3 +378,25 @@ def test_gang_size_must_be_a_positive_integer(signer: LocalSigner, keyring: Keyr
     assert refused(envelope_bytes(payload, [sig]), keyring) == (
         "malformed envelope: gang is not a positive integer"
     )
+
+
+# -- job ids: one scheme (new_job_id) for published jobs and `fiolake run`
+def test_a_published_job_id_names_its_job() -> None:
+    assert new_job_id("c-1", "random reads", "nvme", 2) == "c-1-random_reads-nvme-r2"
+    assert new_job_id("c-1", "seq", "nfs", 0, gang=4) == "c-1-seq-nfs-r0-g4"
+
+
+def test_a_local_run_job_id_is_the_same_scheme_made_unique() -> None:
+    # `fiolake run --campaign c-1` twice must not reuse a job id: commits are create-only.
+    a, b = (new_job_id("c-1", "seq", "nvme", 0, unique=True) for _ in range(2))
+    assert a != b
+    assert re.fullmatch(r"c-1-seq-nvme-r0-[0-9a-f]{8}", a)
+
+
+def test_a_long_campaign_id_gives_a_short_distinct_job_id() -> None:
+    long_a, long_b = "c-" + "a" * 125 + "1", "c-" + "a" * 125 + "2"
+    ids = {new_job_id(c, "random-reads", "x", 0) for c in (long_a, long_b)}
+    assert len(ids) == 2
+    for job_id in ids:
+        assert len(job_id) <= 128 and layout.check_id("job id", job_id) == job_id
+    assert new_job_id(long_a, "random-reads", "x", 0) in ids  # still deterministic
