@@ -11,13 +11,14 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlencode
 
 import click
 
 from fiolake.aggregator.columns import p_text, ratio_text
 from fiolake.aggregator.verdict_text import decider, label
 from fiolake.cli import lake_option
-from fiolake.cli.common import connect
+from fiolake.cli.common import connect, parse_labels
 from fiolake.cli.comparisons import metric_option, min_effect_option
 from fiolake.cli.output import emit
 from fiolake.errors import FiolakeError
@@ -65,6 +66,15 @@ def junit_xml(result: GateResult) -> bytes:
     return ET.tostring(suite, encoding="utf-8", xml_declaration=True)
 
 
+def gate_page_url(app_url: str, result: GateResult) -> str | None:
+    """The app's Gate page showing this comparison (the query parameters it binds), or
+    None for a baseline the page cannot select (a window of runs)."""
+    if result.baseline_kind != "campaign":
+        return None
+    query = urlencode({"campaign": result.campaign, "baseline": result.baseline})
+    return f"{app_url.rstrip('/')}/Gate?{query}"
+
+
 def markdown(result: GateResult, app_url: str | None) -> str:
     """A Markdown table, worst first, for a pull-request comment or a CI job summary."""
     lines = [
@@ -75,14 +85,12 @@ def markdown(result: GateResult, app_url: str | None) -> str:
         "| backend | profile | job | dir | metric | ratio [95% CI] | p adj | verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    link = gate_page_url(app_url, result) if app_url else None
     for g in result.rows:
         r = g.row
         verdict = label(r, result.min_effect)
-        if app_url:
-            verdict = (
-                f"[{verdict}]({app_url.rstrip('/')}/Compare?campaign={result.campaign}"
-                f"&metric={r.metric}&profile={r.profile})"
-            )
+        if link:
+            verdict = f"[{verdict}]({link})"
         ratio = ratio_text(r.metric, r.ratio, r.ratio_ci_low, r.ratio_ci_high)
         lines.append(
             f"| {g.backend} | {r.profile} | {r.job_name} | {r.direction} | {r.metric} | "
@@ -98,6 +106,18 @@ def markdown(result: GateResult, app_url: str | None) -> str:
 @click.option(
     "--baseline-campaign",
     help="Campaign to set it against (default: the newest earlier one with its jobs).",
+)
+@click.option(
+    "--baseline-label",
+    metavar="KEY=VALUE",
+    help="Instead: the newest earlier campaign whose runs carry this runner label "
+    "(runner --label), or environment value (kernel=6.1 matches 6.1.0-18-amd64).",
+)
+@click.option(
+    "--baseline-runs",
+    metavar="since:WINDOW",
+    help="Instead: every comparable run of other campaigns in the window before the new "
+    "campaign started: since:7d (a duration back from its start) or since:2026-11-01.",
 )
 @metric_option
 @min_effect_option
@@ -118,11 +138,16 @@ def markdown(result: GateResult, app_url: str | None) -> str:
     show_default=True,
     help="table for people, md for a pull-request comment, json with every number.",
 )
-@click.option("--app-url", help="Base URL of `fiolake app`: md rows link to its Compare view.")
+@click.option(
+    "--app-url",
+    help="Base URL of `fiolake app`: md verdicts link to its Gate page for this comparison.",
+)
 def gate(
     lake: str,
     campaign: str,
     baseline_campaign: str | None,
+    baseline_label: str | None,
+    baseline_runs: str | None,
     metrics: tuple[str, ...],
     min_effect: float,
     on_inconclusive: str,
@@ -130,26 +155,41 @@ def gate(
     fmt: str,
     app_url: str | None,
 ) -> None:
-    """Fail (exit 1) when a campaign is worse than its baseline campaign.
+    """Fail (exit 1) when a campaign is worse than its baseline.
 
     \b
-    Per backend, the campaign's runs are set against the baseline campaign's runs of the
-    same effective jobs (the verdicts of `compare`: ratios with 95 % CIs, Holm-adjusted
-    p-values, ±--min-effect). Exit 0 when no row is worse, 1 when any is (or, with
-    --inconclusive fail, any is inconclusive), 2 on bad input or nothing comparable.
+    Per backend, the campaign's runs are set against the baseline's runs (a campaign's,
+    or a window's) of the same effective jobs with the verdicts of `compare`: ratios
+    with 95 % CIs, Holm-adjusted p-values, ±--min-effect. Exit 0 when no row is worse,
+    1 when any is (or, with --inconclusive fail, any is inconclusive), 2 on bad input or
+    nothing comparable.
     Latency metrics are worse when higher. docs/ci.md has the CI wiring.
       fiolake gate --campaign nightly-2026-11-24
       fiolake gate --campaign B --baseline-campaign A --junit gate.xml --format md
+      fiolake gate --campaign B --baseline-label kernel=6.1   # the last 6.1 campaign
+      fiolake gate --campaign B --baseline-runs since:7d      # the week before B
     """
     from fiolake.aggregator.compare import DEFAULT_METRICS
     from fiolake.aggregator.gate import gate as run_gate
 
+    wanted = parse_labels((baseline_label,), "--baseline-label") if baseline_label else {}
+    since = None
+    if baseline_runs is not None:
+        kind, _, since = baseline_runs.partition(":")
+        if kind != "since" or not since:
+            raise click.BadParameter(
+                f"{baseline_runs!r} is not a window — use since:DURATION or since:DATE, e.g. "
+                "since:7d or since:2026-11-01",
+                param_hint="--baseline-runs",
+            )
     try:
         with connect(lake) as handle:
             result = run_gate(
                 handle,
                 campaign,
                 baseline_campaign,
+                label=next(iter(wanted.items()), None),
+                since=since,
                 metrics=list(metrics) or list(DEFAULT_METRICS),
                 min_effect=min_effect,
             )
