@@ -138,7 +138,7 @@ def publish(
       fiolake publish database-oltp random-reads --backend disk --backend tmpfs --repeat 3
       fiolake publish --rerun c-20261123-070000-ab12 --status rejected
       fiolake publish nfs-seq-write.fio --backend nfs --gang 4
-      fiolake publish fsync-writes --backend nvme --repeat 3 --wait --timeout 1h  # for CI
+      fiolake publish sync-write-latency --backend nvme --repeat 3 --wait --timeout 1h  # CI
     """
     ctx = click.get_current_context()
     if not wait and ctx.get_parameter_source("timeout") is not click.core.ParameterSource.DEFAULT:
