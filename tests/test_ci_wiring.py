@@ -105,10 +105,11 @@ def test_every_fiolake_command_exists_with_those_options(name: str) -> None:
     names = [args[0] for args in commands]
     if name == "nightly-publish-cronjob.yaml":
         assert names == ["publish"]
-    else:  # publish --wait, then gate --junit --format md
-        assert names == ["publish", "gate"], names
+    else:  # publish --wait, then gate --junit --format md, then the HTML report
+        assert names == ["publish", "gate", "report"], names
         gate = parse(commands[1])[1]
         assert gate["junit"] == "gate.xml" and gate["fmt"] == "md" and gate["app_url"]
+        assert parse(commands[2])[1]["out"] == Path("report.html")
 
 
 def test_the_github_gate_reads_the_campaign_id_the_publish_step_wrote() -> None:
@@ -142,3 +143,15 @@ def test_commands_are_found_through_env_assignments_redirections_and_folds() -> 
     assert fiolake_commands(script) == [["gate", "--campaign", "VALUE", "--format", "md"]]
     assert fiolake_commands("a \\\n  fiolake status --recent 3; echo") == []  # not a command
     assert fiolake_commands("true; fiolake status \\\n --recent 3") == [["status", "--recent", "3"]]
+
+
+def test_the_cronjob_validates_against_the_kubernetes_schemas() -> None:
+    """Strictly (unknown fields refused), against the schemas inside the
+    kubernetes-validate wheel, as infra/k8s/ is (tests/stack/test_compose.py)."""
+    import kubernetes_validate
+
+    doc = yaml.safe_load((CI / "nightly-publish-cronjob.yaml").read_text())
+    kubernetes_validate.validate(doc, "1.37.0", strict=True)
+    doc["spec"]["jobTemplate"]["spec"]["backoffLimit"] = "none"
+    with pytest.raises(kubernetes_validate.ValidationError, match="backoffLimit"):
+        kubernetes_validate.validate(doc, "1.37.0", strict=True)

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import click
 
 from fiolake.aggregator.columns import p_text, ratio_text
 from fiolake.aggregator.verdict_text import decider, label
+from fiolake.atomic import write_atomic
 from fiolake.cli import lake_option
 from fiolake.cli.common import connect, parse_labels
 from fiolake.cli.comparisons import metric_option, min_effect_option
@@ -100,25 +102,86 @@ def markdown(result: GateResult, app_url: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def baseline_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`--baseline-campaign`, `--baseline-label`, `--baseline-runs` (gate and report)."""
+    for option in reversed(
+        [
+            click.option(
+                "--baseline-campaign",
+                help="Campaign to set it against (default: the newest earlier one with its jobs).",
+            ),
+            click.option(
+                "--baseline-label",
+                metavar="KEY=VALUE",
+                help="Instead: the newest earlier campaign whose runs carry this runner label "
+                "(runner --label), or environment value (kernel=6.1 matches 6.1.0-18-amd64).",
+            ),
+            click.option(
+                "--baseline-runs",
+                metavar="since:WINDOW",
+                help="Instead: every comparable run of other campaigns in the window before the "
+                "new campaign started: since:7d (a duration back from its start) or "
+                "since:2026-11-01.",
+            ),
+        ]
+    ):
+        fn = option(fn)
+    return fn
+
+
+def run_gate_options(
+    lake: str,
+    campaign: str,
+    baseline_campaign: str | None,
+    baseline_label: str | None,
+    baseline_runs: str | None,
+    metrics: tuple[str, ...],
+    min_effect: float,
+) -> GateResult:
+    """The gate's result for the command line's options; every problem is a usage error
+    (exit 2), so that exit 1 keeps meaning "worse"."""
+    from fiolake.aggregator.compare import DEFAULT_METRICS
+    from fiolake.aggregator.gate import gate as run_gate
+
+    wanted = parse_labels((baseline_label,), "--baseline-label") if baseline_label else {}
+    since = None
+    if baseline_runs is not None:
+        kind, _, since = baseline_runs.partition(":")
+        if kind != "since" or not since:
+            raise click.BadParameter(
+                f"{baseline_runs!r} is not a window — use since:DURATION or since:DATE, e.g. "
+                "since:7d or since:2026-11-01",
+                param_hint="--baseline-runs",
+            )
+    try:
+        with connect(lake) as handle:
+            return run_gate(
+                handle,
+                campaign,
+                baseline_campaign,
+                label=next(iter(wanted.items()), None),
+                since=since,
+                metrics=list(metrics) or list(DEFAULT_METRICS),
+                min_effect=min_effect,
+            )
+    except FiolakeError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
+def reproduce(result: GateResult) -> str:
+    """The `fiolake gate` command line that gives this result again."""
+    chosen = (
+        f"--baseline-runs {result.baseline}"
+        if result.baseline_kind == "window"
+        else f"--baseline-campaign {result.baseline}"
+    )
+    return f"fiolake gate --campaign {result.campaign} {chosen} --min-effect {result.min_effect:g}"
+
+
 @click.command()
 @lake_option
 @click.option("--campaign", required=True, help="The new campaign (e.g. last night's).")
-@click.option(
-    "--baseline-campaign",
-    help="Campaign to set it against (default: the newest earlier one with its jobs).",
-)
-@click.option(
-    "--baseline-label",
-    metavar="KEY=VALUE",
-    help="Instead: the newest earlier campaign whose runs carry this runner label "
-    "(runner --label), or environment value (kernel=6.1 matches 6.1.0-18-amd64).",
-)
-@click.option(
-    "--baseline-runs",
-    metavar="since:WINDOW",
-    help="Instead: every comparable run of other campaigns in the window before the new "
-    "campaign started: since:7d (a duration back from its start) or since:2026-11-01.",
-)
+@baseline_options
 @metric_option
 @min_effect_option
 @click.option(
@@ -169,34 +232,13 @@ def gate(
       fiolake gate --campaign B --baseline-label kernel=6.1   # the last 6.1 campaign
       fiolake gate --campaign B --baseline-runs since:7d      # the week before B
     """
-    from fiolake.aggregator.compare import DEFAULT_METRICS
-    from fiolake.aggregator.gate import gate as run_gate
-
-    wanted = parse_labels((baseline_label,), "--baseline-label") if baseline_label else {}
-    since = None
-    if baseline_runs is not None:
-        kind, _, since = baseline_runs.partition(":")
-        if kind != "since" or not since:
-            raise click.BadParameter(
-                f"{baseline_runs!r} is not a window — use since:DURATION or since:DATE, e.g. "
-                "since:7d or since:2026-11-01",
-                param_hint="--baseline-runs",
-            )
-    try:
-        with connect(lake) as handle:
-            result = run_gate(
-                handle,
-                campaign,
-                baseline_campaign,
-                label=next(iter(wanted.items()), None),
-                since=since,
-                metrics=list(metrics) or list(DEFAULT_METRICS),
-                min_effect=min_effect,
-            )
-    except FiolakeError as exc:  # exit 1 means "worse" only: every problem is exit 2
-        raise click.UsageError(str(exc)) from exc
+    result = run_gate_options(lake, campaign, baseline_campaign, baseline_label,
+                              baseline_runs, metrics, min_effect)  # fmt: skip
     if junit:
-        Path(junit).write_bytes(junit_xml(result))
+        try:
+            write_atomic(Path(junit), junit_xml(result))
+        except FiolakeError as exc:
+            raise click.UsageError(str(exc)) from exc  # exit 1 means "worse" only
     if fmt == "md":
         click.echo(markdown(result, app_url), nl=False)
     elif fmt == "json":
