@@ -7,6 +7,7 @@ table for a pull-request comment (--format md) or every number (--format json).
 
 from __future__ import annotations
 
+import functools
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
@@ -102,68 +103,93 @@ def markdown(result: GateResult, app_url: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def baseline_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`--baseline-campaign`, `--baseline-label`, `--baseline-runs` (gate and report)."""
-    for option in reversed(
-        [
-            click.option(
-                "--baseline-campaign",
-                help="Campaign to set it against (default: the newest earlier one with its jobs).",
-            ),
-            click.option(
-                "--baseline-label",
-                metavar="KEY=VALUE",
-                help="Instead: the newest earlier campaign whose runs carry this runner label "
-                "(runner --label), or environment value (kernel=6.1 matches 6.1.0-18-amd64).",
-            ),
-            click.option(
-                "--baseline-runs",
-                metavar="since:WINDOW",
-                help="Instead: every comparable run of other campaigns in the window before the "
-                "new campaign started: since:7d (a duration back from its start) or "
-                "since:2026-11-01.",
-            ),
-        ]
-    ):
-        fn = option(fn)
-    return fn
+# The options that choose the comparison, shared by `gate` and `report`.
+QUESTION_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
+    lake_option,
+    click.option("--campaign", required=True, help="The new campaign (e.g. last night's)."),
+    click.option(
+        "--baseline-campaign",
+        help="Campaign to set it against (default: the newest earlier one with its jobs).",
+    ),
+    click.option(
+        "--baseline-label",
+        metavar="KEY=VALUE",
+        help="Instead: the newest earlier campaign whose runs carry this runner label "
+        "(runner --label), or environment value (kernel=6.1 matches 6.1.0-18-amd64).",
+    ),
+    click.option(
+        "--baseline-runs",
+        metavar="since:WINDOW",
+        help="Instead: every comparable run of other campaigns in the window before the "
+        "new campaign started: since:7d (a duration back from its start) or "
+        "since:2026-11-01.",
+    ),
+    metric_option,
+    min_effect_option,
+]
 
 
-def run_gate_options(
+def gate_question(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the options that choose the comparison (lake, campaign, baseline, metrics,
+    min-effect); the command is called with the gate's `result` instead of them."""
+
+    @functools.wraps(fn)
+    def command(
+        *,
+        lake: str,
+        campaign: str,
+        baseline_campaign: str | None,
+        baseline_label: str | None,
+        baseline_runs: str | None,
+        metrics: tuple[str, ...],
+        min_effect: float,
+        **rest: Any,
+    ) -> Any:
+        since = _window(baseline_runs) if baseline_runs is not None else None
+        wanted = parse_labels((baseline_label,), "--baseline-label") if baseline_label else {}
+        return fn(
+            result=_result(lake, campaign, baseline_campaign, next(iter(wanted.items()), None),
+                           since, metrics, min_effect),
+            **rest,
+        )  # fmt: skip
+
+    decorated: Callable[..., Any] = command
+    for option in reversed(QUESTION_OPTIONS):
+        decorated = option(decorated)
+    return decorated
+
+
+def _window(text: str) -> str:
+    """The WINDOW of `--baseline-runs since:WINDOW`."""
+    kind, _, since = text.partition(":")
+    if kind != "since" or not since:
+        raise click.BadParameter(
+            f"{text!r} is not a window — use since:DURATION or since:DATE, e.g. since:7d or "
+            "since:2026-11-01",
+            param_hint="--baseline-runs",
+        )
+    return since
+
+
+def _result(
     lake: str,
     campaign: str,
-    baseline_campaign: str | None,
-    baseline_label: str | None,
-    baseline_runs: str | None,
+    baseline: str | None,
+    label: tuple[str, str] | None,
+    since: str | None,
     metrics: tuple[str, ...],
     min_effect: float,
 ) -> GateResult:
-    """The gate's result for the command line's options; every problem is a usage error
-    (exit 2), so that exit 1 keeps meaning "worse"."""
+    """The gate's result; every problem is a usage error (exit 2), so that exit 1 keeps
+    meaning "worse"."""
     from fiolake.aggregator.compare import DEFAULT_METRICS
     from fiolake.aggregator.gate import gate as run_gate
 
-    wanted = parse_labels((baseline_label,), "--baseline-label") if baseline_label else {}
-    since = None
-    if baseline_runs is not None:
-        kind, _, since = baseline_runs.partition(":")
-        if kind != "since" or not since:
-            raise click.BadParameter(
-                f"{baseline_runs!r} is not a window — use since:DURATION or since:DATE, e.g. "
-                "since:7d or since:2026-11-01",
-                param_hint="--baseline-runs",
-            )
     try:
         with connect(lake) as handle:
-            return run_gate(
-                handle,
-                campaign,
-                baseline_campaign,
-                label=next(iter(wanted.items()), None),
-                since=since,
-                metrics=list(metrics) or list(DEFAULT_METRICS),
-                min_effect=min_effect,
-            )
+            return run_gate(handle, campaign, baseline, label=label, since=since,
+                            metrics=list(metrics) or list(DEFAULT_METRICS),
+                            min_effect=min_effect)  # fmt: skip
     except FiolakeError as exc:
         raise click.UsageError(str(exc)) from exc
 
@@ -179,11 +205,7 @@ def reproduce(result: GateResult) -> str:
 
 
 @click.command()
-@lake_option
-@click.option("--campaign", required=True, help="The new campaign (e.g. last night's).")
-@baseline_options
-@metric_option
-@min_effect_option
+@gate_question
 @click.option(
     "--inconclusive",
     "on_inconclusive",
@@ -206,13 +228,7 @@ def reproduce(result: GateResult) -> str:
     help="Base URL of `fiolake app`: md verdicts link to its Gate page for this comparison.",
 )
 def gate(
-    lake: str,
-    campaign: str,
-    baseline_campaign: str | None,
-    baseline_label: str | None,
-    baseline_runs: str | None,
-    metrics: tuple[str, ...],
-    min_effect: float,
+    result: GateResult,
     on_inconclusive: str,
     junit: str | None,
     fmt: str,
@@ -232,8 +248,7 @@ def gate(
       fiolake gate --campaign B --baseline-label kernel=6.1   # the last 6.1 campaign
       fiolake gate --campaign B --baseline-runs since:7d      # the week before B
     """
-    result = run_gate_options(lake, campaign, baseline_campaign, baseline_label,
-                              baseline_runs, metrics, min_effect)  # fmt: skip
+    min_effect = result.min_effect
     if junit:
         try:
             write_atomic(Path(junit), junit_xml(result))
@@ -245,6 +260,7 @@ def gate(
         doc = {
             "campaign": result.campaign,
             "baseline": result.baseline,
+            "baseline_kind": result.baseline_kind,
             "families": result.families,
             "min_effect": result.min_effect,
             "rows": [{"backend": g.backend, **{f: getattr(g.row, f) for f in FIELDS}}

@@ -16,9 +16,8 @@ import click
 from fiolake.aggregator.columns import p_text, ratio_text
 from fiolake.aggregator.verdict_text import WORSE, label
 from fiolake.atomic import write_atomic
-from fiolake.cli import fail, lake_option
-from fiolake.cli.comparisons import metric_option, min_effect_option
-from fiolake.cli.gate import baseline_options, gate_page_url, reproduce, run_gate_options
+from fiolake.cli import fail
+from fiolake.cli.gate import gate_page_url, gate_question, reproduce
 from fiolake.errors import FiolakeError
 
 if TYPE_CHECKING:
@@ -77,11 +76,7 @@ def html_report(result: GateResult, app_url: str | None) -> str:
 
 
 @click.command()
-@lake_option
-@click.option("--campaign", required=True, help="The new campaign (e.g. last night's).")
-@baseline_options
-@metric_option
-@min_effect_option
+@gate_question
 @click.option(
     "-o",
     "--out",
@@ -90,17 +85,7 @@ def html_report(result: GateResult, app_url: str | None) -> str:
     help="The HTML file to write (replaced whole, never half-written).",
 )
 @click.option("--app-url", help="Base URL of `fiolake app`: verdicts link to its Gate page.")
-def report(
-    lake: str,
-    campaign: str,
-    baseline_campaign: str | None,
-    baseline_label: str | None,
-    baseline_runs: str | None,
-    metrics: tuple[str, ...],
-    min_effect: float,
-    out: Path,
-    app_url: str | None,
-) -> None:
+def report(result: GateResult, out: Path, app_url: str | None) -> None:
     """Write the gate's answer as one self-contained HTML file, for a ticket or an e-mail.
 
     \b
@@ -111,8 +96,6 @@ def report(
       fiolake report --campaign B --baseline-campaign A -o report.html
       fiolake report --campaign B --baseline-runs since:7d -o week.html
     """
-    result = run_gate_options(lake, campaign, baseline_campaign, baseline_label,
-                              baseline_runs, metrics, min_effect)  # fmt: skip
     try:
         write_atomic(out, html_report(result, app_url).encode())
     except FiolakeError as exc:

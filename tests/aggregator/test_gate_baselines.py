@@ -80,7 +80,7 @@ def test_baseline_label_picks_the_newest_earlier_campaign_carrying_it(
     res = gate(lake, "--baseline-label", label, "--format", "json")
     assert res.exit_code == 1, res.output  # 700 against 1000 IOPS: worse
     doc = as_json(res)
-    assert doc["baseline"] == baseline
+    assert (doc["baseline"], doc["baseline_kind"]) == (baseline, "campaign")
     iops = next(r for r in doc["rows"] if r["metric"] == "iops")
     assert iops["verdict"] == "worse" and iops["n_baseline"] == 3
     assert iops["ratio"] == pytest.approx(0.7, rel=0.01)
@@ -102,7 +102,7 @@ def test_baseline_runs_pools_every_comparable_run_of_the_window(lake: Path) -> N
     res = gate(lake, "--baseline-runs", "since:2d", "--format", "json")
     assert res.exit_code == 1, res.output
     doc = as_json(res)
-    assert doc["baseline"] == "since:2d"
+    assert (doc["baseline"], doc["baseline_kind"]) == ("since:2d", "window")
     iops = next(r for r in doc["rows"] if r["metric"] == "iops")
     # k66a and k66b (not `other`: another job; not `new` itself): 6 runs against 3
     assert (iops["n"], iops["n_baseline"], iops["verdict"]) == (3, 6, "worse")
