@@ -13,11 +13,11 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
 
 import click
 
 from fiolake.aggregator.columns import p_text, ratio_text
+from fiolake.aggregator.gate_report import gate_page_url
 from fiolake.aggregator.verdict_text import decider, label
 from fiolake.atomic import write_atomic
 from fiolake.cli import lake_option
@@ -67,15 +67,6 @@ def junit_xml(result: GateResult) -> bytes:
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))
     return ET.tostring(suite, encoding="utf-8", xml_declaration=True)
-
-
-def gate_page_url(app_url: str, result: GateResult) -> str | None:
-    """The app's Gate page showing this comparison (the query parameters it binds), or
-    None for a baseline the page cannot select (a window of runs)."""
-    if result.baseline_kind != "campaign":
-        return None
-    query = urlencode({"campaign": result.campaign, "baseline": result.baseline})
-    return f"{app_url.rstrip('/')}/Gate?{query}"
 
 
 def markdown(result: GateResult, app_url: str | None) -> str:
@@ -192,16 +183,6 @@ def _result(
                             min_effect=min_effect)  # fmt: skip
     except FiolakeError as exc:
         raise click.UsageError(str(exc)) from exc
-
-
-def reproduce(result: GateResult) -> str:
-    """The `fiolake gate` command line that gives this result again."""
-    chosen = (
-        f"--baseline-runs {result.baseline}"
-        if result.baseline_kind == "window"
-        else f"--baseline-campaign {result.baseline}"
-    )
-    return f"fiolake gate --campaign {result.campaign} {chosen} --min-effect {result.min_effect:g}"
 
 
 @click.command()

@@ -128,6 +128,9 @@ def test_gate_page_sets_the_newest_campaign_against_the_one_before(
     assert table["verdict"].tolist()[0] == "▼ worse"  # worst first
     iops = table[table["metric"] == "iops"]
     assert iops["verdict"].tolist() == ["▼ worse"]
+    (download,) = at.get("download_button")
+    assert download.proto.label == "Download the HTML report"  # aggregator.gate_report
+    assert download.proto.url.endswith(".html")
 
 
 def test_a_gate_markdown_link_opens_the_same_comparison_on_the_gate_page(
