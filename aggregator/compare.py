@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fiolake.aggregator import columns, stats
 from fiolake.aggregator.filters import RunFilter, check_group_column, validate
-from fiolake.aggregator.lake import Lake
+from fiolake.aggregator.lake import Lake, quote
 from fiolake.aggregator.runsets import Case, GroupStats, job_texts, summarise
 from fiolake.aggregator.verdict_text import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
 from fiolake.errors import LakeError, UsageProblem
@@ -164,6 +165,7 @@ def compare(
     allow_mixed: bool = False,
     exclude_unsteady: bool = False,
     family: str = "question",
+    pools: Mapping[str, Sequence[str]] | None = None,
 ) -> Comparison:
     """The verdicts of a question: every group against the baseline group, per profile ×
     job × direction × metric, p-values adjusted across the question's family.
@@ -173,18 +175,30 @@ def compare(
     `filt.profile` and `metrics` only choose which rows are returned; `family` other than
     "question" narrows the adjustment on purpose (`metric`, `profile`, or `table` = the
     shown rows only). With `filt.runs` the runs themselves are compared (by run_id,
-    baseline the first).
+    baseline the first). `pools` names sets of run ids that are the groups instead of
+    the values of `by` (the gate's baseline of every comparable run of a window).
     """
     filt = filt or RunFilter()
     metrics = check_metrics(lake, metrics)
     validate(lake, filt)
     if family not in FAMILIES:
         raise UsageProblem(f"unknown family {family!r}: choose from {', '.join(FAMILIES)}")
-    if filt.runs:
+    if filt.runs and not pools:
         if len(set(filt.runs)) < 2:
             raise UsageProblem("give two or more --run to compare runs directly")
         by = "run_id"
     by = check_group_column(lake, by)
+    group_expr = f'CAST(r."{by}" AS VARCHAR)'
+    if pools:  # the runs of the named sets, each set one group
+        filt = replace(filt, runs=tuple(r for ids in pools.values() for r in ids))
+        group_expr = (
+            "CASE "
+            + " ".join(
+                f"WHEN r.run_id IN ({', '.join(map(quote, ids))}) THEN {quote(name)}"
+                for name, ids in pools.items()
+            )
+            + " END"
+        )
     # The question: display filters (backends, profile, metrics) only hide rows after.
     # Backends are a display filter only when they are the groups; grouped by anything
     # else (the gate: by campaign) the backend selection is part of the question.
@@ -193,7 +207,7 @@ def compare(
     asked = metrics if family == "table" else _question_metrics(metrics)
     data, texts = summarise(
         lake,
-        f'CAST(r."{by}" AS VARCHAR)',
+        group_expr,
         question,
         asked,
         allow_mixed=allow_mixed,
@@ -208,7 +222,10 @@ def compare(
         if several:
             notes = _mixed_notes(several, job_texts(lake, {c[3] for c in several if c[3]}, texts))
     found = {g for g, _ in data}
-    preferred = list(filt.runs) if filt.runs else list(filt.backends) if by == "backend" else []
+    preferred = (
+        list(pools) if pools else list(filt.runs) if filt.runs
+        else list(filt.backends) if by == "backend" else []
+    )  # fmt: skip
     if baseline is not None and baseline not in found:
         raise LakeError(
             f"baseline '{baseline}' is not among the compared {by} values: "

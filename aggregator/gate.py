@@ -18,10 +18,12 @@ from fiolake.aggregator.compare import (
     CompareRow,
     compare,
 )
-from fiolake.aggregator.filters import RunFilter, validate
+from fiolake.aggregator.envdiff import ENV_COLUMNS
+from fiolake.aggregator.filters import RunFilter, runs_columns, validate
 from fiolake.aggregator.lake import Lake
 from fiolake.aggregator.series import fetch_rows
 from fiolake.errors import UsageProblem
+from fiolake.timetext import as_utc, iso_utc, parse_time
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class GateResult:
     rows: list[GateRow]
     families: list[str]
     min_effect: float
+    baseline_kind: str = "campaign"  # or "window": every comparable run of a window
 
     @property
     def worse(self) -> list[GateRow]:
@@ -53,26 +56,77 @@ class GateResult:
         return [g for g in self.rows if g.row.verdict == INCONCLUSIVE]
 
 
-def default_baseline(lake: Lake, campaign: str) -> str:
+# New campaign's comparable runs: its ok runs' (backend, effective job) pairs.
+_NEW_JOBS = """new AS (SELECT DISTINCT backend, effective_job_sha256 FROM runs
+                      WHERE campaign_id = ? AND status = 'ok'),
+               start AS (SELECT min(started_at) AS t0 FROM runs WHERE campaign_id = ?)"""
+
+
+def default_baseline(lake: Lake, campaign: str, label: tuple[str, str] | None = None) -> str:
     """The newest campaign started before `campaign` that ran one of its effective jobs on
-    one of its backends; UsageProblem when there is none."""
+    one of its backends — with `label` (KEY, VALUE), one whose runs carry it (`label_sql`);
+    UsageProblem when there is none."""
+    cond, args = label_sql(lake, *label) if label else ("true", [])
     found = fetch_rows(
         lake,
-        """WITH new AS (SELECT DISTINCT backend, effective_job_sha256 FROM runs
-                        WHERE campaign_id = ? AND status = 'ok'),
-                start AS (SELECT min(started_at) AS t0 FROM runs WHERE campaign_id = ?)
+        f"""WITH {_NEW_JOBS}
            SELECT r.campaign_id FROM runs r JOIN new USING (backend, effective_job_sha256)
            WHERE r.status = 'ok' AND r.campaign_id <> ?
-             AND r.started_at < (SELECT t0 FROM start)
+             AND r.started_at < (SELECT t0 FROM start) AND {cond}
            GROUP BY r.campaign_id ORDER BY max(r.started_at) DESC LIMIT 1""",
-        [campaign, campaign, campaign],
+        [campaign, campaign, campaign, *args],
+    )
+    if found:
+        return str(found[0][0])
+    if label:
+        raise UsageProblem(
+            f"no earlier campaign whose runs carry {label[0]}={label[1]} ran the jobs of "
+            f"campaign '{campaign}' on its backends — check the label (`fiolake sql "
+            "'SELECT DISTINCT labels FROM runs'` lists them) or give --baseline-campaign"
+        )
+    raise UsageProblem(
+        f"no earlier campaign ran the jobs of campaign '{campaign}' on its backends: "
+        "give --baseline-campaign"
+    )
+
+
+def label_sql(lake: Lake, key: str, value: str) -> tuple[str, list[str]]:
+    """A condition on `runs r` for KEY=VALUE: the runner label KEY (`runner --label`) is
+    VALUE; for an environment column (kernel, fs_type, …) also that column is VALUE or
+    starts with it at a version boundary, so kernel=6.1 matches 6.1.0-18-amd64."""
+    cond, args = "r.labels[?] = ?", [key, value]
+    if key in ENV_COLUMNS and key in runs_columns(lake):
+        col = f'CAST(r."{key}" AS VARCHAR)'
+        cond += f" OR {col} = ? OR starts_with({col}, ?) OR starts_with({col}, ?)"
+        args += [value, value + ".", value + "-"]
+    return f"({cond})", args
+
+
+def window_runs(lake: Lake, campaign: str, since: str) -> dict[str, list[str]]:
+    """Per backend, the ok runs of the new campaign's effective jobs that started in the
+    window from `since` (a duration back from the campaign's start, e.g. 7d, or an ISO
+    date) up to the campaign's start (so none of its own); UsageProblem when none."""
+    t0 = fetch_rows(lake, "SELECT min(started_at) FROM runs WHERE campaign_id = ?", [campaign])
+    start = as_utc(t0[0][0])
+    begin = parse_time(since, now=start)
+    found = fetch_rows(
+        lake,
+        f"""WITH {_NEW_JOBS}
+           SELECT r.backend, list(r.run_id ORDER BY r.run_id)
+           FROM runs r JOIN new USING (backend, effective_job_sha256)
+           WHERE r.status = 'ok'
+             AND r.started_at >= ? AND r.started_at < (SELECT t0 FROM start)
+           GROUP BY r.backend ORDER BY r.backend""",
+        [campaign, campaign, begin],
     )
     if not found:
         raise UsageProblem(
-            f"no earlier campaign ran the jobs of campaign '{campaign}' on its backends: "
-            "give --baseline-campaign"
+            f"no comparable runs since:{since} before campaign '{campaign}' (from "
+            f"{iso_utc(begin, 'minutes')} to {iso_utc(start, 'minutes')}): no successful run "
+            "of its effective jobs on its backends in that window — widen the window "
+            "(e.g. since:30d) or give --baseline-campaign"
         )
-    return str(found[0][0])
+    return {str(b): [str(r) for r in ids] for b, ids in found}
 
 
 def _order(g: GateRow) -> tuple[int, float]:
@@ -86,46 +140,67 @@ def gate(
     campaign: str,
     baseline: str | None = None,
     *,
+    label: tuple[str, str] | None = None,
+    since: str | None = None,
     metrics: list[str] | tuple[str, ...] = DEFAULT_METRICS,
     min_effect: float = stats.DEFAULT_MIN_EFFECT,
 ) -> GateResult:
-    """Set `campaign` against `baseline` (default: `default_baseline`) per backend.
+    """Set `campaign` per backend against one baseline: the campaign `baseline`; the
+    newest earlier campaign whose runs carry `label` (KEY, VALUE); every comparable run
+    of the window `since` before it (`window_runs`); or else `default_baseline`.
 
-    UsageProblem when the campaigns are the same, or when no row of the new campaign has
-    a baseline row of the same backend and effective job to be set against.
+    UsageProblem when more than one is given, when the campaigns are the same, or when
+    no row of the new campaign has a baseline row of the same backend and effective job.
     """
-    validate(lake, RunFilter(campaign=campaign))
-    baseline = baseline or default_baseline(lake, campaign)
-    validate(lake, RunFilter(campaign=baseline))
-    if baseline == campaign:
-        raise UsageProblem(f"campaign '{campaign}' is its own baseline: choose an earlier one")
-    backends = [
-        str(b)
-        for (b,) in fetch_rows(
-            lake,
-            "SELECT DISTINCT backend FROM runs WHERE campaign_id = ? AND status = 'ok' "
-            "AND backend IN (SELECT backend FROM runs WHERE campaign_id = ? AND status = 'ok')"
-            " ORDER BY backend",
-            [campaign, baseline],
+    if sum(x is not None for x in (baseline, label, since)) > 1:
+        raise UsageProblem(
+            "--baseline-campaign, --baseline-label and --baseline-runs each choose the "
+            "baseline — give one of them"
         )
-    ]
+    validate(lake, RunFilter(campaign=campaign))
+    # Per backend: the runs to compare and, for a window, the two pools of run ids.
+    asked: list[tuple[str, RunFilter, dict[str, list[str]] | None]]
+    if since is not None:
+        name = f"since:{since}"
+        news = dict(
+            fetch_rows(
+                lake,
+                "SELECT backend, list(run_id ORDER BY run_id) FROM runs "
+                "WHERE campaign_id = ? AND status = 'ok' GROUP BY backend",
+                [campaign],
+            )
+        )
+        asked = [
+            (str(b), RunFilter(backends=(b,)), {name: ids, campaign: news[b]})
+            for b, ids in window_runs(lake, campaign, since).items()
+        ]
+    else:
+        name = baseline or default_baseline(lake, campaign, label)
+        validate(lake, RunFilter(campaign=name))
+        if name == campaign:
+            raise UsageProblem(f"campaign '{campaign}' is its own baseline: choose an earlier one")
+        asked = [
+            (str(b), RunFilter(campaigns=(name, campaign), backends=(b,)), None)
+            for (b,) in fetch_rows(
+                lake,
+                "SELECT DISTINCT backend FROM runs WHERE campaign_id = ? AND status = 'ok' AND "
+                "backend IN (SELECT backend FROM runs WHERE campaign_id = ? AND status = 'ok')"
+                " ORDER BY backend",
+                [campaign, name],
+            )
+        ]
     rows: list[GateRow] = []
     families: list[str] = []
-    for backend in backends:
-        result = compare(
-            lake,
-            by="campaign_id",
-            baseline=baseline,
-            metrics=metrics,
-            filt=RunFilter(campaigns=(baseline, campaign), backends=(backend,)),
-            min_effect=min_effect,
-        )
+    for backend, filt, pools in asked:
+        result = compare(lake, by="campaign_id", baseline=name, metrics=metrics, filt=filt,
+                         min_effect=min_effect, pools=pools)  # fmt: skip
         families.append(result.family)
         rows += [GateRow(backend, r) for r in result.rows if r.group == campaign]
     if not any(g.row.ratio is not None for g in rows):
         raise UsageProblem(
-            f"nothing comparable: campaign '{campaign}' and baseline '{baseline}' share no "
+            f"nothing comparable: campaign '{campaign}' and baseline '{name}' share no "
             "backend with the same effective job and ≥ 2 successful runs on each side — "
             "run the same job files on the same backends, or choose another baseline"
         )
-    return GateResult(campaign, baseline, sorted(rows, key=_order), families, min_effect)
+    kind = "window" if since is not None else "campaign"
+    return GateResult(campaign, name, sorted(rows, key=_order), families, min_effect, kind)

@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from fiolake import gangs, layout
 from fiolake.commits import Commit
-from fiolake.errors import FiolakeError, NotFound, PreconditionFailed, UsageProblem
+from fiolake.errors import (
+    FiolakeError,
+    NotFound,
+    PreconditionFailed,
+    StoreUnavailable,
+    UsageProblem,
+)
 from fiolake.lease import is_expired, lease_age_s, read_lease
 from fiolake.manifest import Manifest, manifest_in_envelope, new_manifest, sign_manifests
 from fiolake.signing import Signer
 from fiolake.store import ObjectStore
+from fiolake.units import human_duration
 
 
 def store_bucket(store: ObjectStore) -> str:
@@ -253,6 +261,11 @@ class CampaignSummary:
         return sum(self.counts.values())
 
     @property
+    def counts_text(self) -> str:
+        """`3 ok, 1 rejected`: the states that have jobs, in JOB_STATES order."""
+        return ", ".join(f"{n} {s}" for s, n in self.counts.items() if n)
+
+    @property
     def top_reason(self) -> str | None:
         """`<n> <state>: <reason>` of the most frequent reason, if any."""
         if not self.reasons:
@@ -312,3 +325,59 @@ def plan_rerun(
             )
         )
     return out
+
+
+# The states of a committed job: its commit marker exists and never changes again.
+ENDED = ("ok", "failed", "rejected", "interrupted")
+
+
+class CampaignTimeout(FiolakeError):
+    """A campaign still had jobs without a commit when the wait ran out (exit 1)."""
+
+    def __init__(self, summary: CampaignSummary, timeout_s: float):
+        self.summary = summary
+        c = summary.counts
+        # Every unfinished state is named; pending and running always, even at zero.
+        left = [f"{c['pending']} pending", f"{c['running']} running"]
+        left += [f"{n} {s}" for s, n in c.items() if s not in ENDED and s not in
+                 ("pending", "running") and n]  # fmt: skip
+        super().__init__(
+            f"campaign {summary.campaign_id} not finished after {human_duration(timeout_s)}: "
+            f"{', '.join(left)} — check that a runner serves each of its backends "
+            f"(`fiolake status --campaign {summary.campaign_id}` says why jobs wait), or "
+            "raise --timeout"
+        )
+
+
+def wait_for_campaign(
+    store: ObjectStore,
+    campaign_id: str,
+    *,
+    timeout_s: float,
+    poll_s: float = 5.0,
+    on_progress: Callable[[CampaignSummary], None] | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> CampaignSummary:
+    """Poll `campaign_status` until every job of the campaign is committed and return its
+    summary (the caller judges ok/failed). `on_progress` gets each poll's summary.
+
+    CampaignTimeout when jobs are still uncommitted after `timeout_s`. A store that is
+    briefly unreachable does not end the wait: polling goes on until the deadline, and
+    only then is its error raised.
+    """
+    deadline = clock() + timeout_s
+    while True:
+        try:
+            summary = summarize(campaign_id, campaign_status(store, campaign_id))
+        except StoreUnavailable:
+            if clock() >= deadline:
+                raise
+        else:
+            if on_progress is not None:
+                on_progress(summary)
+            if all(summary.counts[s] == 0 for s in JOB_STATES if s not in ENDED):
+                return summary
+            if clock() >= deadline:
+                raise CampaignTimeout(summary, timeout_s)
+        sleep(max(0.0, min(poll_s, deadline - clock())))

@@ -71,6 +71,15 @@ def human_ms(value: float | None) -> str:
     return MISSING if _missing(value) else human_ns(float(value) * 1e6)  # type: ignore[arg-type]
 
 
+def human_duration(seconds: float) -> str:
+    """Seconds in the largest whole unit of the duration syntax: 7200 -> '2h', 5400 ->
+    '90m', 90 -> '90s', 2.5 -> '2.5s' (so a message repeats the user's --timeout)."""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
 def human_percent(value: float | None) -> str:
     """12.345 -> '12.35%'."""
     return MISSING if _missing(value) else f"{float(value):.2f}%"  # type: ignore[arg-type]

@@ -363,6 +363,25 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
     (["publish", "nope", "--backend", "x"], {}, 2, "Error: no job file or profile named 'nope'"),
     (["publish", "random-reads", "--backend", "x", "--expires", "5x"], {}, 2, "'5x'"),
     (["publish", "random-reads", "--backend", "x", "--repeat", "0"], {}, 2, "'--repeat'"),
+    (
+        ["publish", "random-reads", "--backend", "x", "--wait", "--timeout", "5x"],
+        {},
+        2,
+        "Error: Invalid value for '--timeout': '5x' is not a duration — use a whole number of "
+        "seconds or one with a unit (us, ms, s, m, h, d), e.g. 30, 90s, 30m, 24h or 7d",
+    ),
+    (
+        ["publish", "random-reads", "--backend", "x", "--wait", "--timeout", "0"],
+        {},
+        2,
+        "Error: Invalid value for '--timeout': '0' is zero — give a duration above zero, e.g. 30s",
+    ),
+    (
+        ["publish", "random-reads", "--backend", "x", "--timeout", "1h"],
+        {},
+        2,
+        "Error: --timeout is how long --wait waits — add --wait",
+    ),
     (["publish", "{job}/rate.fio", "--backend", "x"], {}, 1, "[a] rate=1"),
     (
         ["publish", "random-reads", "--backend", "x", "--lake", "{tmp}/pl"],

@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "keygen": ("fiolake.cli.distributed", "keygen", "Create a local Ed25519 signing key."),
     "stack": ("fiolake.cli.stack", "stack", "Local MinIO (TLS) + OpenBao stack."),
     "gate": ("fiolake.cli.gate", "gate", "Exit 1 when a campaign is worse than its baseline."),
+    "report": ("fiolake.cli.report", "report", "The gate's answer as one offline HTML file."),
 }
 
 

@@ -86,12 +86,13 @@ def current_caps() -> Any:
     return Caps(**click.get_current_context().meta.get(_CAPS_META, {}))
 
 
-def parse_labels(values: tuple[str, ...]) -> dict[str, str]:
+def parse_labels(values: tuple[str, ...], option: str = "--label") -> dict[str, str]:
+    """KEY=VALUE arguments of `option` as a dict; BadParameter naming the bad one."""
     labels = {}
     for item in values:
         key, sep, val = item.partition("=")
         if not sep or not key:
-            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--label")
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint=option)
         labels[key] = val
     return labels
 

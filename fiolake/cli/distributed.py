@@ -22,6 +22,7 @@ from fiolake.cli.common import (
     target_options,
     workload_options,
 )
+from fiolake.cli.status import wait_for
 from fiolake.commits import RERUNNABLE
 from fiolake.errors import FiolakeError, PolicyError
 
@@ -84,6 +85,19 @@ from fiolake.errors import FiolakeError, PolicyError
     show_default=True,
     help="With --gang: the job fails ('only K of N runners') if they do not all show up.",
 )
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="After printing the campaign id, wait until every job is committed: exit 0 if "
+    "all are ok, 1 if any failed, was rejected or interrupted (counts on stderr).",
+)
+@click.option(
+    "--timeout",
+    type=DurationParam(),
+    default="2h",
+    show_default=True,
+    help="With --wait: give up (exit 1) when jobs are still pending or running after this.",
+)
 @lake_option
 @caps_options
 def publish(
@@ -100,6 +114,8 @@ def publish(
     rerun_states: tuple[str, ...],
     gangs: tuple[int, ...],
     gang_timeout: float,
+    wait: bool,
+    timeout: float,
     lake: str,
 ) -> None:
     """Publish one signed manifest per (job file, backend, repetition); print the campaign id.
@@ -114,14 +130,20 @@ def publish(
       fiolake publish database-oltp random-reads --backend disk --backend tmpfs --repeat 3
       fiolake publish --rerun c-20261123-070000-ab12 --status rejected
       fiolake publish nfs-seq-write.fio --backend nfs --gang 4
+      fiolake publish sync-write-latency --backend nvme --repeat 3 --wait --timeout 1h  # CI
     """
+    ctx = click.get_current_context()
+    if not wait and ctx.get_parameter_source("timeout") is not click.core.ParameterSource.DEFAULT:
+        raise click.UsageError("--timeout is how long --wait waits — add --wait")
     if rerun is not None:
         if job_files or backends or campaign or expect_mount or expect_fs or gangs:
             raise click.UsageError(
                 "--rerun takes no job files, --backend, --campaign, --expect-* or --gang — it "
                 "re-publishes the selected jobs of that campaign as they were"
             )
-        _publish_rerun(rerun, rerun_states or RERUNNABLE, expires, lake)
+        campaign_id = _publish_rerun(rerun, rerun_states or RERUNNABLE, expires, lake)
+        if wait:
+            wait_for(campaign_id, timeout, lake)
         return
     if rerun_states:
         raise click.UsageError("--status selects jobs for --rerun — add --rerun CAMPAIGN")
@@ -174,9 +196,11 @@ def publish(
     publish_manifests(store, manifests, signer)
     click.echo(f"published {len(manifests)} job(s) to {store.url}", err=True)
     click.echo(campaign_id)
+    if wait:
+        wait_for(campaign_id, timeout, lake)
 
 
-def _publish_rerun(campaign: str, states: tuple[str, ...], expires: float, lake: str) -> None:
+def _publish_rerun(campaign: str, states: tuple[str, ...], expires: float, lake: str) -> str:
     from fiolake.campaigns import plan_rerun, publish_manifests
     from fiolake.config import Settings
     from fiolake.manifest import new_campaign_id
@@ -194,6 +218,7 @@ def _publish_rerun(campaign: str, states: tuple[str, ...], expires: float, lake:
         err=True,
     )
     click.echo(new_id)
+    return new_id
 
 
 @click.command()

@@ -7,19 +7,24 @@ table for a pull-request comment (--format md) or every number (--format json).
 
 from __future__ import annotations
 
+import functools
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from fiolake.aggregator.columns import p_text, ratio_text
+from fiolake.aggregator.gate_report import gate_page_url
 from fiolake.aggregator.verdict_text import decider, label
+from fiolake.atomic import write_atomic
 from fiolake.cli import lake_option
-from fiolake.cli.common import connect
+from fiolake.cli.common import connect, parse_labels
 from fiolake.cli.comparisons import metric_option, min_effect_option
 from fiolake.cli.output import emit
+from fiolake.errors import FiolakeError, UsageProblem
 
 if TYPE_CHECKING:
     from fiolake.aggregator.gate import GateResult, GateRow
@@ -74,14 +79,12 @@ def markdown(result: GateResult, app_url: str | None) -> str:
         "| backend | profile | job | dir | metric | ratio [95% CI] | p adj | verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    link = gate_page_url(app_url, result) if app_url else None
     for g in result.rows:
         r = g.row
         verdict = label(r, result.min_effect)
-        if app_url:
-            verdict = (
-                f"[{verdict}]({app_url.rstrip('/')}/Compare?campaign={result.campaign}"
-                f"&metric={r.metric}&profile={r.profile})"
-            )
+        if link:
+            verdict = f"[{verdict}]({link})"
         ratio = ratio_text(r.metric, r.ratio, r.ratio_ci_low, r.ratio_ci_high)
         lines.append(
             f"| {g.backend} | {r.profile} | {r.job_name} | {r.direction} | {r.metric} | "
@@ -91,15 +94,99 @@ def markdown(result: GateResult, app_url: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The options that choose the comparison, shared by `gate` and `report`.
+QUESTION_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
+    lake_option,
+    click.option("--campaign", required=True, help="The new campaign (e.g. last night's)."),
+    click.option(
+        "--baseline-campaign",
+        help="Campaign to set it against (default: the newest earlier one with its jobs).",
+    ),
+    click.option(
+        "--baseline-label",
+        metavar="KEY=VALUE",
+        help="Instead: the newest earlier campaign whose runs carry this runner label "
+        "(runner --label), or environment value (kernel=6.1 matches 6.1.0-18-amd64).",
+    ),
+    click.option(
+        "--baseline-runs",
+        metavar="since:WINDOW",
+        help="Instead: every comparable run of other campaigns in the window before the "
+        "new campaign started: since:7d (a duration back from its start) or "
+        "since:2026-11-01.",
+    ),
+    metric_option,
+    min_effect_option,
+]
+
+
+def gate_question(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Add the options that choose the comparison (lake, campaign, baseline, metrics,
+    min-effect); the command is called with the gate's `result` instead of them."""
+
+    @functools.wraps(fn)
+    def command(
+        *,
+        lake: str,
+        campaign: str,
+        baseline_campaign: str | None,
+        baseline_label: str | None,
+        baseline_runs: str | None,
+        metrics: tuple[str, ...],
+        min_effect: float,
+        **rest: Any,
+    ) -> Any:
+        since = _window(baseline_runs) if baseline_runs is not None else None
+        wanted = parse_labels((baseline_label,), "--baseline-label") if baseline_label else {}
+        return fn(
+            result=_result(lake, campaign, baseline_campaign, next(iter(wanted.items()), None),
+                           since, metrics, min_effect),
+            **rest,
+        )  # fmt: skip
+
+    decorated: Callable[..., Any] = command
+    for option in reversed(QUESTION_OPTIONS):
+        decorated = option(decorated)
+    return decorated
+
+
+def _window(text: str) -> str:
+    """The WINDOW of `--baseline-runs since:WINDOW`."""
+    kind, _, since = text.partition(":")
+    if kind != "since" or not since:
+        raise click.BadParameter(
+            f"{text!r} is not a window — use since:DURATION or since:DATE, e.g. since:7d or "
+            "since:2026-11-01",
+            param_hint="--baseline-runs",
+        )
+    return since
+
+
+def _result(
+    lake: str,
+    campaign: str,
+    baseline: str | None,
+    label: tuple[str, str] | None,
+    since: str | None,
+    metrics: tuple[str, ...],
+    min_effect: float,
+) -> GateResult:
+    """The gate's result; every problem is a usage error (exit 2), so that exit 1 keeps
+    meaning "worse"."""
+    from fiolake.aggregator.compare import DEFAULT_METRICS
+    from fiolake.aggregator.gate import gate as run_gate
+
+    try:
+        with connect(lake) as handle:
+            return run_gate(handle, campaign, baseline, label=label, since=since,
+                            metrics=list(metrics) or list(DEFAULT_METRICS),
+                            min_effect=min_effect)  # fmt: skip
+    except FiolakeError as exc:  # for `report` too (not in EVERY_PROBLEM_IS_USAGE: its
+        raise UsageProblem(str(exc)) from exc  # failed write is a failure, exit 1)
+
+
 @click.command()
-@lake_option
-@click.option("--campaign", required=True, help="The new campaign (e.g. last night's).")
-@click.option(
-    "--baseline-campaign",
-    help="Campaign to set it against (default: the newest earlier one with its jobs).",
-)
-@metric_option
-@min_effect_option
+@gate_question
 @click.option(
     "--inconclusive",
     "on_inconclusive",
@@ -117,49 +204,41 @@ def markdown(result: GateResult, app_url: str | None) -> str:
     show_default=True,
     help="table for people, md for a pull-request comment, json with every number.",
 )
-@click.option("--app-url", help="Base URL of `fiolake app`: md rows link to its Compare view.")
+@click.option(
+    "--app-url",
+    help="Base URL of `fiolake app`: md verdicts link to its Gate page for this comparison.",
+)
 def gate(
-    lake: str,
-    campaign: str,
-    baseline_campaign: str | None,
-    metrics: tuple[str, ...],
-    min_effect: float,
+    result: GateResult,
     on_inconclusive: str,
     junit: str | None,
     fmt: str,
     app_url: str | None,
 ) -> None:
-    """Fail (exit 1) when a campaign is worse than its baseline campaign.
+    """Fail (exit 1) when a campaign is worse than its baseline.
 
     \b
-    Per backend, the campaign's runs are set against the baseline campaign's runs of the
-    same effective jobs (the verdicts of `compare`: ratios with 95 % CIs, Holm-adjusted
-    p-values, ±--min-effect). Exit 0 when no row is worse, 1 when any is (or, with
-    --inconclusive fail, any is inconclusive), 2 on bad input or nothing comparable.
+    Per backend, the campaign's runs are set against the baseline's runs (a campaign's,
+    or a window's) of the same effective jobs with the verdicts of `compare`: ratios
+    with 95 % CIs, Holm-adjusted p-values, ±--min-effect. Exit 0 when no row is worse,
+    1 when any is (or, with --inconclusive fail, any is inconclusive), 2 on bad input or
+    nothing comparable.
     Latency metrics are worse when higher. docs/ci.md has the CI wiring.
       fiolake gate --campaign nightly-2026-11-24
       fiolake gate --campaign B --baseline-campaign A --junit gate.xml --format md
+      fiolake gate --campaign B --baseline-label kernel=6.1   # the last 6.1 campaign
+      fiolake gate --campaign B --baseline-runs since:7d      # the week before B
     """
-    from fiolake.aggregator.compare import DEFAULT_METRICS
-    from fiolake.aggregator.gate import gate as run_gate
-
-    # Every problem here exits 2 (EVERY_PROBLEM_IS_USAGE in fiolake.cli): exit 1 is "worse".
-    with connect(lake) as handle:
-        result = run_gate(
-            handle,
-            campaign,
-            baseline_campaign,
-            metrics=list(metrics) or list(DEFAULT_METRICS),
-            min_effect=min_effect,
-        )
+    min_effect = result.min_effect
     if junit:
-        Path(junit).write_bytes(junit_xml(result))
+        write_atomic(Path(junit), junit_xml(result))  # a failure exits 2: EVERY_PROBLEM_IS_USAGE
     if fmt == "md":
         click.echo(markdown(result, app_url), nl=False)
     elif fmt == "json":
         doc = {
             "campaign": result.campaign,
             "baseline": result.baseline,
+            "baseline_kind": result.baseline_kind,
             "families": result.families,
             "min_effect": result.min_effect,
             "rows": [{"backend": g.backend, **{f: getattr(g.row, f) for f in FIELDS}}

@@ -10,9 +10,11 @@ from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import IdParam
 from fiolake.cli.output import emit
 from fiolake.commits import RERUNNABLE
+from fiolake.errors import FiolakeError
 from fiolake.units import MISSING
 
 if TYPE_CHECKING:
+    from fiolake.campaigns import CampaignSummary
     from fiolake.store import ObjectStore
 
 
@@ -65,11 +67,17 @@ def _one(store: ObjectStore, campaign: str, fmt: str) -> None:
     age = lambda v: MISSING if v is None else f"{v:.0f}s"  # noqa: E731
     emit(columns, rows, fmt, {"lease_age_s": age, "reason_age_s": age})
     summary = summarize(campaign, jobs)
-    click.echo(", ".join(f"{n} {s}" for s, n in summary.counts.items() if n), err=True)
-    for n, state, reason in summary.reasons:
-        click.echo(f"  {n} {state}: {reason}", err=True)
+    _tell(summary)
     if any(j.state in RERUNNABLE for j in jobs):
         click.echo(f"re-run them: fiolake publish --rerun {campaign} [--status ...]", err=True)
+
+
+def _tell(summary: CampaignSummary, *, counts: bool = True) -> None:
+    """The counts per state, then each distinct reason, on stderr."""
+    if counts:
+        click.echo(summary.counts_text, err=True)
+    for n, state, reason in summary.reasons:
+        click.echo(f"  {n} {state}: {reason}", err=True)
 
 
 def _recent(store: ObjectStore, n: int, fmt: str) -> None:
@@ -85,3 +93,36 @@ def _recent(store: ObjectStore, n: int, fmt: str) -> None:
     emit(columns, rows, fmt, {})
     if not ids:
         click.echo("no campaigns in this lake yet — publish one with `fiolake publish`", err=True)
+
+
+# --wait reports progress when the counts change, and at least this often otherwise.
+PROGRESS_EVERY_S = 60.0
+
+
+def wait_for(campaign_id: str, timeout: float, lake: str) -> None:
+    """`publish --wait`: progress on stderr until every job of the campaign is committed;
+    exit 1 unless all are ok (or on timeout)."""
+    import time
+
+    from fiolake.campaigns import ENDED, wait_for_campaign
+    from fiolake.config import Settings
+
+    shown, shown_at = "", 0.0
+
+    def progress(summary: CampaignSummary) -> None:
+        nonlocal shown, shown_at
+        line, now = summary.counts_text, time.monotonic()
+        if line != shown or now - shown_at >= PROGRESS_EVERY_S:
+            click.echo(f"campaign {campaign_id}: {line}", err=True)
+            shown, shown_at = line, now
+
+    store = Settings.from_env(lake=lake).store()
+    summary = wait_for_campaign(store, campaign_id, timeout_s=timeout, on_progress=progress)
+    bad = sum(summary.counts[s] for s in ENDED if s != "ok")
+    if bad:
+        _tell(summary, counts=False)
+        raise FiolakeError(
+            f"campaign {campaign_id}: {bad} of {summary.jobs} job(s) did not succeed "
+            f"({summary.counts_text}) — `fiolake status --campaign {campaign_id}` names "
+            f"each; re-run them with `fiolake publish --rerun {campaign_id}`"
+        )

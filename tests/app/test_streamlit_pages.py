@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -127,3 +128,48 @@ def test_gate_page_sets_the_newest_campaign_against_the_one_before(
     assert table["verdict"].tolist()[0] == "▼ worse"  # worst first
     iops = table[table["metric"] == "iops"]
     assert iops["verdict"].tolist() == ["▼ worse"]
+    (download,) = at.get("download_button")
+    assert download.proto.label == "Download the HTML report"  # aggregator.gate_report
+    assert download.proto.url.endswith(".html")
+
+
+def test_a_gate_markdown_link_opens_the_same_comparison_on_the_gate_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from urllib.parse import parse_qsl, urlsplit
+
+    from click.testing import CliRunner
+
+    from fiolake.cli import cli
+
+    store = lakegen.local_store(tmp_path / "lake")
+    for day, iops in ((0, 1000), (1, 1000), (2, 700)):
+        lakegen.write_campaign(store, f"night-{day + 1}", {"nvme": {READ: {"iops": iops}}}, 3,
+                               jitter=0.02, start=lakegen.T0 + timedelta(days=day))  # fmt: skip
+    args = [
+        "gate",
+        "--lake",
+        str(tmp_path / "lake"),
+        "--campaign",
+        "night-3",
+        "--baseline-campaign",
+        "night-1",
+        "--format",
+        "md",
+        "--app-url",
+        "http://app:8501",
+    ]
+    res = CliRunner().invoke(cli, args)  # fmt: skip
+    assert res.exit_code == 1, res.output
+    row = next(line for line in res.stdout.splitlines() if line.startswith("| nvme |"))
+    link = urlsplit(row.rsplit("](", 1)[1].split(")", 1)[0])
+    assert link.path == "/Gate"  # the page `pages/8_Gate.py` is served as
+    monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "lake"))
+    at = AppTest.from_file(str(APP / "pages/8_Gate.py"), default_timeout=30)
+    at.query_params.update(dict(parse_qsl(link.query)))
+    at = at.run()
+    assert not at.exception
+    # Not the page's default (night-2, the newest earlier): the link's baseline.
+    assert "**night-3** against **night-1**" in at.markdown[0].value
+    shown = re.search(r"\[([^\]]+)\]\(http", row)
+    assert shown and at.dataframe[0].value["verdict"].tolist()[0] == shown.group(1) == "▼ worse"
