@@ -64,5 +64,5 @@ st.caption(
     "Worst first. Verdicts as `fiolake compare` and `fiolake gate`: ratios of geometric "
     "means, 95 % CIs, p-values adjusted per backend (family: "
     + "; ".join(result.families)
-    + "), ±5 % minimum effect. docs/ci.md."
+    + f"), ±{result.min_effect * 100:g} % minimum effect. docs/ci.md."
 )

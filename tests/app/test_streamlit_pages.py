@@ -131,6 +131,7 @@ def test_gate_page_sets_the_newest_campaign_against_the_one_before(
     (download,) = at.get("download_button")
     assert download.proto.label == "Download the HTML report"  # aggregator.gate_report
     assert download.proto.url.endswith(".html")
+    assert any("±5 % minimum effect" in c.value for c in at.caption)  # the result's own
 
 
 def test_a_gate_markdown_link_opens_the_same_comparison_on_the_gate_page(
