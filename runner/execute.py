@@ -26,11 +26,12 @@ from fiolake.manifest import job_file_sha256
 from fiolake.runner.fio.binary import find_fio
 from fiolake.runner.fio.process import FioRun, Progress, deadline_for, run_fio
 from fiolake.runner.host import contention, sysinfo, target
+from fiolake.runner.host.lock import SHARED_FLAG, HostLock
 from fiolake.runner.policy import check as policy
 from fiolake.runner.report import extras as fio_extras
 from fiolake.runner.report import logs as fio_logs
 from fiolake.runner.report import results as fio_output
-from fiolake.steady import steady_state
+from fiolake.runner.report.steady import with_steady_state
 from fiolake.units import seconds_or_none
 
 LOG_PREFIX = "fio"
@@ -195,13 +196,54 @@ def execute(
     should_stop: Callable[[], bool | str | None] | None = None,
     grace_s: float = 10.0,
     before_start: Callable[[], None] | None = None,
+    host_lock: HostLock | None = None,
+    on_lock_wait: Callable[[str], None] | None = None,
 ) -> RunOutcome:
     """Run fio once and turn its output into lake tables; failures become status='failed'.
 
     A target that fails the preflight (wrong mount or file system, no room) is recorded as
     failed without running fio. `should_stop` returning 'interrupted' stops fio and records
     status='interrupted'.
+
+    The whole attempt holds `host_lock` (runner.host.lock): the fio calls around the
+    run (--version) and turning fio's output into tables, too, would otherwise land in
+    another runner's measurement. The wait is recorded in runs.host_lock_wait_ms;
+    `should_stop` ends it (status 'interrupted', no fio). Without a lock the run is
+    flagged shared-host.
     """
+    if host_lock is None:
+        return _execute(prepared, workdir, fio, on_progress, should_stop, grace_s, before_start)
+    waited = host_lock.acquire(should_stop, on_wait=on_lock_wait)
+    if waited is None:
+        why = f"stopped while waiting for the host lock {host_lock.path}"
+        return _outcome_without_fio(prepared.request, new_run_id(), "interrupted", why)
+    try:
+        return _execute(
+            prepared,
+            workdir,
+            fio,
+            on_progress,
+            should_stop,
+            grace_s,
+            before_start,
+            host_lock,
+            waited,
+        )
+    finally:
+        host_lock.release()
+
+
+def _execute(
+    prepared: PreparedJob,
+    workdir: Path | None,
+    fio: str,
+    on_progress: Callable[[Progress], None] | None,
+    should_stop: Callable[[], bool | str | None] | None,
+    grace_s: float,
+    before_start: Callable[[], None] | None,
+    host_lock: HostLock | None = None,
+    waited_ms: float | None = None,
+) -> RunOutcome:
     request = prepared.request
     run_id = new_run_id()
     binary = find_fio(fio)
@@ -211,6 +253,7 @@ def execute(
         return _outcome_without_fio(request, run_id, "failed", str(exc))
     env_cols = sysinfo.environment_columns(request.target_dir, binary)
     env_cols["page_cache_bytes"] = checked.page_cache_bytes
+    env_cols["host_lock_wait_ms"] = waited_ms
     outdir = Path(tempfile.mkdtemp(prefix=f"fiolake-{run_id}-", dir=workdir))
     # fio's data files go in a per-run subdirectory we remove afterwards.
     data_dir = Path(request.target_dir) / f".fiolake-{run_id}"
@@ -237,6 +280,7 @@ def execute(
                 on_progress=on_progress,
                 should_stop=should_stop,
                 before_start=before_start,
+                pass_fds=host_lock.fds() if host_lock is not None else (),
             )
         finally:
             alone = monitor.stop()
@@ -245,47 +289,12 @@ def execute(
             outside_cpu_pct=alone.outside_cpu_pct,
             steal_pct=alone.steal_pct,
         )
-        flags = alone.flags() + (["page-cache"] if checked.page_cache_bytes else [])
+        flags = [SHARED_FLAG] if host_lock is None else []
+        flags += alone.flags() + (["page-cache"] if checked.page_cache_bytes else [])
         return _collect(prepared, run_id, env_cols, canonical, fio_run, outdir, flags)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
         shutil.rmtree(outdir, ignore_errors=True)
-
-
-def with_steady_state(
-    results: pa.Table,
-    timeseries: pa.Table,
-    fio_verdicts: Mapping[str, tuple[bool, int | None]] | None = None,
-) -> pa.Table:
-    """`results` with steady_state and warmup_s from each job × direction's per-second IOPS
-    (threads summed; the short last window left out). fio's own verdict
-    (`fio_extras.fio_steady_states`, jobs run with `steadystate=`) wins where present."""
-    per_second: dict[tuple[str, str], dict[int, float]] = {}
-    wanted = ["job_name", "direction", "second", "iops", "partial"]
-    for row in timeseries.select(wanted).to_pylist():
-        if row["partial"] or row["iops"] is None:
-            continue
-        series = per_second.setdefault((row["job_name"], row["direction"]), {})
-        series[row["second"]] = series.get(row["second"], 0.0) + row["iops"]
-    verdicts = {
-        key: steady_state([v for _, v in sorted(series.items())])
-        for key, series in per_second.items()
-    }
-    keys = zip(
-        results.column("job_name").to_pylist(), results.column("direction").to_pylist(), strict=True
-    )
-    fio_verdicts = fio_verdicts or {}
-    found = [fio_verdicts.get(k[0]) or verdicts.get(k, (None, None)) for k in keys]
-    results = results.set_column(
-        results.schema.get_field_index("steady_state"),
-        "steady_state",
-        pa.array([f[0] for f in found], pa.bool_()),
-    )
-    return results.set_column(
-        results.schema.get_field_index("warmup_s"),
-        "warmup_s",
-        pa.array([f[1] for f in found], pa.int32()),
-    )
 
 
 def _collect(

@@ -87,6 +87,37 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         "expected file system xfs",
     ),
     (["run", "{job}/tiny.fio"], {}, 2, "Error: Missing option '--dir'."),
+    # -- run / runner: the host lock (one fio per host)
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--host-lock", "{file}/sub/host.lock"],
+        {},
+        2,
+        "Error: cannot use the host lock {file}/sub/host.lock: Not a directory — give "
+        "--host-lock PATH (or FIOLAKE_HOST_LOCK) in a directory you may write to, or "
+        "--share-host to run without it (runs are then flagged shared-host)",
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}"],
+        {"FIOLAKE_HOST_LOCK": "/proc/host.lock"},
+        2,
+        "Error: cannot use the host lock /proc/host.lock: No such file or directory — give "
+        "--host-lock PATH (or FIOLAKE_HOST_LOCK) in a directory you may write to, or "
+        "--share-host to run without it (runs are then flagged shared-host)",
+    ),
+    (
+        ["runner", "--backend", "x", "--dir", "{tmp}", "--once", "--host-lock", "{file}/l/h"],
+        {},
+        2,
+        "Error: cannot use the host lock {file}/l/h: Not a directory — give "
+        "--host-lock PATH (or FIOLAKE_HOST_LOCK) in a directory you may write to, or "
+        "--share-host to run without it (runs are then flagged shared-host)",
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--share-host", "--share-host=x"],
+        {},
+        2,
+        "Error: Option '--share-host' does not take a value.",
+    ),
     # -- run: job files and profiles
     (
         ["run", "no-such-profile", "--dir", "{tmp}"],

@@ -203,3 +203,40 @@ class RunStop:
         # click types exit_code as a ClassVar, yet reads it from the instance it catches.
         err.exit_code = 128 + self.signum  # type: ignore[misc]
         return err
+
+
+def host_lock_options(fn: Any) -> Any:
+    """`--host-lock PATH` / `--share-host`: one fio per host (fiolake.runner.host.lock);
+    turn them into a lock with `host_lock(...)`."""
+    from fiolake.runner.host.lock import DEFAULT_PATH, ENV_VAR, SHARED_FLAG
+
+    fn = click.option(
+        "--share-host",
+        is_flag=True,
+        help="Run fio without the host lock, alongside other fio runs on this host; every "
+        f"run is flagged '{SHARED_FLAG}' (its numbers include the others' load).",
+    )(fn)
+    return click.option(
+        "--host-lock",
+        "host_lock_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        envvar=ENV_VAR,
+        show_envvar=True,
+        default=DEFAULT_PATH,
+        show_default=True,
+        help="File every fiolake fio on this host locks first, so runs on one host take "
+        "turns instead of measuring each other (created if missing; containers mount its "
+        "directory from the host).",
+    )(fn)
+
+
+def host_lock(path: Path, share_host: bool, holder: str, *, shared: bool = False) -> Any:
+    """The checked HostLock for `--host-lock`, or None under `--share-host` (UsageProblem
+    when the lock file cannot be created)."""
+    from fiolake.runner.host.lock import HostLock
+
+    if share_host:
+        return None
+    lock = HostLock(path, shared=shared, holder=holder)
+    lock.check()
+    return lock

@@ -18,6 +18,8 @@ from fiolake.cli.common import (
     SizeParam,
     caps_options,
     current_caps,
+    host_lock,
+    host_lock_options,
     parse_labels,
     resolve_job_files,
     target_options,
@@ -256,6 +258,7 @@ def _publish_rerun(campaign: str, states: tuple[str, ...], expires: float, lake:
     show_default=True,
     help="How long to retry uploads while the store is unreachable.",
 )
+@host_lock_options
 @caps_options
 def runner(
     backend: str,
@@ -273,6 +276,8 @@ def runner(
     create_dir: bool,
     expect_mount: str | None,
     expect_fs: str | None,
+    host_lock_path: Path,
+    share_host: bool,
 ) -> None:
     """Pull signed jobs for --backend from the lake, run them, upload and commit results.
 
@@ -281,6 +286,11 @@ def runner(
     commit marker. A lost lease kills fio and nothing is committed. Refused
     manifests and job files are recorded as runs with status 'rejected'.
     SIGTERM: finish the current job, then exit (a job not started is released).
+
+    One fio per host: before fio starts, a job waits for --host-lock (the lease stays
+    alive; the wait is recorded in runs.host_lock_wait_ms), so runners of several
+    backends on one host take turns. Gang members take it shared among themselves.
+    --share-host skips it and flags every run shared-host.
 
     \b
     Example:
@@ -302,6 +312,7 @@ def runner(
         click.echo(f"target {where.path}: {where.describe()}", err=True)
         for warning in warnings:
             click.echo(f"Warning: {warning}", err=True)
+        lock = host_lock(host_lock_path, share_host, runner_id)
         settings = Settings.from_env(lake=lake)
         store = recorded(settings.store(), settings.history, runner_id, settings.pause_file)
         config = RunnerConfig(
@@ -319,6 +330,7 @@ def runner(
             caps=current_caps(),
             expect_mount=expect_mount,
             expect_fs=expect_fs,
+            host_lock=None if lock is None else lock.path,
         )
         worker = Runner(store, settings.keyring(), config, store_bucket(store))
         signal.signal(signal.SIGTERM, lambda *_: worker.stop_requested.set())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -18,6 +19,8 @@ from fiolake.cli.common import (
     announce_target,
     caps_options,
     current_caps,
+    host_lock,
+    host_lock_options,
     parse_labels,
     resolve_job_files,
     target_options,
@@ -46,6 +49,13 @@ def _progress_printer(label: str) -> Any:
         click.echo(
             f"[{label}] {p.elapsed_s:4.0f}s / ~{p.expected_s:.0f}s  {rates}".rstrip(), err=True
         )
+
+    return show
+
+
+def _lock_waiter(label: str) -> Any:
+    def show(holder: str) -> None:
+        click.echo(f"[{label}] waiting for the host lock (held by {holder or '?'})", err=True)
 
     return show
 
@@ -101,6 +111,7 @@ def _summary_output(profile: str, run_id: str, status: str, rows: list[dict[str,
     default=None,
     help="Live progress on stderr [default: only when stderr is a terminal].",
 )
+@host_lock_options
 @caps_options
 @format_option()
 def run(
@@ -118,6 +129,8 @@ def run(
     create_dir: bool,
     expect_mount: str | None,
     expect_fs: str | None,
+    host_lock_path: Path,
+    share_host: bool,
 ) -> None:
     """Run fio job files against --dir and store results in the lake.
 
@@ -134,6 +147,11 @@ def run(
 
     Before fio starts, stderr names the mount point, file system and device --dir
     lands on; --expect-mount/--expect-fs make a mismatch an error.
+
+    One fio per host: each run first locks --host-lock, so `fiolake run`s and
+    runners on one host take turns instead of measuring each other; the wait is
+    recorded in runs.host_lock_wait_ms. --share-host skips the lock (runs are
+    flagged shared-host).
 
     Exit status: 0 when every run is ok, 1 when a job file is refused (nothing
     runs) or any fio run failed (it is still recorded with status 'failed'),
@@ -177,6 +195,7 @@ def run(
                 except PolicyError as exc:
                     raise PolicyError([f"{profile}: {v}" for v in exc.violations]) from None
         # Everything about the target is checked before anything is created or run.
+        lock = host_lock(host_lock_path, share_host, f"pid {os.getpid()}: fiolake run {backend}")
         created = tg.ensure_dir(target_dir, create=create_dir)
         announce_target([ex.preflight(p) for p in prepared])
         show = progress if progress is not None else sys.stderr.isatty()
@@ -198,6 +217,8 @@ def run(
                     p,
                     on_progress=_progress_printer(name) if show else None,
                     should_stop=stop.reason,
+                    host_lock=lock,
+                    on_lock_wait=_lock_waiter(name),
                 )
                 upload_outcome(store, outcome)
                 commit_outcome(

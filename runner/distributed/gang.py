@@ -20,6 +20,7 @@ from fiolake.errors import NotFound, PolicyError, StoreError
 from fiolake.manifest import Manifest
 from fiolake.runner import execute as ex
 from fiolake.runner.heartbeat import Heartbeat
+from fiolake.runner.host.lock import HostLock
 from fiolake.runner.lake_writer import commit_marker, outcome_objects
 from fiolake.runner.spool import put_with_retry
 from fiolake.store import ObjectStore
@@ -34,6 +35,9 @@ class Runner(Protocol):
     stats: Any  # RunnerStats: ok/failed/rejected/lost counters
     fleet: Any  # runner.distributed.fleet.FleetStatus: the status object the Fleet page reads
     stop_requested: threading.Event
+
+    def host_lock(self, *, shared: bool = False) -> HostLock | None:
+        """A handle on the host lock for one job; None under --share-host."""
 
 
 log = logging.getLogger("fiolake.runner")
@@ -211,6 +215,8 @@ def _take_part(
                 should_stop=member.failed.is_set,
                 grace_s=cfg.grace_s,
                 before_start=lambda: _sleep_until(local_start),
+                # Shared: the members run together, but no solo job runs beside them.
+                host_lock=runner.host_lock(shared=True),
             )
             fio_started = outcome.fio_run.started_at if outcome.fio_run else None
             started_local = fio_started.timestamp() if fio_started else local_start

@@ -31,6 +31,7 @@ from fiolake.runner.distributed.discovery import OpenJobs
 from fiolake.runner.distributed.fleet import FleetStatus
 from fiolake.runner.heartbeat import Heartbeat
 from fiolake.runner.host import target
+from fiolake.runner.host.lock import HostLock
 from fiolake.runner.lake_writer import commit_marker, outcome_objects
 from fiolake.runner.policy.check import Caps
 from fiolake.runner.spool import Spool, SpoolEntry, put_with_retry
@@ -67,6 +68,9 @@ class RunnerConfig:
     grace_s: float = 10.0
     expect_mount: str | None = None  # re-checked before every job (runner.host.target)
     expect_fs: str | None = None
+    # One fio per host (runner.host.lock): solo jobs lock it exclusive, gang members
+    # shared; None = --share-host (no lock, runs flagged shared-host).
+    host_lock: Path | None = None
 
 
 @dataclass
@@ -187,11 +191,15 @@ class Runner:
                 why = "; ".join(exc.violations)
                 outcome = ex.rejected_outcome(request, f"job file refused: {why}")
             else:
+                # Waiting for the host lock keeps the lease (the heartbeat renews it) and
+                # uses no repetition: the job runs once the other fio is done.
                 outcome = ex.execute(
                     prepared,
                     fio=self.config.fio,
                     should_stop=heartbeat.lost.is_set,
                     grace_s=self.config.grace_s,
+                    host_lock=self.host_lock(),
+                    on_lock_wait=lambda holder: self._lock_wait(job_id, holder),
                 )
             if heartbeat.lost.is_set():
                 watchdog = outcome.fio_run.watchdog if outcome.fio_run else None
@@ -220,6 +228,16 @@ class Runner:
             return self._commit(entry)
         finally:
             heartbeat.stop()
+
+    def host_lock(self, *, shared: bool = False) -> HostLock | None:
+        """A fresh handle on the host lock for one job (None under --share-host)."""
+        path = self.config.host_lock
+        if path is None:
+            return None
+        return HostLock(path, shared=shared, holder=f"runner {self.config.runner_id}")
+
+    def _lock_wait(self, job_id: str, holder: str) -> None:
+        log.info("%s waits for the host lock (held by %s)", job_id, holder or "?")
 
     def _back_off(self, job_id: str) -> float:
         """Leave `job_id` alone for a while (longer after every miss); the delay set."""
