@@ -11,6 +11,7 @@ import binascii
 import dataclasses
 import hashlib
 import json
+import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,7 +47,9 @@ _OPTIONAL_INT_FIELDS = ("runtime_s", "size_bytes")
 _OPTIONAL_STR_FIELDS = ("rerun_of", "expect_mount", "expect_fs")
 # ... and those that are a positive integer when present (gang jobs, `publish --gang`).
 _OPTIONAL_GANG_FIELDS = ("gang", "gang_timeout_s")
-_OPTIONAL_FIELDS = _OPTIONAL_STR_FIELDS + _OPTIONAL_GANG_FIELDS
+# ... and those that are a non-negative integer when present.
+_OPTIONAL_COUNT_FIELDS = ("sequence",)
+_OPTIONAL_FIELDS = _OPTIONAL_STR_FIELDS + _OPTIONAL_GANG_FIELDS + _OPTIONAL_COUNT_FIELDS
 
 
 def _utc_text(t: datetime) -> str:
@@ -100,6 +103,9 @@ class Manifest:
     gang: int | None = None
     # Seconds the gang's runners have to show up before the job ends as failed.
     gang_timeout_s: int | None = None
+    # Position of the job in its campaign's plan (`campaigns.plan_campaign`: repetitions
+    # interleaved), recorded as runs.sequence; absent from manifests published before it.
+    sequence: int | None = None
 
     def payload(self) -> bytes:
         """Canonical JSON (sorted keys, no whitespace, UTF-8): the bytes that get signed."""
@@ -140,6 +146,7 @@ def new_manifest(
     expect_fs: str | None = None,
     gang: int | None = None,
     gang_timeout_s: int | None = None,
+    sequence: int | None = None,
 ) -> Manifest:
     """Build the manifest of one job; its id is `<campaign>-<profile>-<backend>-r<rep>`
     (with `-g<N>` for a gang of N, so gang sizes of one campaign do not collide)."""
@@ -171,7 +178,18 @@ def new_manifest(
         expect_fs=expect_fs,
         gang=gang,
         gang_timeout_s=gang_timeout_s if gang is not None else None,
+        sequence=sequence,
     )
+
+
+_REPETITION = re.compile(r"-r(\d+)(?:-g\d+)?$")
+
+
+def repetition_of(job_id: str) -> int | None:
+    """The repetition a job id from `new_manifest` names (`...-r<rep>[-g<N>]`), or None:
+    a runner orders open jobs by it without fetching their manifests."""
+    found = _REPETITION.search(job_id)
+    return int(found.group(1)) if found else None
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
@@ -294,6 +312,10 @@ def _manifest_from_payload(payload: bytes) -> Manifest:
         value = doc.get(name, 1)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise _malformed(f"{name} is not a positive integer")
+    for name in _OPTIONAL_COUNT_FIELDS:
+        value = doc.get(name, 0)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise _malformed(f"{name} is not a non-negative integer")
     for name in _STR_FIELDS:
         if not isinstance(doc[name], str):
             raise _malformed(f"{name} is not a string")

@@ -22,6 +22,9 @@ RUNS = pa.schema(
         ("job_id", pa.string()),  # the job (manifest); several attempts may share it
         ("campaign_id", pa.string()),
         ("repetition", pa.int32()),  # 0-based repetition index within the campaign
+        # position in the campaign's planned order: `run`/`publish` interleave repetitions
+        # (rep 0 of every job file and backend, then rep 1 …); null before this column
+        ("sequence", pa.int32()),
         ("backend", pa.string()),  # user's name for the storage under test
         ("runner", pa.string()),  # runner id (host:pid or --runner-id)
         ("host", pa.string()),

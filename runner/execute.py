@@ -63,6 +63,7 @@ class RunRequest:
     expect_mount: str | None = None  # the target must be this mount point
     expect_fs: str | None = None  # the target must be on this file-system type
     gang_size: int | None = None  # hosts running this job together (part of its hash)
+    sequence: int | None = None  # position in the campaign's interleaved plan
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,7 @@ def _base_run_row(request: RunRequest, run_id: str) -> dict[str, object]:
         "job_id": request.job_id,
         "campaign_id": request.campaign_id,
         "repetition": request.repetition,
+        "sequence": request.sequence,
         "backend": request.backend,
         "runner": request.runner,
         "profile": request.profile,

@@ -42,7 +42,8 @@ from fiolake.errors import FiolakeError, PolicyError
     type=click.IntRange(1, 1000),
     default=1,
     show_default=True,
-    help="Repetitions of every (job file, backend) pair.",
+    help="Repetitions of every (job file, backend) pair, interleaved: runners take every "
+    "repetition 0 before any 1 (ABAB, not AAABBB); runs.sequence records the plan's order.",
 )
 @click.option("--runtime", type=click.IntRange(1), help="Seconds per fio job (scales down).")
 @click.option("--size", type=SizeParam(), help="File size per fio job, e.g. 16M.")

@@ -98,7 +98,8 @@ def _summary_output(profile: str, run_id: str, status: str, rows: list[dict[str,
     type=click.IntRange(1, 100),
     default=1,
     show_default=True,
-    help="Run every job file this many times (for statistics in `compare`).",
+    help="Run every job file this many times (for statistics in `compare`), interleaved: "
+    "each job file once, then again (runs.sequence records the order).",
 )
 @click.option(
     "--campaign",
@@ -173,27 +174,31 @@ def run(
         campaign_id = campaign or new_campaign_id()
         store = Settings.from_env(lake=lake).store()
         prepared = []
-        for profile, text in resolve_job_files(job_files):
-            for rep in range(repeat):
-                request = ex.RunRequest(
-                    job_file_text=text,
-                    profile=profile,
-                    backend=backend,
-                    target_dir=target_dir,
-                    job_id=f"j-{uuid.uuid4().hex[:16]}",
-                    campaign_id=campaign_id,
-                    repetition=rep,
-                    runtime_s=runtime,
-                    size_bytes=size,
-                    labels=labels,
-                    caps=caps,
-                    expect_mount=expect_mount,
-                    expect_fs=expect_fs,
-                )
-                try:
-                    prepared.append(ex.prepare(request))
-                except PolicyError as exc:
-                    raise PolicyError([f"{profile}: {v}" for v in exc.violations]) from None
+        files = resolve_job_files(job_files)
+        # Interleaved: every job file once, then again (job1 rep0, job2 rep0, job1 rep1 …),
+        # so a drift over the session is spread over them; runs.sequence keeps the order.
+        plan = [(rep, profile, text) for rep in range(repeat) for profile, text in files]
+        for sequence, (rep, profile, text) in enumerate(plan):
+            request = ex.RunRequest(
+                job_file_text=text,
+                profile=profile,
+                backend=backend,
+                target_dir=target_dir,
+                job_id=f"j-{uuid.uuid4().hex[:16]}",
+                campaign_id=campaign_id,
+                repetition=rep,
+                sequence=sequence,
+                runtime_s=runtime,
+                size_bytes=size,
+                labels=labels,
+                caps=caps,
+                expect_mount=expect_mount,
+                expect_fs=expect_fs,
+            )
+            try:
+                prepared.append(ex.prepare(request))
+            except PolicyError as exc:
+                raise PolicyError([f"{profile}: {v}" for v in exc.violations]) from None
         # Everything about the target is checked before anything is created or run.
         lock = host_lock(host_lock_path, share_host, f"pid {os.getpid()}: fiolake run {backend}")
         created = tg.ensure_dir(target_dir, create=create_dir)

@@ -163,6 +163,7 @@ class Runner:
             expect_mount=manifest.expect_mount or self.config.expect_mount,
             expect_fs=manifest.expect_fs or self.config.expect_fs,
             gang_size=manifest.gang,
+            sequence=manifest.sequence,
         )
         if manifest.gang is not None:  # N runners run it together: runner.distributed.gang
             return gang.run_member(self, manifest, request)
