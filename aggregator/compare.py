@@ -68,6 +68,7 @@ class CompareRow:
     steady_unknown: int = 0
     outliers: list[str] = field(default_factory=list)  # run ids (from 5 repetitions up)
     flagged: int = 0  # runs flagged as not alone (contention, page cache, cut short)
+    preconditioned: int = 0  # runs a precondition run prepared (`--precondition`)
     notes: list[str] = field(default_factory=list)  # mixed jobs, fio versions, ...
 
 
@@ -301,6 +302,7 @@ def _row(
         None, None, None, None, None, None, None, "",
         min=got.min, max=got.max, steady=got.steady, unsteady=got.unsteady,
         steady_unknown=got.steady_unknown, outliers=got.outliers, flagged=got.flagged,
+        preconditioned=got.preconditioned,
     )  # fmt: skip
     if group == base_name:
         row.verdict, row.n_baseline = BASELINE, got.n

@@ -36,6 +36,7 @@ def plan_campaign(
     expect_fs: str | None = None,
     gangs: Sequence[int] = (),
     gang_timeout_s: int | None = None,
+    precondition: tuple[str, str] | None = None,
 ) -> list[Manifest]:
     """One manifest per (job file, backend, repetition) — per gang size too when `gangs`
     is given (each a job N runners of the backend run together) — in a stable order.
@@ -69,6 +70,7 @@ def plan_campaign(
             gang=gang,
             gang_timeout_s=gang_timeout_s,
             sequence=sequence,
+            precondition=precondition,
         )
         for sequence, (profile, text, backend, gang, rep) in enumerate(plan)
     ]
@@ -322,6 +324,11 @@ def plan_rerun(
                 gang=old.gang,
                 gang_timeout_s=old.gang_timeout_s,
                 sequence=old.sequence,
+                precondition=(
+                    (old.precondition_profile or "precondition", old.precondition)
+                    if old.precondition is not None
+                    else None
+                ),
             )
         )
     return out

@@ -44,7 +44,13 @@ _STR_FIELDS = (
 )
 _OPTIONAL_INT_FIELDS = ("runtime_s", "size_bytes")
 # Fields a payload may leave out (then None); each is a string when present.
-_OPTIONAL_STR_FIELDS = ("rerun_of", "expect_mount", "expect_fs")
+_OPTIONAL_STR_FIELDS = (
+    "rerun_of",
+    "expect_mount",
+    "expect_fs",
+    "precondition",
+    "precondition_profile",
+)
 # ... and those that are a positive integer when present (gang jobs, `publish --gang`).
 _OPTIONAL_GANG_FIELDS = ("gang", "gang_timeout_s")
 # ... and those that are a non-negative integer when present.
@@ -106,6 +112,10 @@ class Manifest:
     # Position of the job in its campaign's plan (`campaigns.plan_campaign`: repetitions
     # interleaved), recorded as runs.sequence; absent from manifests published before it.
     sequence: int | None = None
+    # A job to run on the same files first (`publish --precondition`, runner.precondition):
+    # its text (checked by the runner's policy like job_file) and its profile name.
+    precondition: str | None = None
+    precondition_profile: str | None = None
 
     def payload(self) -> bytes:
         """Canonical JSON (sorted keys, no whitespace, UTF-8): the bytes that get signed."""
@@ -147,6 +157,7 @@ def new_manifest(
     gang: int | None = None,
     gang_timeout_s: int | None = None,
     sequence: int | None = None,
+    precondition: tuple[str, str] | None = None,
 ) -> Manifest:
     """Build the manifest of one job; its id is `<campaign>-<profile>-<backend>-r<rep>`
     (with `-g<N>` for a gang of N, so gang sizes of one campaign do not collide)."""
@@ -179,6 +190,8 @@ def new_manifest(
         gang=gang,
         gang_timeout_s=gang_timeout_s if gang is not None else None,
         sequence=sequence,
+        precondition=precondition[1] if precondition else None,
+        precondition_profile=precondition[0] if precondition else None,
     )
 
 

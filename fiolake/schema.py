@@ -25,6 +25,10 @@ RUNS = pa.schema(
         # position in the campaign's planned order: `run`/`publish` interleave repetitions
         # (rep 0 of every job file and backend, then rep 1 …); null before this column
         ("sequence", pa.int32()),
+        # 'measure', or 'precondition': a run that prepared the measured runs' files
+        # (`--precondition`); compare and the gate read only 'measure' (null = measure)
+        ("role", pa.string()),
+        ("preconditioned_by", pa.string()),  # run_id of the precondition run before this one
         ("backend", pa.string()),  # user's name for the storage under test
         ("runner", pa.string()),  # runner id (host:pid or --runner-id)
         ("host", pa.string()),

@@ -64,6 +64,7 @@ class RunRequest:
     expect_fs: str | None = None  # the target must be on this file-system type
     gang_size: int | None = None  # hosts running this job together (part of its hash)
     sequence: int | None = None  # position in the campaign's interleaved plan
+    role: str = "measure"  # or 'precondition' (runner.precondition): never compared
 
 
 @dataclass(frozen=True)
@@ -100,9 +101,20 @@ class RunOutcome:
     fio_run: FioRun | None = None
 
 
-def prepare(request: RunRequest, fio: str = "fio") -> PreparedJob:
-    """Check the job file (policy, then `fio --parse-only`); raises PolicyError."""
+def prepare(
+    request: RunRequest,
+    fio: str = "fio",
+    *,
+    reshape: Callable[[policy.JobFile], policy.JobFile] | None = None,
+) -> PreparedJob:
+    """Check the job file (policy, then `fio --parse-only`); raises PolicyError.
+
+    `reshape` rewrites the checked job before the overrides and the canonical file, which
+    check every option again (runner.precondition puts a job on another job's files).
+    """
     job = policy.check_job_file(request.job_file_text, request.caps)
+    if reshape is not None:
+        job = reshape(job)
     capped = frozenset(
         s.name for s in job.jobs if request.runtime_s is None and not _runtime_s(s.options)
     )
@@ -149,6 +161,7 @@ def _base_run_row(request: RunRequest, run_id: str) -> dict[str, object]:
         "campaign_id": request.campaign_id,
         "repetition": request.repetition,
         "sequence": request.sequence,
+        "role": request.role,
         "backend": request.backend,
         "runner": request.runner,
         "profile": request.profile,
@@ -171,9 +184,24 @@ def rejected_outcome(request: RunRequest, reason: str) -> RunOutcome:
     return _outcome_without_fio(request, new_run_id(), "rejected", reason)
 
 
+def stopped_outcome(request: RunRequest, reason: str) -> RunOutcome:
+    """A run stopped before fio started (while it waited for the host lock)."""
+    return _outcome_without_fio(request, new_run_id(), "interrupted", reason)
+
+
 def failed_outcome(request: RunRequest, reason: str) -> RunOutcome:
     """A run that failed before fio started (e.g. a gang whose runners never all came)."""
     return _outcome_without_fio(request, new_run_id(), "failed", reason)
+
+
+def set_run_columns(outcome: RunOutcome, columns: Mapping[str, object]) -> None:
+    """Set columns of the attempt's `runs` row once it ran (gang members, preconditioning)."""
+    runs = outcome.tables["runs"]
+    for name, value in columns.items():
+        column = schema.RUNS.field(name)
+        index = runs.schema.get_field_index(name)
+        runs = runs.set_column(index, column, pa.array([value] * runs.num_rows, column.type))
+    outcome.tables["runs"] = runs
 
 
 def _outcome_without_fio(request: RunRequest, run_id: str, status: str, reason: str) -> RunOutcome:
@@ -200,6 +228,7 @@ def execute(
     before_start: Callable[[], None] | None = None,
     host_lock: HostLock | None = None,
     on_lock_wait: Callable[[str], None] | None = None,
+    data_dir: Path | None = None,
 ) -> RunOutcome:
     """Run fio once and turn its output into lake tables; failures become status='failed'.
 
@@ -211,26 +240,18 @@ def execute(
     run (--version) and turning fio's output into tables, too, would otherwise land in
     another runner's measurement. The wait is recorded in runs.host_lock_wait_ms;
     `should_stop` ends it (status 'interrupted', no fio). Without a lock the run is
-    flagged shared-host.
+    flagged shared-host. fio's files go in a fresh subdirectory of the target, removed
+    afterwards, or in `data_dir` (kept: a precondition run leaves them to the measured run).
     """
+    args = (prepared, workdir, fio, on_progress, should_stop, grace_s, before_start, data_dir)
     if host_lock is None:
-        return _execute(prepared, workdir, fio, on_progress, should_stop, grace_s, before_start)
+        return _execute(*args)
     waited = host_lock.acquire(should_stop, on_wait=on_lock_wait)
     if waited is None:
         why = f"stopped while waiting for the host lock {host_lock.path}"
-        return _outcome_without_fio(prepared.request, new_run_id(), "interrupted", why)
+        return stopped_outcome(prepared.request, why)
     try:
-        return _execute(
-            prepared,
-            workdir,
-            fio,
-            on_progress,
-            should_stop,
-            grace_s,
-            before_start,
-            host_lock,
-            waited,
-        )
+        return _execute(*args, host_lock, waited)
     finally:
         host_lock.release()
 
@@ -243,6 +264,7 @@ def _execute(
     should_stop: Callable[[], bool | str | None] | None,
     grace_s: float,
     before_start: Callable[[], None] | None,
+    shared_dir: Path | None,
     host_lock: HostLock | None = None,
     waited_ms: float | None = None,
 ) -> RunOutcome:
@@ -258,10 +280,10 @@ def _execute(
     env_cols["host_lock_wait_ms"] = waited_ms
     outdir = Path(tempfile.mkdtemp(prefix=f"fiolake-{run_id}-", dir=workdir))
     # fio's data files go in a per-run subdirectory we remove afterwards.
-    data_dir = Path(request.target_dir) / f".fiolake-{run_id}"
+    data_dir = shared_dir or Path(request.target_dir) / f".fiolake-{run_id}"
     try:
         try:
-            data_dir.mkdir(parents=True)
+            data_dir.mkdir(parents=True, exist_ok=shared_dir is not None)
         except OSError as exc:
             reason = f"cannot create fio's directory in {request.target_dir}: {exc}"
             return _outcome_without_fio(request, run_id, "failed", reason)
@@ -295,7 +317,8 @@ def _execute(
         flags += alone.flags() + (["page-cache"] if checked.page_cache_bytes else [])
         return _collect(prepared, run_id, env_cols, canonical, fio_run, outdir, flags)
     finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
+        if shared_dir is None:
+            shutil.rmtree(data_dir, ignore_errors=True)
         shutil.rmtree(outdir, ignore_errors=True)
 
 

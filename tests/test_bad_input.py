@@ -290,6 +290,34 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
     (["env-diff", "--lake", "{lake}", "--run", "r-a", "--run", "r-b"], {}, 1, "Error: "),
     (["lake", "check", "--lake", "{tmp}/no-lake"], {}, 1, "Error: "),
     (["lake", "frobnicate"], {}, 2, "Error: No such command 'frobnicate'."),
+    # -- run / publish --precondition
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--precondition", "nope"],
+        {},
+        2,
+        "Error: no job file or profile named 'nope' — give a path to a .fio file or one of "
+        "the shipped profiles: ",
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--precondition", "{job}/exec.fio"],
+        {},
+        1,
+        "Error: job file refused:\n  exec (--precondition): [a] exec_prerun",
+    ),
+    (
+        ["publish", "random-reads", "--backend", "x", "--gang", "2", "--precondition", "x"],
+        {},
+        2,
+        "Error: --precondition does not work with --gang — precondition the gang's storage "
+        "with a solo campaign first",
+    ),
+    (
+        ["publish", "--rerun", "c-1", "--precondition", "precondition-fill"],
+        {},
+        2,
+        "Error: --rerun takes no job files, --backend, --campaign, --expect-*, --gang or "
+        "--precondition — it re-publishes the selected jobs of that campaign as they were",
+    ),
     # -- publish
     (
         ["publish", "random-reads", "--backend", "x", "--campaign", "bad id"],

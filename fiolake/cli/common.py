@@ -240,3 +240,20 @@ def host_lock(path: Path, share_host: bool, holder: str, *, shared: bool = False
     lock = HostLock(path, shared=shared, holder=holder)
     lock.check()
     return lock
+
+
+def precondition_option(fn: Any) -> Any:
+    """`--precondition JOBFILE_OR_PROFILE` (fiolake.runner.precondition)."""
+    return click.option(
+        "--precondition",
+        metavar="JOBFILE_OR_PROFILE",
+        help="Before each measured run, run this job (e.g. the shipped precondition-fill) "
+        "on the same files, checked by the same policy. It is stored as a run with "
+        "role 'precondition' that the measured run names in preconditioned_by; compare "
+        "and the gate never use it.",
+    )(fn)
+
+
+def resolve_precondition(name: str | None) -> tuple[str, str] | None:
+    """(profile, text) of `--precondition`, or None."""
+    return resolve_job_files((name,))[0] if name else None

@@ -21,7 +21,9 @@ from fiolake.cli.common import (
     host_lock,
     host_lock_options,
     parse_labels,
+    precondition_option,
     resolve_job_files,
+    resolve_precondition,
     target_options,
 )
 from fiolake.commits import RERUNNABLE
@@ -95,6 +97,7 @@ from fiolake.errors import FiolakeError, PolicyError
     show_default=True,
     help="With --gang: the job fails ('only K of N runners') if they do not all show up.",
 )
+@precondition_option
 @lake_option
 @caps_options
 def publish(
@@ -112,6 +115,7 @@ def publish(
     gangs: tuple[int, ...],
     gang_timeout: float,
     lake: str,
+    precondition: str | None,
 ) -> None:
     """Publish one signed manifest per (job file, backend, repetition); print the campaign id.
 
@@ -127,10 +131,10 @@ def publish(
       fiolake publish nfs-seq-write.fio --backend nfs --gang 4
     """
     if rerun is not None:
-        if job_files or backends or campaign or expect_mount or expect_fs or gangs:
+        if job_files or backends or campaign or expect_mount or expect_fs or gangs or precondition:
             raise click.UsageError(
-                "--rerun takes no job files, --backend, --campaign, --expect-* or --gang — it "
-                "re-publishes the selected jobs of that campaign as they were"
+                "--rerun takes no job files, --backend, --campaign, --expect-*, --gang or "
+                "--precondition — it re-publishes the selected jobs of that campaign as they were"
             )
         _publish_rerun(rerun, rerun_states or RERUNNABLE, expires, lake)
         return
@@ -138,14 +142,21 @@ def publish(
         raise click.UsageError("--status selects jobs for --rerun — add --rerun CAMPAIGN")
     if not backends:
         raise click.UsageError("Missing option '--backend' (or --rerun CAMPAIGN).")
+    if precondition and gangs:
+        raise click.UsageError(
+            "--precondition does not work with --gang — precondition the gang's storage "
+            "with a solo campaign first"
+        )
     from fiolake.campaigns import plan_campaign, publish_manifests, store_bucket
     from fiolake.config import Settings
     from fiolake.manifest import new_campaign_id
     from fiolake.runner import execute as ex
+    from fiolake.runner import precondition as pc
 
     try:
         caps = current_caps()
         files = resolve_job_files(job_files)
+        fill = resolve_precondition(precondition)
         problems: list[str] = []
         for profile, text in files:
             request = ex.RunRequest(
@@ -160,7 +171,13 @@ def publish(
                 caps=caps,
             )
             try:
-                ex.prepare(request)
+                measured = ex.prepare(request)
+                if fill is not None:
+                    try:
+                        pc.prepare(measured, fill[1], fill[0])
+                    except PolicyError as exc:
+                        where = f"{fill[0]} (--precondition of {profile})"
+                        problems += [f"{where}: {v}" for v in exc.violations]
             except PolicyError as exc:
                 problems += [f"{profile}: {v}" for v in exc.violations]
         if problems:
@@ -182,6 +199,7 @@ def publish(
             expect_fs=expect_fs,
             gangs=sorted(set(gangs)),
             gang_timeout_s=max(1, round(gang_timeout)),
+            precondition=fill,
         )
         publish_manifests(store, manifests, signer)
     except FiolakeError as exc:

@@ -22,7 +22,9 @@ from fiolake.cli.common import (
     host_lock,
     host_lock_options,
     parse_labels,
+    precondition_option,
     resolve_job_files,
+    resolve_precondition,
     target_options,
 )
 from fiolake.cli.output import emit, render
@@ -112,6 +114,7 @@ def _summary_output(profile: str, run_id: str, status: str, rows: list[dict[str,
     default=None,
     help="Live progress on stderr [default: only when stderr is a terminal].",
 )
+@precondition_option
 @host_lock_options
 @caps_options
 @format_option()
@@ -132,6 +135,7 @@ def run(
     expect_fs: str | None,
     host_lock_path: Path,
     share_host: bool,
+    precondition: str | None,
 ) -> None:
     """Run fio job files against --dir and store results in the lake.
 
@@ -163,6 +167,7 @@ def run(
     from fiolake.config import Settings
     from fiolake.manifest import new_campaign_id
     from fiolake.runner import execute as ex
+    from fiolake.runner import precondition as pc
     from fiolake.runner.host import target as tg
     from fiolake.runner.lake_writer import commit_outcome, upload_outcome
     from fiolake.runner.report.summary import job_summaries
@@ -174,6 +179,8 @@ def run(
         campaign_id = campaign or new_campaign_id()
         store = Settings.from_env(lake=lake).store()
         prepared = []
+        fills: list[Any] = []  # the precondition job of each prepared run, or None
+        fill = resolve_precondition(precondition)
         files = resolve_job_files(job_files)
         # Interleaved: every job file once, then again (job1 rep0, job2 rep0, job1 rep1 …),
         # so a drift over the session is spread over them; runs.sequence keeps the order.
@@ -199,6 +206,15 @@ def run(
                 prepared.append(ex.prepare(request))
             except PolicyError as exc:
                 raise PolicyError([f"{profile}: {v}" for v in exc.violations]) from None
+            if fill is None:
+                fills.append(None)
+                continue
+            try:
+                fills.append(pc.prepare(prepared[-1], fill[1], fill[0]))
+            except PolicyError as exc:
+                raise PolicyError(
+                    [f"{fill[0]} (--precondition): {v}" for v in exc.violations]
+                ) from None
         # Everything about the target is checked before anything is created or run.
         lock = host_lock(host_lock_path, share_host, f"pid {os.getpid()}: fiolake run {backend}")
         created = tg.ensure_dir(target_dir, create=create_dir)
@@ -214,17 +230,23 @@ def run(
         failed = done = 0
         # SIGTERM/SIGINT stop fio and end the loop; the stopped run is still recorded.
         with RunStop() as stop:
-            for p in prepared:
+            for p, fill_job in zip(prepared, fills, strict=True):
                 if stop.signum:
                     break
                 name = p.request.profile
-                outcome = ex.execute(
-                    p,
-                    on_progress=_progress_printer(name) if show else None,
-                    should_stop=stop.reason,
-                    host_lock=lock,
-                    on_lock_wait=_lock_waiter(name),
-                )
+                run_options: dict[str, Any] = {
+                    "on_progress": _progress_printer(name) if show else None,
+                    "should_stop": stop.reason,
+                    "host_lock": lock,
+                    "on_lock_wait": _lock_waiter(name),
+                }
+                before = None
+                if fill_job is None:
+                    outcome = ex.execute(p, **run_options)
+                else:
+                    outcome, before = pc.execute(p, fill_job, **run_options)
+                    if before is not None:
+                        upload_outcome(store, before)
                 upload_outcome(store, outcome)
                 commit_outcome(
                     store,
@@ -232,6 +254,7 @@ def run(
                     job_id=p.request.job_id,
                     campaign_id=campaign_id,
                     runner=p.request.runner,
+                    with_runs=(before.run_id,) if before else (),
                 )
                 done += 1
                 rows = job_summaries(outcome.tables["results"].to_pylist())

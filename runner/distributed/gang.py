@@ -12,9 +12,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-import pyarrow as pa
-
-from fiolake import gangs, layout, schema
+from fiolake import gangs, layout
 from fiolake.commits import REASON_CHARS, Commit, new_commit
 from fiolake.errors import NotFound, PolicyError, StoreError
 from fiolake.manifest import Manifest
@@ -146,15 +144,6 @@ def _sleep_until(local_instant: float) -> None:
         time.sleep(left if left < 0.005 else left - 0.002)
 
 
-def _with_gang_columns(outcome: ex.RunOutcome, columns: dict[str, object]) -> None:
-    runs = outcome.tables["runs"]
-    for name, value in columns.items():
-        field = schema.RUNS.field(name)
-        index = runs.schema.get_field_index(name)
-        runs = runs.set_column(index, field, pa.array([value] * runs.num_rows, field.type))
-    outcome.tables["runs"] = runs
-
-
 def run_member(runner: Runner, manifest: Manifest, request: ex.RunRequest) -> str | None:
     """Take part in gang job `manifest`; the gang's status when this runner committed
     it, else None (not ours: gang full, attempt failed, or another member committed)."""
@@ -226,7 +215,7 @@ def _take_part(
     if member.failed.is_set():
         raise GangFailed(gangs.failure(store, job_id, member.attempt) or "attempt failed")
     started = clock.to_store(started_local)
-    _with_gang_columns(
+    ex.set_run_columns(
         outcome,
         {
             "gang_size": member.size,

@@ -13,6 +13,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fiolake import layout
 from fiolake.commits import REASON_CHARS, new_commit
@@ -26,6 +27,7 @@ from fiolake.errors import (
 from fiolake.lease import claim_lease, release_lease, resume_lease, still_ours
 from fiolake.manifest import Manifest, verify_envelope
 from fiolake.runner import execute as ex
+from fiolake.runner import precondition
 from fiolake.runner.distributed import gang
 from fiolake.runner.distributed.discovery import OpenJobs
 from fiolake.runner.distributed.fleet import FleetStatus
@@ -185,8 +187,10 @@ class Runner:
         heartbeat = Heartbeat(self.store, lease)
         heartbeat.start()
         try:
+            before = None  # the precondition run (`publish --precondition`), if any
             try:
                 prepared = ex.prepare(request, fio=self.config.fio)
+                fill = self._precondition(manifest, prepared)
             except PolicyError as exc:
                 # One line: the reason also goes into the commit marker and `status`.
                 why = "; ".join(exc.violations)
@@ -194,14 +198,17 @@ class Runner:
             else:
                 # Waiting for the host lock keeps the lease (the heartbeat renews it) and
                 # uses no repetition: the job runs once the other fio is done.
-                outcome = ex.execute(
-                    prepared,
-                    fio=self.config.fio,
-                    should_stop=heartbeat.lost.is_set,
-                    grace_s=self.config.grace_s,
-                    host_lock=self.host_lock(),
-                    on_lock_wait=lambda holder: self._lock_wait(job_id, holder),
-                )
+                run_options: dict[str, Any] = {
+                    "fio": self.config.fio,
+                    "should_stop": heartbeat.lost.is_set,
+                    "grace_s": self.config.grace_s,
+                    "host_lock": self.host_lock(),
+                    "on_lock_wait": lambda holder: self._lock_wait(job_id, holder),
+                }
+                if fill is None:
+                    outcome = ex.execute(prepared, **run_options)
+                else:
+                    outcome, before = precondition.execute(prepared, fill, **run_options)
             if heartbeat.lost.is_set():
                 watchdog = outcome.fio_run.watchdog if outcome.fio_run else None
                 log.warning(
@@ -212,7 +219,7 @@ class Runner:
                 )
                 self.stats.lost += 1
                 return None
-            entry = self._spool(request, outcome)
+            entry = self._spool(request, outcome, before)
             self._upload(entry)
             # Stop renewing first: checking while the heartbeat may still swap the nonce
             # could mistake our own renewal for a takeover.
@@ -293,7 +300,19 @@ class Runner:
         self._upload(entry)
         return self._commit(entry)
 
-    def _spool(self, request: ex.RunRequest, outcome: ex.RunOutcome) -> SpoolEntry:
+    def _precondition(self, manifest: Manifest, prepared: ex.PreparedJob) -> ex.PreparedJob | None:
+        """The manifest's precondition job on `prepared`'s files, or None (PolicyError)."""
+        if manifest.precondition is None:
+            return None
+        profile = manifest.precondition_profile or precondition.ROLE
+        try:
+            return precondition.prepare(prepared, manifest.precondition, profile, self.config.fio)
+        except PolicyError as exc:
+            raise PolicyError([f"{profile} (precondition): {v}" for v in exc.violations]) from None
+
+    def _spool(
+        self, request: ex.RunRequest, outcome: ex.RunOutcome, before: ex.RunOutcome | None = None
+    ) -> SpoolEntry:
         meta = {
             "job_id": request.job_id,
             "campaign_id": request.campaign_id,
@@ -301,7 +320,11 @@ class Runner:
             "status": outcome.status,
             "reason": (outcome.error or "")[:REASON_CHARS],
         }
-        return self.spool.add(outcome.run_id, outcome_objects(outcome), meta)
+        objects = outcome_objects(outcome)
+        if before is not None:  # one attempt, two runs: one commit names both
+            objects |= outcome_objects(before)
+            meta["members"] = f"{outcome.run_id} {before.run_id}"
+        return self.spool.add(outcome.run_id, objects, meta)
 
     def _upload(self, entry: SpoolEntry) -> None:
         for key, data in entry.objects():
@@ -316,6 +339,7 @@ class Runner:
             meta["runner"],
             meta["status"],
             meta.get("reason", ""),  # spooled by an older runner: no reason
+            tuple(meta.get("members", "").split()),
         )
         won = commit_marker(self.store, commit, deadline_s=self.config.upload_deadline_s)
         self.spool.remove(entry)

@@ -79,7 +79,8 @@ def _does_io(pid: int) -> bool:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except OSError:
         return False  # gone already
-    return not any(arg in _NO_IO_ARGS for arg in argv)
+    # A zombie (exited, not yet reaped) has an empty command line and does no I/O.
+    return bool(argv[0]) and not any(arg in _NO_IO_ARGS for arg in argv)
 
 
 def other_fio_pids(ours: int | None = None) -> set[int]:

@@ -42,6 +42,7 @@ class HostLock:
         self.shared = shared
         self.holder = holder  # written into the file while held: who a waiter waits for
         self._fd: int | None = None
+        self._depth = 0  # acquire() while held nests (a precondition run, then the measured)
 
     def check(self) -> None:
         """Create the lock's directory and file if missing; UsageProblem if impossible."""
@@ -77,7 +78,11 @@ class HostLock:
         check_s: float = 0.2,
     ) -> float | None:
         """Take the lock; the milliseconds waited, or None when `should_stop` returned a
-        true value first (the lock is then not held)."""
+        true value first (the lock is then not held). Taking it again while held nests:
+        0 ms, and only the outermost `release()` lets go."""
+        if self._fd is not None:
+            self._depth += 1
+            return 0.0
         fd = self._open()
         op = fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX
         t0 = time.monotonic()
@@ -88,7 +93,7 @@ class HostLock:
                 on_wait(self.held_by())
             if not self._wait(fd, op, should_stop, check_s):
                 return None
-        self._fd = fd
+        self._fd, self._depth = fd, 1
         if not self.shared and self.holder:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{self.holder}\n".encode(), 0)
@@ -125,7 +130,8 @@ class HostLock:
 
     def release(self) -> None:
         """Let the next fio on this host start (closing the descriptor drops the flock)."""
-        if self._fd is not None:
+        self._depth -= 1
+        if self._fd is not None and self._depth <= 0:
             fd, self._fd = self._fd, None
             if not self.shared:
                 os.ftruncate(fd, 0)

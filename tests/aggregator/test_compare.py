@@ -336,7 +336,7 @@ def test_cli_table_csv_json(tmp_path: Path) -> None:
     lines = res.stdout.splitlines()
     assert lines[0].split() == [
         "backend", "profile", "job", "dir", "metric", "n", "geomean", "spread", "vs", "a", "[95%",
-        "CI]", "p", "adj", "verdict", "steady",
+        "CI]", "p", "adj", "verdict", "steady", "precond",
     ]  # fmt: skip
     b_iops = next(line for line in lines if line.startswith("b ") and " iops " in line)
     assert "0.8× (20 % lower) [0.7" in b_iops and "▼ worse" in b_iops

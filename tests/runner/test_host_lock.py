@@ -3,7 +3,6 @@ go at once, `--share-host` opts out and says so on every run."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -14,12 +13,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from fiolake.cli import cli
 from fiolake.runner.host.contention import other_fio_pids
 from fiolake.runner.host.lock import HostLock
-from tests.runner.conftest import LakeEnv, wait_for
+from tests.runner.conftest import LakeEnv, sql, wait_for
 
 SHORT = """\
 ; a short real workload
@@ -31,12 +28,6 @@ size=4M
 runtime=1
 time_based=1
 """
-
-
-def sql(lake: Path, query: str) -> list[dict]:
-    result = CliRunner().invoke(cli, ["sql", query, "--lake", str(lake), "--format", "json"])
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
 
 
 def overlaps(runs: list[dict]) -> list[tuple[str, str]]:
@@ -90,6 +81,7 @@ def test_kill_9_of_the_holder_frees_the_lock_once_its_fio_is_gone(tmp_path: Path
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    fio = None
     try:
         fio = wait_for(lambda: _fio_child_of(holder.pid), 30, "the holder's fio")
         assert f"pid {holder.pid}:" in lock.read_text()
@@ -109,6 +101,9 @@ def test_kill_9_of_the_holder_frees_the_lock_once_its_fio_is_gone(tmp_path: Path
     finally:
         if holder.poll() is None:
             holder.kill()
+        if fio is not None and not _gone(fio):  # never leave a stopped fio behind
+            os.kill(fio, signal.SIGCONT)
+            os.kill(fio, signal.SIGKILL)
     assert waited is not None, "the lock was still held 20 s after its holder was killed"
     assert taken_s < 5, f"took {taken_s:.1f} s"
     wait_for(lambda: _gone(fio), 5, "the orphaned fio to exit")
