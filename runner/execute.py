@@ -11,10 +11,8 @@ import io
 import shutil
 import tarfile
 import tempfile
-import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -22,11 +20,22 @@ import pyarrow as pa
 from fiolake import schema
 from fiolake.errors import FioError, FiolakeError
 from fiolake.jobhash import effective_job_sha256
-from fiolake.manifest import job_file_sha256
 from fiolake.runner.fio.binary import find_fio
 from fiolake.runner.fio.process import FioRun, Progress, deadline_for, run_fio
 from fiolake.runner.host import contention, sysinfo, target
 from fiolake.runner.host.lock import SHARED_FLAG, HostLock
+from fiolake.runner.outcome import (
+    RunOutcome,
+    RunRequest,
+    base_run_row,
+    empty_tables,
+    failed_outcome,
+    new_run_id,
+    outcome_without_fio,
+    rejected_outcome,
+    set_run_columns,
+    stopped_outcome,
+)
 from fiolake.runner.policy import check as policy
 from fiolake.runner.report import extras as fio_extras
 from fiolake.runner.report import logs as fio_logs
@@ -35,36 +44,22 @@ from fiolake.runner.report.steady import with_steady_state
 from fiolake.units import seconds_or_none
 
 LOG_PREFIX = "fio"
-
-
-def new_run_id(now: datetime | None = None) -> str:
-    """A sortable, key-safe id for one run attempt."""
-    now = now or datetime.now(UTC)
-    return f"r-{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:10]}"
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    """What to run, where, and the identity it is recorded under."""
-
-    job_file_text: str
-    profile: str
-    backend: str
-    target_dir: Path
-    job_id: str
-    campaign_id: str
-    repetition: int = 0
-    runtime_s: int | None = None
-    size_bytes: int | None = None
-    runner: str = "local"
-    labels: Mapping[str, str] = field(default_factory=dict)
-    signer_keyid: str | None = None
-    caps: policy.Caps = field(default_factory=policy.Caps)
-    expect_mount: str | None = None  # the target must be this mount point
-    expect_fs: str | None = None  # the target must be on this file-system type
-    gang_size: int | None = None  # hosts running this job together (part of its hash)
-    sequence: int | None = None  # position in the campaign's interleaved plan
-    role: str = "measure"  # or 'precondition' (runner.precondition): never compared
+# The record of an attempt lives in runner.outcome; callers keep using these names here.
+__all__ = [
+    "LOG_PREFIX",
+    "PreparedJob",
+    "Preflight",
+    "RunOutcome",
+    "RunRequest",
+    "execute",
+    "failed_outcome",
+    "new_run_id",
+    "preflight",
+    "prepare",
+    "rejected_outcome",
+    "set_run_columns",
+    "stopped_outcome",
+]
 
 
 @dataclass(frozen=True)
@@ -86,19 +81,6 @@ class Preflight:
     layout_bytes: int
     page_cache_bytes: int | None  # buffered files that fit in free memory (measures RAM)
     warnings: list[str]
-
-
-@dataclass
-class RunOutcome:
-    """Everything one attempt produced: its rows of the lake tables and fio's raw output."""
-
-    run_id: str
-    status: str  # ok | failed | rejected | interrupted
-    error: str | None
-    started_at: datetime
-    tables: dict[str, pa.Table]
-    raw: dict[str, bytes]
-    fio_run: FioRun | None = None
 
 
 def prepare(
@@ -152,69 +134,6 @@ def _parse_only(canonical_text: str, fio: str) -> None:
     # refusal raises (exceptions are not cached), so only passes are remembered.
     with tempfile.TemporaryDirectory(prefix="fiolake-parse-") as tmp:
         policy.fio_parse_only(canonical_text, Path(tmp), fio=fio)
-
-
-def _base_run_row(request: RunRequest, run_id: str) -> dict[str, object]:
-    return {
-        "run_id": run_id,
-        "job_id": request.job_id,
-        "campaign_id": request.campaign_id,
-        "repetition": request.repetition,
-        "sequence": request.sequence,
-        "role": request.role,
-        "backend": request.backend,
-        "runner": request.runner,
-        "profile": request.profile,
-        "job_file_sha256": job_file_sha256(request.job_file_text),
-        "labels": dict(request.labels),
-        "runtime_s": request.runtime_s,
-        "size_bytes": request.size_bytes,
-        "signer_keyid": request.signer_keyid,
-    }
-
-
-def _empty_tables(runs_row: dict[str, object]) -> dict[str, pa.Table]:
-    tables = {name: schema.to_table(name, []) for name in schema.SCHEMAS}
-    tables["runs"] = schema.to_table("runs", [runs_row])
-    return tables
-
-
-def rejected_outcome(request: RunRequest, reason: str) -> RunOutcome:
-    """A run that never reached fio because its manifest or job file was refused."""
-    return _outcome_without_fio(request, new_run_id(), "rejected", reason)
-
-
-def stopped_outcome(request: RunRequest, reason: str) -> RunOutcome:
-    """A run stopped before fio started (while it waited for the host lock)."""
-    return _outcome_without_fio(request, new_run_id(), "interrupted", reason)
-
-
-def failed_outcome(request: RunRequest, reason: str) -> RunOutcome:
-    """A run that failed before fio started (e.g. a gang whose runners never all came)."""
-    return _outcome_without_fio(request, new_run_id(), "failed", reason)
-
-
-def set_run_columns(outcome: RunOutcome, columns: Mapping[str, object]) -> None:
-    """Set columns of the attempt's `runs` row once it ran (gang members, preconditioning)."""
-    runs = outcome.tables["runs"]
-    for name, value in columns.items():
-        column = schema.RUNS.field(name)
-        index = runs.schema.get_field_index(name)
-        runs = runs.set_column(index, column, pa.array([value] * runs.num_rows, column.type))
-    outcome.tables["runs"] = runs
-
-
-def _outcome_without_fio(request: RunRequest, run_id: str, status: str, reason: str) -> RunOutcome:
-    now = datetime.now(UTC)
-    row = _base_run_row(request, run_id)
-    row.update(
-        status=status,
-        error=reason,
-        started_at=now,
-        finished_at=now,
-        host=sysinfo.host_info().host,
-    )
-    return RunOutcome(run_id, status, reason, now, _empty_tables(row), {})
 
 
 def execute(
@@ -274,7 +193,7 @@ def _execute(
     try:
         checked = preflight(prepared)
     except FiolakeError as exc:
-        return _outcome_without_fio(request, run_id, "failed", str(exc))
+        return outcome_without_fio(request, run_id, "failed", str(exc))
     env_cols = sysinfo.environment_columns(request.target_dir, binary)
     env_cols["page_cache_bytes"] = checked.page_cache_bytes
     env_cols["host_lock_wait_ms"] = waited_ms
@@ -286,7 +205,7 @@ def _execute(
             data_dir.mkdir(parents=True, exist_ok=shared_dir is not None)
         except OSError as exc:
             reason = f"cannot create fio's directory in {request.target_dir}: {exc}"
-            return _outcome_without_fio(request, run_id, "failed", reason)
+            return outcome_without_fio(request, run_id, "failed", reason)
         canonical = policy.canonical_job_file(
             prepared.job, target_dir=data_dir, log_prefix=LOG_PREFIX
         )
@@ -339,7 +258,7 @@ def _collect(
         "stderr.txt": fio_run.stderr.encode(),
         "logs.tar.gz": _archive(fio_logs.log_files(outdir, LOG_PREFIX)),
     }
-    row = _base_run_row(request, run_id)
+    row = base_run_row(request, run_id)
     row.update(env_cols)
     row.update(
         canonical_job_file=canonical,
@@ -350,7 +269,7 @@ def _collect(
         exit_code=fio_run.exit_code,
         watchdog=fio_run.watchdog,
     )
-    tables = _empty_tables(row)
+    tables = empty_tables(row)
     errors: list[str] = []
     try:
         report = fio_output.parse_fio_json(text)
