@@ -23,6 +23,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from fiolake.errors import PolicyError
+from fiolake.manifest import Manifest
 from fiolake.runner import execute as ex
 from fiolake.runner.host.lock import HostLock
 from fiolake.runner.policy.jobfile import JobFile, JobSection
@@ -69,6 +71,20 @@ def prepare(measured: ex.PreparedJob, text: str, profile: str, fio: str = "fio")
         size_bytes=None,
     )
     return ex.prepare(request, fio, reshape=lambda fill: on_files_of(measured.job, fill))
+
+
+def from_manifest(
+    manifest: Manifest, measured: ex.PreparedJob, fio: str = "fio"
+) -> ex.PreparedJob | None:
+    """The manifest's precondition job (`publish --precondition`) on `measured`'s files, or
+    None when it has none; PolicyError names it `<profile> (precondition)`."""
+    if manifest.precondition is None:
+        return None
+    profile = manifest.precondition_profile or ROLE
+    try:
+        return prepare(measured, manifest.precondition, profile, fio)
+    except PolicyError as exc:
+        raise PolicyError([f"{profile} (precondition): {v}" for v in exc.violations]) from None
 
 
 def execute(

@@ -190,7 +190,7 @@ class Runner:
             before = None  # the precondition run (`publish --precondition`), if any
             try:
                 prepared = ex.prepare(request, fio=self.config.fio)
-                fill = self._precondition(manifest, prepared)
+                fill = precondition.from_manifest(manifest, prepared, self.config.fio)
             except PolicyError as exc:
                 # One line: the reason also goes into the commit marker and `status`.
                 why = "; ".join(exc.violations)
@@ -299,16 +299,6 @@ class Runner:
         entry = self._spool(request, ex.rejected_outcome(request, reason))
         self._upload(entry)
         return self._commit(entry)
-
-    def _precondition(self, manifest: Manifest, prepared: ex.PreparedJob) -> ex.PreparedJob | None:
-        """The manifest's precondition job on `prepared`'s files, or None (PolicyError)."""
-        if manifest.precondition is None:
-            return None
-        profile = manifest.precondition_profile or precondition.ROLE
-        try:
-            return precondition.prepare(prepared, manifest.precondition, profile, self.config.fio)
-        except PolicyError as exc:
-            raise PolicyError([f"{profile} (precondition): {v}" for v in exc.violations]) from None
 
     def _spool(
         self, request: ex.RunRequest, outcome: ex.RunOutcome, before: ex.RunOutcome | None = None

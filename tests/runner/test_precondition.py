@@ -117,3 +117,32 @@ def test_published_precondition_runs_first_on_the_runner(local_lake: LakeEnv) ->
     assert set(by_role) == {"precondition", "measure"}, local_lake.runner_log("r1")
     assert by_role["measure"]["preconditioned_by"] == by_role["precondition"]["run_id"]
     assert {r["status"] for r in runs} == {"ok"}
+
+
+def test_a_runner_rejects_a_manifest_whose_precondition_its_policy_refuses(
+    tmp_path: Path,
+) -> None:
+    """`publish` checks the precondition job too, but a runner judges what it is given:
+    a precondition its policy refuses rejects the job, naming it, and runs no fio."""
+    from datetime import timedelta
+
+    from fiolake.campaigns import campaign_status, plan_campaign, publish_manifests
+    from fiolake.runner.distributed.service import Runner, RunnerConfig
+    from fiolake.signing import Keyring, LocalSigner
+    from fiolake.store import LocalStore
+
+    signer = LocalSigner.generate(tmp_path / "key")
+    store = LocalStore(tmp_path / "lake")
+    manifests = plan_campaign(
+        [("m", MEASURED)], ["b"], campaign_id="c-pre", repeat=1, runtime_s=None,
+        size_bytes=None, bucket="", expires_in=timedelta(hours=1),
+        precondition=("evil", "[x]\nrw=write\nsize=1M\nexec_prerun=true\n"),
+    )  # fmt: skip
+    publish_manifests(store, manifests, signer)
+    ring = Keyring()
+    ring.add(signer.keyid, signer.public_key_bytes(), persist=False)
+    (tmp_path / "t").mkdir()
+    config = RunnerConfig("b", tmp_path / "t", "r1", tmp_path / "spool", once=True)
+    assert Runner(store, ring, config, "").serve().rejected == 1
+    [job] = campaign_status(store, "c-pre")
+    assert job.state == "rejected" and "evil (precondition): [x] exec_prerun" in job.reason
