@@ -69,6 +69,9 @@ class CompareRow:
     steady_unknown: int = 0
     outliers: list[str] = field(default_factory=list)  # run ids (from 5 repetitions up)
     flagged: int = 0  # runs flagged as not alone (contention, page cache, cut short)
+    preconditioned: int = 0  # runs a precondition run prepared (`--precondition`)
+    sd_log: float | None = None  # pooled per-run SD of the logs (for the runs needed)
+    family_tests: int = 1  # tests in this row's family (the α the runs needed are for)
     notes: list[str] = field(default_factory=list)  # mixed jobs, fio versions, ...
 
 
@@ -250,6 +253,7 @@ def compare(
     for row in rows:
         if row.verdict == "":
             row.verdict = _decide(row, row.metric, min_effect)
+        _runs_needed(row, min_effect)
     shown = [
         r for r in rows if r.metric in metrics and _shown(r.group, r.profile, filt, by, base_name)
     ]
@@ -318,6 +322,7 @@ def _row(
         None, None, None, None, None, None, None, "",
         min=got.min, max=got.max, steady=got.steady, unsteady=got.unsteady,
         steady_unknown=got.steady_unknown, outliers=got.outliers, flagged=got.flagged,
+        preconditioned=got.preconditioned,
     )  # fmt: skip
     if group == base_name:
         row.verdict, row.n_baseline = BASELINE, got.n
@@ -341,12 +346,22 @@ def _row(
     )
     row.p_value, row.p_equivalence, row.reps_needed = test.p_value, test.p_tost, test.reps_needed
     if other.log.var is not None and got.log.var is not None and test.ratio > 0:
-        sd = math.sqrt((other.log.var + got.log.var) / 2)
-        row.reps_to_confirm = stats.reps_to_confirm(sd, test.ratio)
-        row.reps_for_equivalence = stats.reps_for_equivalence(sd, test.ratio, min_effect)
+        row.sd_log = math.sqrt((other.log.var + got.log.var) / 2)
     if test.p_value is None:
         row.verdict = TOO_FEW
     return row
+
+
+def _runs_needed(row: CompareRow, min_effect: float) -> None:
+    """Runs per side that would decide the row at its observed ratio, at the α its
+    verdict faces: α / (tests in the family), Bonferroni, the bound of Holm's first step
+    (conservative for BH). At the unadjusted α a row of 3 runs could read `~2 runs per
+    side would confirm` and still be inconclusive after adjustment."""
+    if row.sd_log is None or not row.ratio:
+        return
+    alpha = stats.ALPHA / max(1, row.family_tests)
+    row.reps_to_confirm = stats.reps_to_confirm(row.sd_log, row.ratio, alpha)
+    row.reps_for_equivalence = stats.reps_for_equivalence(row.sd_log, row.ratio, min_effect, alpha)
 
 
 def _adjust(rows: list[CompareRow], method: str, family: str = "question") -> int:
@@ -365,6 +380,8 @@ def _adjust(rows: list[CompareRow], method: str, family: str = "question") -> in
     for key, members in tests.items():
         families[{"metric": key[5], "profile": key[1]}.get(family, "")].append(members)
     for family_tests in families.values():
+        for row in (row for test in family_tests for row in test):
+            row.family_tests = len(family_tests)
         for attr, out in (("p_value", "p_adjusted"), ("p_equivalence", "p_equivalence_adjusted")):
             firsts = [getattr(m[0], attr) for m in family_tests]
             for test, p in zip(family_tests, stats.adjust(firsts, method), strict=True):

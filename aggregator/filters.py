@@ -24,10 +24,17 @@ class RunFilter:
     status: str | None = "ok"  # only successful runs carry comparable numbers
     campaigns: tuple[str, ...] = ()  # any of these (the gate: new and baseline campaign)
 
-    def where(self, alias: str = "runs") -> tuple[str, list[Any]]:
-        """A SQL condition on `runs` (aliased `alias`) and its bound parameters."""
+    def where(self, alias: str = "runs", *, any_role: bool = False) -> tuple[str, list[Any]]:
+        """A SQL condition on `runs` (aliased `alias`) and its bound parameters.
+
+        Measured runs only: a precondition run (runs.role, runner.precondition) prepared
+        the files and is never compared, gated or trended; NULL (runs written before the
+        column) means measured. `any_role` lists every run (the Runs page, gang views).
+        """
         conds: list[str] = ["true"]
         params: list[Any] = []
+        if not any_role:
+            conds.append(f"coalesce({alias}.role, 'measure') = 'measure'")
         if self.status is not None:
             conds.append(f"{alias}.status = ?")
             params.append(self.status)

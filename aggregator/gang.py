@@ -27,7 +27,7 @@ from fiolake.fio_bins import bin_percentiles
 class RunFilter(Protocol):
     """aggregator.filters.RunFilter (imported by name there would be a cycle via lake)."""
 
-    def where(self, alias: str = "runs") -> tuple[str, list[Any]]: ...
+    def where(self, alias: str = "runs", *, any_role: bool = False) -> tuple[str, list[Any]]: ...
 
 
 # Percentiles of `gang_results` (column -> percentile), fio's usual ones.
@@ -201,7 +201,7 @@ MEMBER_COLUMNS = MemberRow._fields
 
 def has_gangs(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> bool:
     """Whether the runs `filt` selects include gang members."""
-    where, params = filt.where("gang_members")
+    where, params = filt.where("gang_members", any_role=True)
     row = con.execute(f"SELECT count(*) > 0 FROM gang_members WHERE {where}", params).fetchone()
     return row is not None and bool(row[0])
 
@@ -210,7 +210,7 @@ def gang_comparison(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[Gan
     """One row per gang job, by backend, gang size and job;
     `scaling` = first-done bandwidth over that of the smallest gang of the same backend,
     profile, job and direction (2.0 for 2 members that each got what one got alone)."""
-    where, params = filt.where("m")
+    where, params = filt.where("m", any_role=True)
     cols = ", ".join(f"g.{c}" for c in COMPARISON_COLUMNS if c != "scaling")
     query = f"""
         WITH g AS (
@@ -230,7 +230,7 @@ def gang_comparison(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[Gan
 
 def gang_member_rows(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[MemberRow]:
     """One row per member run of the gangs `filt` selects."""
-    where, params = filt.where("m")
+    where, params = filt.where("m", any_role=True)
     query = (
         f"SELECT {', '.join(MEMBER_COLUMNS)} FROM gang_members m WHERE {where} "
         "ORDER BY job_id, gang_attempt, gang_slot"

@@ -16,9 +16,13 @@ LIST_COLUMNS = (
     "backend",
     "profile",
     "repetition",
+    "sequence",
+    "role",  # measure | precondition (runner.precondition)
+    "preconditioned_by",
     "status",
     "error",
     "flags",
+    "host_lock_wait_ms",
     "campaign_id",
     "run_id",
     *(c for c in ENV_COLUMNS if c not in ("fio_path", "job_file_sha256")),
@@ -36,7 +40,7 @@ def list_runs(
         profile=filt.profile,
         since=filt.since,
         status=None,
-    ).where("runs")
+    ).where("runs", any_role=True)
     if statuses:
         where += f" AND status IN ({', '.join('?' * len(statuses))})"
         params += list(statuses)

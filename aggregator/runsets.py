@@ -43,6 +43,7 @@ class GroupStats:
     steady_unknown: int
     flagged: int
     fio_versions: list[str]
+    preconditioned: int = 0  # runs that a precondition run prepared (runs.preconditioned_by)
 
 
 Case = tuple[str, str, str, str | None]  # profile, job_name, direction, effective job
@@ -123,7 +124,8 @@ def summarise(
         ), j AS MATERIALIZED (
             SELECT coalesce({group_expr}, '') AS grp, r.profile, p.job_name, p.direction,
                    coalesce({sha}, '') AS sha, r.run_id, r.fio_version,
-                   coalesce(len(r.flags), 0) > 0 AS flagged, p.steady, {logs}
+                   coalesce(len(r.flags), 0) > 0 AS flagged, p.steady,
+                   r.preconditioned_by IS NOT NULL AS pre, {logs}
             FROM per_run p JOIN runs r USING (run_id)
             WHERE {where} {steady_only}
         ), g AS (
@@ -131,12 +133,13 @@ def summarise(
                    count(*) FILTER (WHERE NOT steady) AS unsteady,
                    count(*) FILTER (WHERE steady IS NULL) AS unknown,
                    count(*) FILTER (WHERE flagged) AS flagged,
-                   list(DISTINCT fio_version) AS fios, {moments}
+                   list(DISTINCT fio_version) AS fios,
+                   count(*) FILTER (WHERE pre) AS pre, {moments}
             FROM j GROUP BY ALL
         ), o AS (
             SELECT {keys}, {odd} FROM j JOIN g USING ({keys}) GROUP BY ALL
         )
-        SELECT {keys}, g.steady, g.unsteady, g.unknown, g.flagged, g.fios, {picked}
+        SELECT {keys}, g.steady, g.unsteady, g.unknown, g.flagged, g.fios, g.pre, {picked}
         FROM g JOIN o USING ({keys})
     """
     cur = lake.cursor()
@@ -146,16 +149,16 @@ def summarise(
         cur.close()
     data: Data = {}
     for row in rows:
-        group, profile, job, direction, sha_value, steady, unsteady, unknown, flagged, fios = row[
-            :10
-        ]
+        group, profile, job, direction, sha_value, steady, unsteady, unknown, flagged, fios, pre = (
+            row[:11]
+        )
         out: dict[str, GroupStats] = {}
         for i, metric in enumerate(metrics):
-            n, mean, var, lo, hi, bad, odd = row[10 + 7 * i : 17 + 7 * i]
+            n, mean, var, lo, hi, bad, odd = row[11 + 7 * i : 18 + 7 * i]
             log = stats.LogSummary(n, mean, var) if n and not bad and mean is not None else None
             out[metric] = GroupStats(
                 n, log, lo, hi, list(odd or []) if n >= stats.OUTLIER_MIN_N else [],
-                steady, unsteady, unknown, flagged, sorted(v for v in fios if v),
+                steady, unsteady, unknown, flagged, sorted(v for v in fios if v), pre,
             )  # fmt: skip
         data[(str(group), (profile, job, direction, sha_value or None))] = out
     return data, texts

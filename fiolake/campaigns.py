@@ -44,9 +44,24 @@ def plan_campaign(
     expect_fs: str | None = None,
     gangs: Sequence[int] = (),
     gang_timeout_s: int | None = None,
+    precondition: tuple[str, str] | None = None,
 ) -> list[Manifest]:
     """One manifest per (job file, backend, repetition) — per gang size too when `gangs`
-    is given (each a job N runners of the backend run together) — in a stable order."""
+    is given (each a job N runners of the backend run together) — in a stable order.
+
+    Repetitions are interleaved: every job file × backend of repetition 0, then of
+    repetition 1, … (ABAB, not AAABBB), and each manifest records its position
+    (`sequence`, then runs.sequence). Runners take open jobs lowest repetition first
+    (runner.distributed.discovery), so a drift over the campaign's hours hits every backend
+    alike instead of posing as a difference between them.
+    """
+    plan = [
+        (profile, text, backend, gang, rep)
+        for rep in range(repeat)
+        for profile, text in job_files
+        for backend in backends
+        for gang in (gangs or (None,))
+    ]
     return [
         new_manifest(
             campaign_id=campaign_id,
@@ -62,11 +77,10 @@ def plan_campaign(
             expect_fs=expect_fs,
             gang=gang,
             gang_timeout_s=gang_timeout_s,
+            sequence=sequence,
+            precondition=precondition,
         )
-        for profile, text in job_files
-        for backend in backends
-        for gang in (gangs or (None,))
-        for rep in range(repeat)
+        for sequence, (profile, text, backend, gang, rep) in enumerate(plan)
     ]
 
 
@@ -322,6 +336,12 @@ def plan_rerun(
                 expect_fs=old.expect_fs,
                 gang=old.gang,
                 gang_timeout_s=old.gang_timeout_s,
+                sequence=old.sequence,
+                precondition=(
+                    (old.precondition_profile or "precondition", old.precondition)
+                    if old.precondition is not None
+                    else None
+                ),
             )
         )
     return out

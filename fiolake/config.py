@@ -50,6 +50,8 @@ ENV_VARS: dict[str, str] = {
     "FIOLAKE_STATE_DIR": "local stack state (default ~/.local/state/fiolake)",
     "FIOLAKE_CACHE_DIR": "where the MinIO binary is built (default ~/.cache/fiolake)",
     "FIOLAKE_POLICY_DIR": "replacement HCL/IAM policies for `stack up` (default: shipped)",
+    "FIOLAKE_HOST_LOCK": "the host-wide fio lock file, as --host-lock (default "
+    "/run/lock/fiolake/host.lock)",
     "FIOLAKE_HISTORY": "runner: append every store operation to this JSON-lines file",
     "FIOLAKE_PAUSE_FILE": "fault tests only: a runner stops itself at the step this file names",
 }

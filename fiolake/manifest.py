@@ -11,6 +11,7 @@ import binascii
 import dataclasses
 import hashlib
 import json
+import re
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,10 +44,18 @@ _STR_FIELDS = (
 )
 _OPTIONAL_INT_FIELDS = ("runtime_s", "size_bytes")
 # Fields a payload may leave out (then None); each is a string when present.
-_OPTIONAL_STR_FIELDS = ("rerun_of", "expect_mount", "expect_fs")
+_OPTIONAL_STR_FIELDS = (
+    "rerun_of",
+    "expect_mount",
+    "expect_fs",
+    "precondition",
+    "precondition_profile",
+)
 # ... and those that are a positive integer when present (gang jobs, `publish --gang`).
 _OPTIONAL_GANG_FIELDS = ("gang", "gang_timeout_s")
-_OPTIONAL_FIELDS = _OPTIONAL_STR_FIELDS + _OPTIONAL_GANG_FIELDS
+# ... and those that are a non-negative integer when present.
+_OPTIONAL_COUNT_FIELDS = ("sequence",)
+_OPTIONAL_FIELDS = _OPTIONAL_STR_FIELDS + _OPTIONAL_GANG_FIELDS + _OPTIONAL_COUNT_FIELDS
 
 
 def _utc_text(t: datetime) -> str:
@@ -100,6 +109,13 @@ class Manifest:
     gang: int | None = None
     # Seconds the gang's runners have to show up before the job ends as failed.
     gang_timeout_s: int | None = None
+    # Position of the job in its campaign's plan (`campaigns.plan_campaign`: repetitions
+    # interleaved), recorded as runs.sequence; absent from manifests published before it.
+    sequence: int | None = None
+    # A job to run on the same files first (`publish --precondition`, runner.precondition):
+    # its text (checked by the runner's policy like job_file) and its profile name.
+    precondition: str | None = None
+    precondition_profile: str | None = None
 
     def payload(self) -> bytes:
         """Canonical JSON (sorted keys, no whitespace, UTF-8): the bytes that get signed."""
@@ -172,6 +188,8 @@ def new_manifest(
     expect_fs: str | None = None,
     gang: int | None = None,
     gang_timeout_s: int | None = None,
+    sequence: int | None = None,
+    precondition: tuple[str, str] | None = None,
 ) -> Manifest:
     """Build the manifest of one job (its id from `new_job_id`)."""
     layout.check_id("campaign id", campaign_id)
@@ -200,7 +218,20 @@ def new_manifest(
         expect_fs=expect_fs,
         gang=gang,
         gang_timeout_s=gang_timeout_s if gang is not None else None,
+        sequence=sequence,
+        precondition=precondition[1] if precondition else None,
+        precondition_profile=precondition[0] if precondition else None,
     )
+
+
+_REPETITION = re.compile(r"-r(\d+)(?:-g\d+)?$")
+
+
+def repetition_of(job_id: str) -> int | None:
+    """The repetition a job id from `new_manifest` names (`...-r<rep>[-g<N>]`), or None:
+    a runner orders open jobs by it without fetching their manifests."""
+    found = _REPETITION.search(job_id)
+    return int(found.group(1)) if found else None
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
@@ -323,6 +354,10 @@ def _manifest_from_payload(payload: bytes) -> Manifest:
         value = doc.get(name, 1)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise _malformed(f"{name} is not a positive integer")
+    for name in _OPTIONAL_COUNT_FIELDS:
+        value = doc.get(name, 0)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise _malformed(f"{name} is not a non-negative integer")
     for name in _STR_FIELDS:
         if not isinstance(doc[name], str):
             raise _malformed(f"{name} is not a string")

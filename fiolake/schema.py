@@ -22,6 +22,13 @@ RUNS = pa.schema(
         ("job_id", pa.string()),  # the job (manifest); several attempts may share it
         ("campaign_id", pa.string()),
         ("repetition", pa.int32()),  # 0-based repetition index within the campaign
+        # position in the campaign's planned order: `run`/`publish` interleave repetitions
+        # (rep 0 of every job file and backend, then rep 1 …); null before this column
+        ("sequence", pa.int32()),
+        # 'measure', or 'precondition': a run that prepared the measured runs' files
+        # (`--precondition`); compare and the gate read only 'measure' (null = measure)
+        ("role", pa.string()),
+        ("preconditioned_by", pa.string()),  # run_id of the precondition run before this one
         ("backend", pa.string()),  # user's name for the storage under test
         ("runner", pa.string()),  # runner id (host:pid or --runner-id)
         ("host", pa.string()),
@@ -68,8 +75,12 @@ RUNS = pa.schema(
         ("outside_cpu_pct", pa.float64()),  # CPU used by other work, % of one core (avg)
         ("steal_pct", pa.float64()),  # CPU steal during the run, % of all CPU time
         ("page_cache_bytes", pa.int64()),  # buffered files that fit in free memory; else null
+        # ms this run waited for the host lock (runner.host.lock) before fio started; null
+        # when it ran without it (--share-host) or never reached fio
+        ("host_lock_wait_ms", pa.float64()),
         # other-fio, cpu-busy (outside_cpu_pct > 25), steal (> 5), page-cache, cut-short
-        # (fio stopped at the injected runtime cap before the workload was done)
+        # (fio stopped at the injected runtime cap before the workload was done),
+        # shared-host (ran without the host lock: --share-host)
         ("flags", pa.list_(pa.string())),
         # Gang jobs (`publish --gang N`, fiolake.gangs); null for one-runner runs.
         ("gang_size", pa.int32()),  # members that ran the job together

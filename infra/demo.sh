@@ -71,6 +71,14 @@ done
 
 echo "== disk vs tmpfs (baseline: disk)" >&2
 $FIOLAKE compare --campaign "$campaign" --metric iops --metric clat_p99_ns
+echo "== how alone the runs were (runs.flags; host_lock_wait_ms: the turns the two runners took)" >&2
+$FIOLAKE sql "SELECT backend, count(*) AS runs,
+    count(*) FILTER (WHERE list_contains(flags, 'other-fio')) AS other_fio,
+    count(*) FILTER (WHERE list_contains(flags, 'cpu-busy')) AS cpu_busy,
+    round(avg(outside_cpu_pct)) AS outside_cpu_pct_avg,
+    round(sum(host_lock_wait_ms) / 1000) AS lock_wait_s,
+    min(started_at) AS first_start, max(finished_at) AS last_end
+  FROM runs WHERE campaign_id = '$campaign' GROUP BY backend ORDER BY backend" >&2
 
 echo "== the app on this lake: every page in headless Chromium (screenshots in build/demo-app/)" >&2
 ${PYTHON:-.venv/bin/python} -m tests.app.demo_pages --lake "$FIOLAKE_LAKE" --out build/demo-app

@@ -1,6 +1,7 @@
 """The runner stage: a job file in, one run attempt of fio out, as lake tables.
 
-`execute` runs one job file (policy → canonical job file → fio → tables); `lake_writer`,
+`execute` runs one job file (policy → canonical job file → fio → tables) and fills the
+attempt's record (`outcome`); `precondition` runs a job on its files first; `lake_writer`,
 `spool` and `heartbeat` put an attempt into the lake; `distributed` is the stateless
 runner loop that pulls signed jobs. Sub-packages: `policy` (untrusted job files), `fio`
 (the fio process), `report` (fio's output → rows), `host` (target dir, environment,

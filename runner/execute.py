@@ -11,10 +11,8 @@ import io
 import shutil
 import tarfile
 import tempfile
-import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -22,46 +20,46 @@ import pyarrow as pa
 from fiolake import schema
 from fiolake.errors import FioError, FiolakeError
 from fiolake.jobhash import effective_job_sha256
-from fiolake.manifest import job_file_sha256
 from fiolake.runner.fio.binary import find_fio
 from fiolake.runner.fio.process import FioRun, Progress, deadline_for, run_fio
 from fiolake.runner.host import contention, sysinfo, target
+from fiolake.runner.host.lock import SHARED_FLAG, HostLock
+from fiolake.runner.outcome import (
+    RunOutcome,
+    RunRequest,
+    base_run_row,
+    empty_tables,
+    failed_outcome,
+    new_run_id,
+    outcome_without_fio,
+    rejected_outcome,
+    set_run_columns,
+    stopped_outcome,
+)
 from fiolake.runner.policy import check as policy
 from fiolake.runner.report import extras as fio_extras
 from fiolake.runner.report import logs as fio_logs
 from fiolake.runner.report import results as fio_output
-from fiolake.steady import steady_state
+from fiolake.runner.report.steady import with_steady_state
 from fiolake.units import seconds_or_none
 
 LOG_PREFIX = "fio"
-
-
-def new_run_id(now: datetime | None = None) -> str:
-    """A sortable, key-safe id for one run attempt."""
-    now = now or datetime.now(UTC)
-    return f"r-{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:10]}"
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    """What to run, where, and the identity it is recorded under."""
-
-    job_file_text: str
-    profile: str
-    backend: str
-    target_dir: Path
-    job_id: str
-    campaign_id: str
-    repetition: int = 0
-    runtime_s: int | None = None
-    size_bytes: int | None = None
-    runner: str = "local"
-    labels: Mapping[str, str] = field(default_factory=dict)
-    signer_keyid: str | None = None
-    caps: policy.Caps = field(default_factory=policy.Caps)
-    expect_mount: str | None = None  # the target must be this mount point
-    expect_fs: str | None = None  # the target must be on this file-system type
-    gang_size: int | None = None  # hosts running this job together (part of its hash)
+# The record of an attempt lives in runner.outcome; callers keep using these names here.
+__all__ = [
+    "LOG_PREFIX",
+    "PreparedJob",
+    "Preflight",
+    "RunOutcome",
+    "RunRequest",
+    "execute",
+    "failed_outcome",
+    "new_run_id",
+    "preflight",
+    "prepare",
+    "rejected_outcome",
+    "set_run_columns",
+    "stopped_outcome",
+]
 
 
 @dataclass(frozen=True)
@@ -85,22 +83,20 @@ class Preflight:
     warnings: list[str]
 
 
-@dataclass
-class RunOutcome:
-    """Everything one attempt produced: its rows of the lake tables and fio's raw output."""
+def prepare(
+    request: RunRequest,
+    fio: str = "fio",
+    *,
+    reshape: Callable[[policy.JobFile], policy.JobFile] | None = None,
+) -> PreparedJob:
+    """Check the job file (policy, then `fio --parse-only`); raises PolicyError.
 
-    run_id: str
-    status: str  # ok | failed | rejected | interrupted
-    error: str | None
-    started_at: datetime
-    tables: dict[str, pa.Table]
-    raw: dict[str, bytes]
-    fio_run: FioRun | None = None
-
-
-def prepare(request: RunRequest, fio: str = "fio") -> PreparedJob:
-    """Check the job file (policy, then `fio --parse-only`); raises PolicyError."""
+    `reshape` rewrites the checked job before the overrides and the canonical file, which
+    check every option again (runner.precondition puts a job on another job's files).
+    """
     job = policy.check_job_file(request.job_file_text, request.caps)
+    if reshape is not None:
+        job = reshape(job)
     capped = frozenset(
         s.name for s in job.jobs if request.runtime_s is None and not _runtime_s(s.options)
     )
@@ -140,52 +136,6 @@ def _parse_only(canonical_text: str, fio: str) -> None:
         policy.fio_parse_only(canonical_text, Path(tmp), fio=fio)
 
 
-def _base_run_row(request: RunRequest, run_id: str) -> dict[str, object]:
-    return {
-        "run_id": run_id,
-        "job_id": request.job_id,
-        "campaign_id": request.campaign_id,
-        "repetition": request.repetition,
-        "backend": request.backend,
-        "runner": request.runner,
-        "profile": request.profile,
-        "job_file_sha256": job_file_sha256(request.job_file_text),
-        "labels": dict(request.labels),
-        "runtime_s": request.runtime_s,
-        "size_bytes": request.size_bytes,
-        "signer_keyid": request.signer_keyid,
-    }
-
-
-def _empty_tables(runs_row: dict[str, object]) -> dict[str, pa.Table]:
-    tables = {name: schema.to_table(name, []) for name in schema.SCHEMAS}
-    tables["runs"] = schema.to_table("runs", [runs_row])
-    return tables
-
-
-def rejected_outcome(request: RunRequest, reason: str) -> RunOutcome:
-    """A run that never reached fio because its manifest or job file was refused."""
-    return _outcome_without_fio(request, new_run_id(), "rejected", reason)
-
-
-def failed_outcome(request: RunRequest, reason: str) -> RunOutcome:
-    """A run that failed before fio started (e.g. a gang whose runners never all came)."""
-    return _outcome_without_fio(request, new_run_id(), "failed", reason)
-
-
-def _outcome_without_fio(request: RunRequest, run_id: str, status: str, reason: str) -> RunOutcome:
-    now = datetime.now(UTC)
-    row = _base_run_row(request, run_id)
-    row.update(
-        status=status,
-        error=reason,
-        started_at=now,
-        finished_at=now,
-        host=sysinfo.host_info().host,
-    )
-    return RunOutcome(run_id, status, reason, now, _empty_tables(row), {})
-
-
 def execute(
     prepared: PreparedJob,
     *,
@@ -195,31 +145,67 @@ def execute(
     should_stop: Callable[[], bool | str | None] | None = None,
     grace_s: float = 10.0,
     before_start: Callable[[], None] | None = None,
+    host_lock: HostLock | None = None,
+    on_lock_wait: Callable[[str], None] | None = None,
+    data_dir: Path | None = None,
 ) -> RunOutcome:
     """Run fio once and turn its output into lake tables; failures become status='failed'.
 
     A target that fails the preflight (wrong mount or file system, no room) is recorded as
     failed without running fio. `should_stop` returning 'interrupted' stops fio and records
     status='interrupted'.
+
+    The whole attempt holds `host_lock` (runner.host.lock): the fio calls around the
+    run (--version) and turning fio's output into tables, too, would otherwise land in
+    another runner's measurement. The wait is recorded in runs.host_lock_wait_ms;
+    `should_stop` ends it (status 'interrupted', no fio). Without a lock the run is
+    flagged shared-host. fio's files go in a fresh subdirectory of the target, removed
+    afterwards, or in `data_dir` (kept: a precondition run leaves them to the measured run).
     """
+    args = (prepared, workdir, fio, on_progress, should_stop, grace_s, before_start, data_dir)
+    if host_lock is None:
+        return _execute(*args)
+    waited = host_lock.acquire(should_stop, on_wait=on_lock_wait)
+    if waited is None:
+        why = f"stopped while waiting for the host lock {host_lock.path}"
+        return stopped_outcome(prepared.request, why)
+    try:
+        return _execute(*args, host_lock, waited)
+    finally:
+        host_lock.release()
+
+
+def _execute(
+    prepared: PreparedJob,
+    workdir: Path | None,
+    fio: str,
+    on_progress: Callable[[Progress], None] | None,
+    should_stop: Callable[[], bool | str | None] | None,
+    grace_s: float,
+    before_start: Callable[[], None] | None,
+    shared_dir: Path | None,
+    host_lock: HostLock | None = None,
+    waited_ms: float | None = None,
+) -> RunOutcome:
     request = prepared.request
     run_id = new_run_id()
     binary = find_fio(fio)
     try:
         checked = preflight(prepared)
     except FiolakeError as exc:
-        return _outcome_without_fio(request, run_id, "failed", str(exc))
+        return outcome_without_fio(request, run_id, "failed", str(exc))
     env_cols = sysinfo.environment_columns(request.target_dir, binary)
     env_cols["page_cache_bytes"] = checked.page_cache_bytes
+    env_cols["host_lock_wait_ms"] = waited_ms
     outdir = Path(tempfile.mkdtemp(prefix=f"fiolake-{run_id}-", dir=workdir))
     # fio's data files go in a per-run subdirectory we remove afterwards.
-    data_dir = Path(request.target_dir) / f".fiolake-{run_id}"
+    data_dir = shared_dir or Path(request.target_dir) / f".fiolake-{run_id}"
     try:
         try:
-            data_dir.mkdir(parents=True)
+            data_dir.mkdir(parents=True, exist_ok=shared_dir is not None)
         except OSError as exc:
             reason = f"cannot create fio's directory in {request.target_dir}: {exc}"
-            return _outcome_without_fio(request, run_id, "failed", reason)
+            return outcome_without_fio(request, run_id, "failed", reason)
         canonical = policy.canonical_job_file(
             prepared.job, target_dir=data_dir, log_prefix=LOG_PREFIX
         )
@@ -237,6 +223,7 @@ def execute(
                 on_progress=on_progress,
                 should_stop=should_stop,
                 before_start=before_start,
+                pass_fds=host_lock.fds() if host_lock is not None else (),
             )
         finally:
             alone = monitor.stop()
@@ -245,47 +232,13 @@ def execute(
             outside_cpu_pct=alone.outside_cpu_pct,
             steal_pct=alone.steal_pct,
         )
-        flags = alone.flags() + (["page-cache"] if checked.page_cache_bytes else [])
+        flags = [SHARED_FLAG] if host_lock is None else []
+        flags += alone.flags() + (["page-cache"] if checked.page_cache_bytes else [])
         return _collect(prepared, run_id, env_cols, canonical, fio_run, outdir, flags)
     finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
+        if shared_dir is None:
+            shutil.rmtree(data_dir, ignore_errors=True)
         shutil.rmtree(outdir, ignore_errors=True)
-
-
-def with_steady_state(
-    results: pa.Table,
-    timeseries: pa.Table,
-    fio_verdicts: Mapping[str, tuple[bool, int | None]] | None = None,
-) -> pa.Table:
-    """`results` with steady_state and warmup_s from each job × direction's per-second IOPS
-    (threads summed; the short last window left out). fio's own verdict
-    (`fio_extras.fio_steady_states`, jobs run with `steadystate=`) wins where present."""
-    per_second: dict[tuple[str, str], dict[int, float]] = {}
-    wanted = ["job_name", "direction", "second", "iops", "partial"]
-    for row in timeseries.select(wanted).to_pylist():
-        if row["partial"] or row["iops"] is None:
-            continue
-        series = per_second.setdefault((row["job_name"], row["direction"]), {})
-        series[row["second"]] = series.get(row["second"], 0.0) + row["iops"]
-    verdicts = {
-        key: steady_state([v for _, v in sorted(series.items())])
-        for key, series in per_second.items()
-    }
-    keys = zip(
-        results.column("job_name").to_pylist(), results.column("direction").to_pylist(), strict=True
-    )
-    fio_verdicts = fio_verdicts or {}
-    found = [fio_verdicts.get(k[0]) or verdicts.get(k, (None, None)) for k in keys]
-    results = results.set_column(
-        results.schema.get_field_index("steady_state"),
-        "steady_state",
-        pa.array([f[0] for f in found], pa.bool_()),
-    )
-    return results.set_column(
-        results.schema.get_field_index("warmup_s"),
-        "warmup_s",
-        pa.array([f[1] for f in found], pa.int32()),
-    )
 
 
 def _collect(
@@ -305,7 +258,7 @@ def _collect(
         "stderr.txt": fio_run.stderr.encode(),
         "logs.tar.gz": _archive(fio_logs.log_files(outdir, LOG_PREFIX)),
     }
-    row = _base_run_row(request, run_id)
+    row = base_run_row(request, run_id)
     row.update(env_cols)
     row.update(
         canonical_job_file=canonical,
@@ -316,7 +269,7 @@ def _collect(
         exit_code=fio_run.exit_code,
         watchdog=fio_run.watchdog,
     )
-    tables = _empty_tables(row)
+    tables = empty_tables(row)
     errors: list[str] = []
     try:
         report = fio_output.parse_fio_json(text)

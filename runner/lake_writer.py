@@ -35,10 +35,18 @@ def upload_outcome(store: ObjectStore, outcome: RunOutcome) -> None:
 
 
 def commit_outcome(
-    store: ObjectStore, outcome: RunOutcome, *, job_id: str, campaign_id: str, runner: str
+    store: ObjectStore,
+    outcome: RunOutcome,
+    *,
+    job_id: str,
+    campaign_id: str,
+    runner: str,
+    with_runs: tuple[str, ...] = (),
 ) -> Commit | None:
-    """Create the job's commit marker; None when another attempt already won the job."""
-    commit = new_commit(job_id, outcome.run_id, campaign_id, runner, outcome.status)
+    """Create the job's commit marker; None when another attempt already won the job.
+    `with_runs`: other runs of the attempt it commits too (its precondition run)."""
+    members = (outcome.run_id, *with_runs) if with_runs else ()
+    commit = new_commit(job_id, outcome.run_id, campaign_id, runner, outcome.status, "", members)
     return commit_marker(store, commit)
 
 

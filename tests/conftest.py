@@ -24,6 +24,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.stack)
 
 
+@pytest.fixture(autouse=True)
+def _own_host_lock(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test gets its own host lock (FIOLAKE_HOST_LOCK, inherited by the processes it
+    starts): tests on parallel workers, and other fiolake work on this machine, do not
+    queue behind each other; tests of the lock itself share one within the test."""
+    lock = tmp_path_factory.mktemp("hostlock") / "host.lock"
+    monkeypatch.setenv("FIOLAKE_HOST_LOCK", str(lock))
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     return free_ports(1)[0]

@@ -50,12 +50,14 @@ METRICS = (
     "sys_cpu, ctx, majf, minf, warmup_s"
 )
 RUNS_COLUMNS = (
-    "run_id, job_id, campaign_id, repetition, backend, runner, host, profile, job_file_sha256, "
+    "run_id, job_id, campaign_id, repetition, sequence, role, preconditioned_by, backend, "
+    "runner, host, profile, job_file_sha256, "
     "canonical_job_file, effective_job_sha256, fio_version, fio_path, kernel, os, cpu_model, "
     "cpu_count, mem_bytes, cpu_governor, target_dir, mount_point, fs_type, mount_options, "
     "device, device_model, device_firmware, io_scheduler, read_ahead_bytes, write_cache, "
     "runtime_s, size_bytes, started_at, finished_at, status, error, exit_code, watchdog, "
-    "signer_keyid, other_fio_procs, outside_cpu_pct, steal_pct, page_cache_bytes, flags, "
+    "signer_keyid, other_fio_procs, outside_cpu_pct, steal_pct, page_cache_bytes, "
+    "host_lock_wait_ms, flags, "
     "gang_size, gang_slot, gang_attempt, gang_start_at, start_skew_ms, clock_offset_ms, "
     "clock_offset_error_ms, date"
 )
@@ -121,6 +123,37 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         "expected file system xfs",
     ),
     (["run", "{job}/tiny.fio"], {}, 2, "Error: Missing option '--dir'."),
+    # -- run / runner: the host lock (one fio per host)
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--host-lock", "{file}/sub/host.lock"],
+        {},
+        2,
+        "Error: cannot use the host lock {file}/sub/host.lock: Not a directory — give "
+        "--host-lock PATH (or FIOLAKE_HOST_LOCK) in a directory you may write to, or "
+        "--share-host to run without it (runs are then flagged shared-host)",
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}"],
+        {"FIOLAKE_HOST_LOCK": "/proc/host.lock"},
+        2,
+        "Error: cannot use the host lock /proc/host.lock: No such file or directory — give "
+        "--host-lock PATH (or FIOLAKE_HOST_LOCK) in a directory you may write to, or "
+        "--share-host to run without it (runs are then flagged shared-host)",
+    ),
+    (
+        ["runner", "--backend", "x", "--dir", "{tmp}", "--once", "--host-lock", "{file}/l/h"],
+        {},
+        2,
+        "Error: cannot use the host lock {file}/l/h: Not a directory — give "
+        "--host-lock PATH (or FIOLAKE_HOST_LOCK) in a directory you may write to, or "
+        "--share-host to run without it (runs are then flagged shared-host)",
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--share-host", "--share-host=x"],
+        {},
+        2,
+        "Error: Option '--share-host' does not take a value.",
+    ),
     # -- run: job files and profiles
     (
         ["run", "no-such-profile", "--dir", "{tmp}"],
@@ -346,6 +379,34 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
     ),
     (["lake", "check", "--lake", "{tmp}/no-lake"], {}, 1, NO_LAKE),
     (["lake", "frobnicate"], {}, 2, "Error: No such command 'frobnicate'."),
+    # -- run / publish --precondition
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--precondition", "nope"],
+        {},
+        2,
+        "Error: no job file or profile named 'nope' — give a path to a .fio file or one of "
+        "the shipped profiles: ",
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--precondition", "{job}/exec.fio"],
+        {},
+        1,
+        "Error: job file refused:\n  exec (--precondition): [a] exec_prerun",
+    ),
+    (
+        ["publish", "random-reads", "--backend", "x", "--gang", "2", "--precondition", "x"],
+        {},
+        2,
+        "Error: --precondition does not work with --gang — precondition the gang's storage "
+        "with a solo campaign first",
+    ),
+    (
+        ["publish", "--rerun", "c-1", "--precondition", "precondition-fill"],
+        {},
+        2,
+        "Error: --rerun takes no job files, --backend, --campaign, --expect-*, --gang or "
+        "--precondition — it re-publishes the selected jobs of that campaign as they were",
+    ),
     # -- publish
     (
         ["publish", "random-reads", "--backend", "x", "--campaign", "bad id"],

@@ -44,6 +44,8 @@ st.caption(
     f"{total:,} run(s) match"
     + (f"; the newest {len(rows):,} shown" if total > len(rows) else "")
     + ("; " + ", ".join(f"{n} {s}" for s, n in counts.items()) if len(counts) else "")
-    + ". `error` says why a run failed or was refused; flags mark runs that were not alone."
+    + ". `error` says why a run failed or was refused; flags mark runs that were not alone; "
+    "`role` is precondition for a run that only prepared the files of the measured run "
+    "naming it in `preconditioned_by` (never compared)."
 )
 st.dataframe(table, hide_index=True, height=min(700, 38 + 35 * max(1, len(table))))

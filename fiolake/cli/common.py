@@ -227,3 +227,57 @@ class RunStop:
         # click types exit_code as a ClassVar, yet reads it from the instance it catches.
         err.exit_code = 128 + self.signum  # type: ignore[misc]
         return err
+
+
+def host_lock_options(fn: Any) -> Any:
+    """`--host-lock PATH` / `--share-host`: one fio per host (fiolake.runner.host.lock);
+    turn them into a lock with `host_lock(...)`."""
+    from fiolake.runner.host.lock import DEFAULT_PATH, ENV_VAR, SHARED_FLAG
+
+    fn = click.option(
+        "--share-host",
+        is_flag=True,
+        help="Run fio without the host lock, alongside other fio runs on this host; every "
+        f"run is flagged '{SHARED_FLAG}' (its numbers include the others' load).",
+    )(fn)
+    return click.option(
+        "--host-lock",
+        "host_lock_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        envvar=ENV_VAR,
+        show_envvar=True,
+        default=DEFAULT_PATH,
+        show_default=True,
+        help="File every fiolake fio on this host locks first, so runs on one host take "
+        "turns instead of measuring each other (created if missing; containers mount its "
+        "directory from the host).",
+    )(fn)
+
+
+def host_lock(path: Path, share_host: bool, holder: str, *, shared: bool = False) -> Any:
+    """The checked HostLock for `--host-lock`, or None under `--share-host` (UsageProblem
+    when the lock file cannot be created)."""
+    from fiolake.runner.host.lock import HostLock
+
+    if share_host:
+        return None
+    lock = HostLock(path, shared=shared, holder=holder)
+    lock.check()
+    return lock
+
+
+def precondition_option(fn: Any) -> Any:
+    """`--precondition JOBFILE_OR_PROFILE` (fiolake.runner.precondition)."""
+    return click.option(
+        "--precondition",
+        metavar="JOBFILE_OR_PROFILE",
+        help="Before each measured run, run this job (e.g. the shipped precondition-fill) "
+        "on the same files, checked by the same policy. It is stored as a run with "
+        "role 'precondition' that the measured run names in preconditioned_by; compare "
+        "and the gate never use it.",
+    )(fn)
+
+
+def resolve_precondition(name: str | None) -> tuple[str, str] | None:
+    """(profile, text) of `--precondition`, or None."""
+    return resolve_job_files((name,))[0] if name else None

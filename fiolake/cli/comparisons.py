@@ -198,7 +198,7 @@ def compare(
                   "p_equivalence", "p_equivalence_adjusted", "verdict", "reps_needed",
                   "reps_to_confirm", "reps_for_equivalence",
                   "effective_job_sha256", "steady", "unsteady", "steady_unknown", "outliers",
-                  "flagged", "notes", "family"]  # fmt: skip
+                  "flagged", "preconditioned", "notes", "family"]  # fmt: skip
         shared = {"baseline": result.baseline, "family": result.family}
         rows = [
             (r.group, *(shared[f] if f in shared else getattr(r, f) for f in fields))
@@ -207,7 +207,7 @@ def compare(
         emit([result.by, *fields], rows, fmt)
         return
     cols = [result.by, "profile", "job", "dir", "metric", "n", "geomean", "spread",
-            f"vs {result.baseline} [95% CI]", "p adj", "verdict", "steady"]  # fmt: skip
+            f"vs {result.baseline} [95% CI]", "p adj", "verdict", "steady", "precond"]  # fmt: skip
     rows = []
     for r in result.rows:
         word = label(r, min_effect)
@@ -221,7 +221,7 @@ def compare(
              "baseline" if r.verdict == "baseline" else ratio_text(
                  r.metric, r.ratio, r.ratio_ci_low, r.ratio_ci_high),
              p_text(r.p_adjusted), word, steady_text(r.steady, r.unsteady, r.steady_unknown),
-             "; ".join(r.notes))
+             f"{r.preconditioned}/{r.n}", "; ".join(r.notes))
         )  # fmt: skip
     if any(r.notes for r in result.rows):  # split or pooled jobs, fio versions: per row
         cols.append("note")
@@ -233,7 +233,8 @@ def compare(
         f"ratios: geometric means vs {result.baseline}, 95 % CI unadjusted (Welch on logs); "
         f"min effect ±{min_effect:.0%}; "
         "spread: max/min − 1 of the repetitions; steady: runs at steady state / runs judged "
-        "(runs shorter than 5 s: unknown); "
+        "(runs shorter than 5 s: unknown); precond: runs preconditioned (--precondition) / "
+        "runs; "
         "⚑: runs flagged as not alone",
         err=True,
     )

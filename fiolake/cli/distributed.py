@@ -17,8 +17,12 @@ from fiolake.cli.common import (
     IdParam,
     caps_options,
     current_caps,
+    host_lock,
+    host_lock_options,
     parse_labels,
+    precondition_option,
     resolve_job_files,
+    resolve_precondition,
     target_options,
     workload_options,
 )
@@ -98,6 +102,7 @@ from fiolake.errors import FiolakeError, PolicyError
     show_default=True,
     help="With --wait: give up (exit 1) when jobs are still pending or running after this.",
 )
+@precondition_option
 @lake_option
 @caps_options
 def publish(
@@ -117,6 +122,7 @@ def publish(
     wait: bool,
     timeout: float,
     lake: str,
+    precondition: str | None,
 ) -> None:
     """Publish one signed manifest per (job file, backend, repetition); print the campaign id.
 
@@ -136,10 +142,10 @@ def publish(
     if not wait and ctx.get_parameter_source("timeout") is not click.core.ParameterSource.DEFAULT:
         raise click.UsageError("--timeout is how long --wait waits — add --wait")
     if rerun is not None:
-        if job_files or backends or campaign or expect_mount or expect_fs or gangs:
+        if job_files or backends or campaign or expect_mount or expect_fs or gangs or precondition:
             raise click.UsageError(
-                "--rerun takes no job files, --backend, --campaign, --expect-* or --gang — it "
-                "re-publishes the selected jobs of that campaign as they were"
+                "--rerun takes no job files, --backend, --campaign, --expect-*, --gang or "
+                "--precondition — it re-publishes the selected jobs of that campaign as they were"
             )
         campaign_id = _publish_rerun(rerun, rerun_states or RERUNNABLE, expires, lake)
         if wait:
@@ -149,13 +155,20 @@ def publish(
         raise click.UsageError("--status selects jobs for --rerun — add --rerun CAMPAIGN")
     if not backends:
         raise click.UsageError("Missing option '--backend' (or --rerun CAMPAIGN).")
+    if precondition and gangs:
+        raise click.UsageError(
+            "--precondition does not work with --gang — precondition the gang's storage "
+            "with a solo campaign first"
+        )
     from fiolake.campaigns import plan_campaign, publish_manifests, store_bucket
     from fiolake.config import Settings
     from fiolake.manifest import new_campaign_id
     from fiolake.runner import execute as ex
+    from fiolake.runner import precondition as pc
 
     caps = current_caps()
     files = resolve_job_files(job_files)
+    fill = resolve_precondition(precondition)
     problems: list[str] = []
     for profile, text in files:
         request = ex.RunRequest(
@@ -170,7 +183,13 @@ def publish(
             caps=caps,
         )
         try:
-            ex.prepare(request)
+            measured = ex.prepare(request)
+            if fill is not None:
+                try:
+                    pc.prepare(measured, fill[1], fill[0])
+                except PolicyError as exc:
+                    where = f"{fill[0]} (--precondition of {profile})"
+                    problems += [f"{where}: {v}" for v in exc.violations]
         except PolicyError as exc:
             problems += [f"{profile}: {v}" for v in exc.violations]
     if problems:
@@ -192,6 +211,7 @@ def publish(
         expect_fs=expect_fs,
         gangs=sorted(set(gangs)),
         gang_timeout_s=max(1, round(gang_timeout)),
+        precondition=fill,
     )
     publish_manifests(store, manifests, signer)
     click.echo(f"published {len(manifests)} job(s) to {store.url}", err=True)
@@ -267,6 +287,7 @@ def _publish_rerun(campaign: str, states: tuple[str, ...], expires: float, lake:
     show_default=True,
     help="How long to retry uploads while the store is unreachable.",
 )
+@host_lock_options
 @caps_options
 def runner(
     backend: str,
@@ -284,6 +305,8 @@ def runner(
     create_dir: bool,
     expect_mount: str | None,
     expect_fs: str | None,
+    host_lock_path: Path,
+    share_host: bool,
 ) -> None:
     """Pull signed jobs for --backend from the lake, run them, upload and commit results.
 
@@ -292,6 +315,11 @@ def runner(
     commit marker. A lost lease kills fio and nothing is committed. Refused
     manifests and job files are recorded as runs with status 'rejected'.
     SIGTERM: finish the current job, then exit (a job not started is released).
+
+    One fio per host: before fio starts, a job waits for --host-lock (the lease stays
+    alive; the wait is recorded in runs.host_lock_wait_ms), so runners of several
+    backends on one host take turns. Gang members take it shared among themselves.
+    --share-host skips it and flags every run shared-host.
 
     \b
     Example:
@@ -312,6 +340,7 @@ def runner(
     click.echo(f"target {where.path}: {where.describe()}", err=True)
     for warning in warnings:
         click.echo(f"Warning: {warning}", err=True)
+    lock = host_lock(host_lock_path, share_host, runner_id)
     settings = Settings.from_env(lake=lake)
     store = recorded(settings.store(), settings.history, runner_id, settings.pause_file)
     config = RunnerConfig(
@@ -329,6 +358,7 @@ def runner(
         caps=current_caps(),
         expect_mount=expect_mount,
         expect_fs=expect_fs,
+        host_lock=None if lock is None else lock.path,
     )
     worker = Runner(store, settings.keyring(), config, store_bucket(store))
     signal.signal(signal.SIGTERM, lambda *_: worker.stop_requested.set())

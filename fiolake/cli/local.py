@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,12 @@ from fiolake.cli.common import (
     announce_target,
     caps_options,
     current_caps,
+    host_lock,
+    host_lock_options,
     parse_labels,
+    precondition_option,
     resolve_job_files,
+    resolve_precondition,
     target_options,
     workload_options,
 )
@@ -45,6 +50,13 @@ def _progress_printer(label: str) -> Any:
         click.echo(
             f"[{label}] {p.elapsed_s:4.0f}s / ~{p.expected_s:.0f}s  {rates}".rstrip(), err=True
         )
+
+    return show
+
+
+def _lock_waiter(label: str) -> Any:
+    def show(holder: str) -> None:
+        click.echo(f"[{label}] waiting for the host lock (held by {holder or '?'})", err=True)
 
     return show
 
@@ -90,6 +102,8 @@ def _summary_output(profile: str, run_id: str, status: str, rows: list[dict[str,
     default=None,
     help="Live progress on stderr [default: only when stderr is a terminal].",
 )
+@precondition_option
+@host_lock_options
 @caps_options
 @format_option()
 def run(
@@ -107,6 +121,9 @@ def run(
     create_dir: bool,
     expect_mount: str | None,
     expect_fs: str | None,
+    host_lock_path: Path,
+    share_host: bool,
+    precondition: str | None,
 ) -> None:
     """Run fio job files against --dir and store results in the lake.
 
@@ -124,6 +141,11 @@ def run(
     Before fio starts, stderr names the mount point, file system and device --dir
     lands on; --expect-mount/--expect-fs make a mismatch an error.
 
+    One fio per host: each run first locks --host-lock, so `fiolake run`s and
+    runners on one host take turns instead of measuring each other; the wait is
+    recorded in runs.host_lock_wait_ms. --share-host skips the lock (runs are
+    flagged shared-host).
+
     Exit status: 0 when every run is ok, 1 when a job file is refused (nothing
     runs) or any fio run failed (it is still recorded with status 'failed'),
     2 for bad usage (e.g. a missing --dir, a target on the wrong file system),
@@ -133,6 +155,7 @@ def run(
     from fiolake.config import Settings
     from fiolake.manifest import new_campaign_id, new_job_id
     from fiolake.runner import execute as ex
+    from fiolake.runner import precondition as pc
     from fiolake.runner.host import target as tg
     from fiolake.runner.lake_writer import commit_outcome, upload_outcome
     from fiolake.runner.report.summary import job_summaries
@@ -144,28 +167,44 @@ def run(
         campaign_id = campaign or new_campaign_id()
         store = Settings.from_env(lake=lake).store()
         prepared = []
-        for profile, text in resolve_job_files(job_files):
-            for rep in range(repeat):
-                request = ex.RunRequest(
-                    job_file_text=text,
-                    profile=profile,
-                    backend=backend,
-                    target_dir=target_dir,
-                    job_id=new_job_id(campaign_id, profile, backend, rep, unique=True),
-                    campaign_id=campaign_id,
-                    repetition=rep,
-                    runtime_s=runtime,
-                    size_bytes=size,
-                    labels=labels,
-                    caps=caps,
-                    expect_mount=expect_mount,
-                    expect_fs=expect_fs,
-                )
-                try:
-                    prepared.append(ex.prepare(request))
-                except PolicyError as exc:
-                    raise PolicyError([f"{profile}: {v}" for v in exc.violations]) from None
+        fills: list[Any] = []  # the precondition job of each prepared run, or None
+        fill = resolve_precondition(precondition)
+        files = resolve_job_files(job_files)
+        # Interleaved: every job file once, then again (job1 rep0, job2 rep0, job1 rep1 …),
+        # so a drift over the session is spread over them; runs.sequence keeps the order.
+        plan = [(rep, profile, text) for rep in range(repeat) for profile, text in files]
+        for sequence, (rep, profile, text) in enumerate(plan):
+            request = ex.RunRequest(
+                job_file_text=text,
+                profile=profile,
+                backend=backend,
+                target_dir=target_dir,
+                job_id=new_job_id(campaign_id, profile, backend, rep, unique=True),
+                campaign_id=campaign_id,
+                repetition=rep,
+                sequence=sequence,
+                runtime_s=runtime,
+                size_bytes=size,
+                labels=labels,
+                caps=caps,
+                expect_mount=expect_mount,
+                expect_fs=expect_fs,
+            )
+            try:
+                prepared.append(ex.prepare(request))
+            except PolicyError as exc:
+                raise PolicyError([f"{profile}: {v}" for v in exc.violations]) from None
+            if fill is None:
+                fills.append(None)
+                continue
+            try:
+                fills.append(pc.prepare(prepared[-1], fill[1], fill[0]))
+            except PolicyError as exc:
+                raise PolicyError(
+                    [f"{fill[0]} (--precondition): {v}" for v in exc.violations]
+                ) from None
         # Everything about the target is checked before anything is created or run.
+        lock = host_lock(host_lock_path, share_host, f"pid {os.getpid()}: fiolake run {backend}")
         created = tg.ensure_dir(target_dir, create=create_dir)
         announce_target([ex.preflight(p) for p in prepared])
         show = progress if progress is not None else sys.stderr.isatty()
@@ -179,15 +218,23 @@ def run(
         failed = done = 0
         # SIGTERM/SIGINT stop fio and end the loop; the stopped run is still recorded.
         with RunStop() as stop:
-            for p in prepared:
+            for p, fill_job in zip(prepared, fills, strict=True):
                 if stop.signum:
                     break
                 name = p.request.profile
-                outcome = ex.execute(
-                    p,
-                    on_progress=_progress_printer(name) if show else None,
-                    should_stop=stop.reason,
-                )
+                run_options: dict[str, Any] = {
+                    "on_progress": _progress_printer(name) if show else None,
+                    "should_stop": stop.reason,
+                    "host_lock": lock,
+                    "on_lock_wait": _lock_waiter(name),
+                }
+                before = None
+                if fill_job is None:
+                    outcome = ex.execute(p, **run_options)
+                else:
+                    outcome, before = pc.execute(p, fill_job, **run_options)
+                    if before is not None:
+                        upload_outcome(store, before)
                 upload_outcome(store, outcome)
                 commit_outcome(
                     store,
@@ -195,6 +242,7 @@ def run(
                     job_id=p.request.job_id,
                     campaign_id=campaign_id,
                     runner=p.request.runner,
+                    with_runs=(before.run_id,) if before else (),
                 )
                 done += 1
                 rows = job_summaries(outcome.tables["results"].to_pylist())

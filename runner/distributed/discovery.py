@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 from fiolake import layout
 from fiolake.errors import PreconditionFailed, StoreError
+from fiolake.manifest import repetition_of
 from fiolake.store import ObjectStore
 from fiolake.timetext import now_iso
 
@@ -34,8 +35,9 @@ class OpenJobs:
         self._done.add(job_id)
 
     def list(self) -> list[tuple[str, str, str]]:
-        """(campaign_id, job_id, key) of this backend's jobs without a commit marker, in
-        random order.
+        """(campaign_id, job_id, key) of this backend's jobs without a commit marker, lowest
+        repetition first (`manifest.repetition_of`: repetitions run interleaved, ABAB, as
+        `plan_campaign` laid them out), in random order within a repetition.
 
         Costs O(open campaigns and jobs of this backend), not O(history): one delimited
         LIST of the backend's campaigns, one LIST of its done markers, then only the
@@ -69,6 +71,7 @@ class OpenJobs:
                 except ValueError:
                     continue
         random.shuffle(found)  # runners spread over the backlog instead of racing for one job
+        found.sort(key=lambda job: repetition_of(job[1]) or 0)  # stable: shuffled within
         return found
 
     # builtins.list: inside this class `list` names the method above.

@@ -12,14 +12,13 @@ import time
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-import pyarrow as pa
-
-from fiolake import gangs, layout, schema
+from fiolake import gangs, layout
 from fiolake.commits import REASON_CHARS, Commit, new_commit
 from fiolake.errors import NotFound, PolicyError, StoreError
 from fiolake.manifest import Manifest
 from fiolake.runner import execute as ex
 from fiolake.runner.heartbeat import Heartbeat
+from fiolake.runner.host.lock import HostLock
 from fiolake.runner.lake_writer import commit_marker, outcome_objects
 from fiolake.runner.spool import put_with_retry
 from fiolake.store import ObjectStore
@@ -34,6 +33,9 @@ class Runner(Protocol):
     stats: Any  # RunnerStats: ok/failed/rejected/lost counters
     fleet: Any  # runner.distributed.fleet.FleetStatus: the status object the Fleet page reads
     stop_requested: threading.Event
+
+    def host_lock(self, *, shared: bool = False) -> HostLock | None:
+        """A handle on the host lock for one job; None under --share-host."""
 
 
 log = logging.getLogger("fiolake.runner")
@@ -142,15 +144,6 @@ def _sleep_until(local_instant: float) -> None:
         time.sleep(left if left < 0.005 else left - 0.002)
 
 
-def _with_gang_columns(outcome: ex.RunOutcome, columns: dict[str, object]) -> None:
-    runs = outcome.tables["runs"]
-    for name, value in columns.items():
-        field = schema.RUNS.field(name)
-        index = runs.schema.get_field_index(name)
-        runs = runs.set_column(index, field, pa.array([value] * runs.num_rows, field.type))
-    outcome.tables["runs"] = runs
-
-
 def run_member(runner: Runner, manifest: Manifest, request: ex.RunRequest) -> str | None:
     """Take part in gang job `manifest`; the gang's status when this runner committed
     it, else None (not ours: gang full, attempt failed, or another member committed)."""
@@ -211,6 +204,8 @@ def _take_part(
                 should_stop=member.failed.is_set,
                 grace_s=cfg.grace_s,
                 before_start=lambda: _sleep_until(local_start),
+                # Shared: the members run together, but no solo job runs beside them.
+                host_lock=runner.host_lock(shared=True),
             )
             fio_started = outcome.fio_run.started_at if outcome.fio_run else None
             started_local = fio_started.timestamp() if fio_started else local_start
@@ -220,7 +215,7 @@ def _take_part(
     if member.failed.is_set():
         raise GangFailed(gangs.failure(store, job_id, member.attempt) or "attempt failed")
     started = clock.to_store(started_local)
-    _with_gang_columns(
+    ex.set_run_columns(
         outcome,
         {
             "gang_size": member.size,

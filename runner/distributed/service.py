@@ -13,6 +13,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from fiolake import layout
 from fiolake.commits import REASON_CHARS, new_commit
@@ -26,11 +27,13 @@ from fiolake.errors import (
 from fiolake.lease import claim_lease, release_lease, resume_lease, still_ours
 from fiolake.manifest import Manifest, verify_envelope
 from fiolake.runner import execute as ex
+from fiolake.runner import precondition
 from fiolake.runner.distributed import gang
 from fiolake.runner.distributed.discovery import OpenJobs
 from fiolake.runner.distributed.fleet import FleetStatus
 from fiolake.runner.heartbeat import Heartbeat
 from fiolake.runner.host import target
+from fiolake.runner.host.lock import HostLock
 from fiolake.runner.lake_writer import commit_marker, outcome_objects
 from fiolake.runner.policy.check import Caps
 from fiolake.runner.spool import Spool, SpoolEntry, put_with_retry
@@ -67,6 +70,9 @@ class RunnerConfig:
     grace_s: float = 10.0
     expect_mount: str | None = None  # re-checked before every job (runner.host.target)
     expect_fs: str | None = None
+    # One fio per host (runner.host.lock): solo jobs lock it exclusive, gang members
+    # shared; None = --share-host (no lock, runs flagged shared-host).
+    host_lock: Path | None = None
 
 
 @dataclass
@@ -159,6 +165,7 @@ class Runner:
             expect_mount=manifest.expect_mount or self.config.expect_mount,
             expect_fs=manifest.expect_fs or self.config.expect_fs,
             gang_size=manifest.gang,
+            sequence=manifest.sequence,
         )
         if manifest.gang is not None:  # N runners run it together: runner.distributed.gang
             return gang.run_member(self, manifest, request)
@@ -180,19 +187,28 @@ class Runner:
         heartbeat = Heartbeat(self.store, lease)
         heartbeat.start()
         try:
+            before = None  # the precondition run (`publish --precondition`), if any
             try:
                 prepared = ex.prepare(request, fio=self.config.fio)
+                fill = precondition.from_manifest(manifest, prepared, self.config.fio)
             except PolicyError as exc:
                 # One line: the reason also goes into the commit marker and `status`.
                 why = "; ".join(exc.violations)
                 outcome = ex.rejected_outcome(request, f"job file refused: {why}")
             else:
-                outcome = ex.execute(
-                    prepared,
-                    fio=self.config.fio,
-                    should_stop=heartbeat.lost.is_set,
-                    grace_s=self.config.grace_s,
-                )
+                # Waiting for the host lock keeps the lease (the heartbeat renews it) and
+                # uses no repetition: the job runs once the other fio is done.
+                run_options: dict[str, Any] = {
+                    "fio": self.config.fio,
+                    "should_stop": heartbeat.lost.is_set,
+                    "grace_s": self.config.grace_s,
+                    "host_lock": self.host_lock(),
+                    "on_lock_wait": lambda holder: self._lock_wait(job_id, holder),
+                }
+                if fill is None:
+                    outcome = ex.execute(prepared, **run_options)
+                else:
+                    outcome, before = precondition.execute(prepared, fill, **run_options)
             if heartbeat.lost.is_set():
                 watchdog = outcome.fio_run.watchdog if outcome.fio_run else None
                 log.warning(
@@ -203,7 +219,7 @@ class Runner:
                 )
                 self.stats.lost += 1
                 return None
-            entry = self._spool(request, outcome)
+            entry = self._spool(request, outcome, before)
             self._upload(entry)
             # Stop renewing first: checking while the heartbeat may still swap the nonce
             # could mistake our own renewal for a takeover.
@@ -220,6 +236,16 @@ class Runner:
             return self._commit(entry)
         finally:
             heartbeat.stop()
+
+    def host_lock(self, *, shared: bool = False) -> HostLock | None:
+        """A fresh handle on the host lock for one job (None under --share-host)."""
+        path = self.config.host_lock
+        if path is None:
+            return None
+        return HostLock(path, shared=shared, holder=f"runner {self.config.runner_id}")
+
+    def _lock_wait(self, job_id: str, holder: str) -> None:
+        log.info("%s waits for the host lock (held by %s)", job_id, holder or "?")
 
     def _back_off(self, job_id: str) -> float:
         """Leave `job_id` alone for a while (longer after every miss); the delay set."""
@@ -274,7 +300,9 @@ class Runner:
         self._upload(entry)
         return self._commit(entry)
 
-    def _spool(self, request: ex.RunRequest, outcome: ex.RunOutcome) -> SpoolEntry:
+    def _spool(
+        self, request: ex.RunRequest, outcome: ex.RunOutcome, before: ex.RunOutcome | None = None
+    ) -> SpoolEntry:
         meta = {
             "job_id": request.job_id,
             "campaign_id": request.campaign_id,
@@ -282,7 +310,11 @@ class Runner:
             "status": outcome.status,
             "reason": (outcome.error or "")[:REASON_CHARS],
         }
-        return self.spool.add(outcome.run_id, outcome_objects(outcome), meta)
+        objects = outcome_objects(outcome)
+        if before is not None:  # one attempt, two runs: one commit names both
+            objects |= outcome_objects(before)
+            meta["members"] = f"{outcome.run_id} {before.run_id}"
+        return self.spool.add(outcome.run_id, objects, meta)
 
     def _upload(self, entry: SpoolEntry) -> None:
         for key, data in entry.objects():
@@ -297,6 +329,7 @@ class Runner:
             meta["runner"],
             meta["status"],
             meta.get("reason", ""),  # spooled by an older runner: no reason
+            tuple(meta.get("members", "").split()),
         )
         won = commit_marker(self.store, commit, deadline_s=self.config.upload_deadline_s)
         self.spool.remove(entry)

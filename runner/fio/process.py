@@ -134,8 +134,11 @@ def run_fio(
     should_stop: Callable[[], bool | str | None] | None = None,
     tick_s: float = 1.0,
     before_start: Callable[[], None] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> FioRun:
     """Run fio on `job_file` with cwd=`outdir`; JSON lands in `outdir/fio.json`.
+
+    `pass_fds` stay open in fio (the host lock: held until fio too has exited).
 
     `should_stop` is asked once per tick: True (a lost lease) or a reason such as
     'interrupted' stops fio with SIGINT and becomes FioRun.watchdog. fio dies with the
@@ -168,6 +171,7 @@ def run_fio(
                 stderr=stderr_fh,
                 start_new_session=True,  # our Ctrl-C must not reach fio twice
                 preexec_fn=_die_with_parent(os.getpid()),
+                pass_fds=pass_fds,
             )
         except OSError as exc:
             raise FioError(f"cannot start {fio}: {exc.strerror} — {FIO_INSTALL_HINT}") from None

@@ -69,8 +69,23 @@ def _descends_from(pid: int, ancestor: int) -> bool:
     return False
 
 
+# fio invocations that do no I/O (another fiolake checking a job file or fio's version):
+# they cost CPU (which `cpu-busy` sees), not disk, so they are not another benchmark.
+_NO_IO_ARGS = (b"--parse-only", b"--version")
+
+
+def _does_io(pid: int) -> bool:
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False  # gone already
+    # A zombie (exited, not yet reaped) has an empty command line and does no I/O.
+    return bool(argv[0]) and not any(arg in _NO_IO_ARGS for arg in argv)
+
+
 def other_fio_pids(ours: int | None = None) -> set[int]:
-    """Pids of fio processes on this host that are not descendants of `ours` (default: us)."""
+    """Pids of fio processes on this host that are not descendants of `ours` (default: us)
+    and run a workload (not `--parse-only` or `--version`)."""
     ours = os.getpid() if ours is None else ours
     found = set()
     for entry in Path("/proc").iterdir():
@@ -82,7 +97,7 @@ def other_fio_pids(ours: int | None = None) -> set[int]:
         except OSError:
             continue
         pid = int(entry.name)
-        if not _descends_from(pid, ours):
+        if not _descends_from(pid, ours) and _does_io(pid):
             found.add(pid)
     return found
 

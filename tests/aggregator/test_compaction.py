@@ -188,3 +188,36 @@ def test_cli_compact(tmp_path: Path) -> None:
     )
     res = CliRunner().invoke(cli, ["lake", "compact", "--lake", str(tmp_path)])
     assert res.stderr == "nothing to compact: every committed run is already compacted\n"
+
+
+ISSUE_23_COLUMNS = ("sequence", "role", "preconditioned_by", "host_lock_wait_ms")
+
+
+def _written_before_issue_23(store, run_id: str) -> None:  # noqa: ANN001
+    """Rewrite a run's `runs` file as runners before issue 23 wrote it: without its columns."""
+    import pyarrow.parquet as pq
+
+    from fiolake.schema import parquet_bytes
+
+    key = layout.result_key("runs", lakegen.T0, run_id)
+    table = pq.read_table(store.root / key).drop_columns(list(ISSUE_23_COLUMNS))
+    store.put(key, parquet_bytes(table))
+
+
+def test_runs_written_before_the_issue_23_columns_read_them_as_null(tmp_path: Path) -> None:
+    """Old files, new columns: NULL in the views and in the Delta table, and an old run
+    counts as measured (role NULL), never as a precondition run."""
+    store = lakegen.local_store(tmp_path)
+    lakegen.write_run(store, run_id="old", job_id="old", backend="a")
+    _written_before_issue_23(store, "old")
+    lakegen.write_run(store, run_id="new", job_id="new", backend="b", role="measure", sequence=0)
+    query = f"SELECT run_id, {', '.join(ISSUE_23_COLUMNS)} FROM runs ORDER BY run_id"
+    expected = [("new", 0, "measure", None, None), ("old", None, None, None, None)]
+    with connect(str(tmp_path)) as lake:
+        assert lake.con.sql(query).fetchall() == expected
+    compact(store, grace=ZERO)
+    with connect(str(tmp_path)) as lake:
+        assert lake.con.sql(query).fetchall() == expected
+        assert lake.con.sql(
+            "SELECT count(*) FROM runs WHERE coalesce(role, 'measure') = 'measure'"
+        ).fetchone() == (2,)

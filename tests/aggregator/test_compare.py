@@ -336,7 +336,7 @@ def test_cli_table_csv_json(tmp_path: Path) -> None:
     lines = res.stdout.splitlines()
     assert lines[0].split() == [
         "backend", "profile", "job", "dir", "metric", "n", "geomean", "spread", "vs", "a", "[95%",
-        "CI]", "p", "adj", "verdict", "steady",
+        "CI]", "p", "adj", "verdict", "steady", "precond",
     ]  # fmt: skip
     b_iops = next(line for line in lines if line.startswith("b ") and " iops " in line)
     assert "0.8× (20 % lower) [0.7" in b_iops and "▼ worse" in b_iops
@@ -382,3 +382,22 @@ def test_cli_errors(tmp_path: Path) -> None:
         f"Error: no results in lake {tmp_path / 'empty'}: "
         "run `fiolake run` (or start runners) first\n"
     )
+
+
+def test_runs_needed_are_for_the_adjusted_verdict_not_the_raw_one(tmp_path: Path) -> None:
+    """Ten jobs, 2× apart, three noisy runs each: each p alone is small, Holm over the ten
+    leaves them inconclusive — and the runs that would decide them are counted at the
+    family's α, so no row asks for fewer runs than it already has (`~2 runs per side
+    would confirm 2×` beside three inconclusive runs would read as nonsense)."""
+    jobs = {(f"job{i}", "read"): {"iops": 1000.0} for i in range(10)}
+    doubled = {key: {"iops": 2000.0} for key in jobs}
+    root = lake_with(tmp_path, {"a": jobs, "b": doubled}, 3, jitter=0.3)
+    with connect(root) as lake:
+        rows = [r for r in compare(lake, metrics=["iops"]).rows if r.group == "b"]
+    assert len(rows) == 10 and {r.verdict for r in rows} == {"inconclusive"}
+    assert all(r.p_value < 0.05 < r.p_adjusted for r in rows)
+    # the family is the question: every job × the default metrics (throughput, mean, p99)
+    assert {r.family_tests for r in rows} == {30}
+    assert all(r.reps_to_confirm is not None and r.reps_to_confirm > r.n for r in rows), [
+        (r.n, r.reps_to_confirm) for r in rows
+    ]

@@ -129,3 +129,16 @@ def test_identical_repetitions_give_exact_answers() -> None:
     assert (same.ratio, same.p_value, same.p_tost) == (1.0, 1.0, 0.0)
     apart = stats.compare_logs([5.0, 5.0], [10.0, 10.0])
     assert (apart.ratio, apart.p_value, apart.p_tost) == (pytest.approx(2.0), 0.0, 1.0)
+
+
+def test_power_far_in_the_tail_is_a_number_not_nan() -> None:
+    """scipy.special.nctdtr is NaN at (df 2, nc 7.7, −23.2): the power came out NaN, the
+    search stopped at its first guess and the issue-23 demo read `~2 runs per side would
+    confirm 5.7×` beside three inconclusive runs."""
+    from scipy import stats as sps
+
+    crit = sps.t.ppf(1 - 0.05 / 27 / 2, 2)
+    # the lower tail, P(T′ < −23) at nc 7.7, is ~1e-17 (scipy.stats' cdf is NaN there too)
+    expected = sps.nct.sf(crit, 2, 7.7)
+    assert stats._power(2, 7.7, 0.05 / 27) == pytest.approx(expected, rel=1e-6)
+    assert stats.reps_to_confirm(0.2324, 5.944, 0.05 / 27) == 3

@@ -23,6 +23,7 @@ from fiolake.manifest import (
     new_job_id,
     new_manifest,
     pae,
+    repetition_of,
     sign_manifest,
     verify_envelope,
 )
@@ -400,3 +401,23 @@ def test_a_long_campaign_id_gives_a_short_distinct_job_id() -> None:
     for job_id in ids:
         assert len(job_id) <= 128 and layout.check_id("job id", job_id) == job_id
     assert new_job_id(long_a, "random-reads", "x", 0) in ids  # still deterministic
+
+
+def test_sequence_is_signed_absent_when_unset_and_never_negative(
+    signer: LocalSigner, keyring: Keyring
+) -> None:
+    assert b"sequence" not in make_manifest().payload()  # earlier manifests keep their bytes
+    m = make_manifest(sequence=7)
+    assert b'"sequence":7' in m.payload()
+    assert verify(sign_manifest(m, signer), keyring, m).sequence == 7
+    doc = json.loads(m.payload()) | {"sequence": -1}
+    payload = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+    sig = signer.sign(pae(PAYLOAD_TYPE, payload))
+    assert refused(envelope_bytes(payload, [sig]), keyring) == (
+        "malformed envelope: sequence is not a non-negative integer"
+    )
+    assert (repetition_of(m.job_id), repetition_of(f"{m.job_id}-g4"), repetition_of("j-1")) == (
+        0,
+        0,
+        None,
+    )

@@ -160,6 +160,19 @@ def lake_env(request: pytest.FixtureRequest) -> LakeEnv:
     return request.getfixturevalue("local_lake")
 
 
+def sql(lake: Path, query: str) -> list[dict]:
+    """Rows of `fiolake sql QUERY` on `lake`, as dicts."""
+    import json
+
+    from click.testing import CliRunner
+
+    from fiolake.cli import cli
+
+    result = CliRunner().invoke(cli, ["sql", query, "--lake", str(lake), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
 def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):  # noqa: ANN001, ANN201
     """Poll until `predicate()` is truthy; fail naming `what` on timeout."""
     end = time.monotonic() + timeout

@@ -122,3 +122,27 @@ def test_first_layout_manifests_are_still_found(tmp_path: Path, signer: LocalSig
     store.put(legacy, store.get(key)[0])  # where the first layout put manifests
     found = {k for _, _, k in runner(store, signer, tmp_path, "a").open_jobs()}
     assert found == {key, legacy}
+
+
+def test_repetitions_are_planned_and_taken_interleaved(tmp_path: Path, signer: LocalSigner) -> None:
+    """publish --repeat 3 over two job files and two backends: ABAB, not AAABBB."""
+    manifests = plan_campaign(
+        [("p", JOB), ("q", JOB)],
+        ["a", "b"],
+        campaign_id="c-mix",
+        repeat=3,
+        runtime_s=None,
+        size_bytes=None,
+        bucket="",
+        expires_in=timedelta(hours=1),
+    )
+    planned = [(m.repetition, m.profile, m.backend) for m in manifests]
+    assert planned[:4] == [(0, "p", "a"), (0, "p", "b"), (0, "q", "a"), (0, "q", "b")]
+    assert [m.sequence for m in manifests] == list(range(12))
+    assert [r for r, _, _ in planned] == sorted(r for r, _, _ in planned)
+    store = LocalStore(tmp_path / "lake")
+    publish_manifests(store, manifests, signer)
+    for _ in range(5):  # random within a repetition, never a later one first
+        taken = [job_id for _, job_id, _ in runner(store, signer, tmp_path, "a").open_jobs()]
+        reps = [int(job_id.rsplit("-r", 1)[1]) for job_id in taken]
+        assert reps == [0, 0, 1, 1, 2, 2], taken

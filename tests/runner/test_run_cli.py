@@ -260,3 +260,23 @@ def test_no_progress_when_stderr_is_not_a_terminal(tmp_path: Path, tiny_job: Pat
     )
     assert result.exit_code == 0, result.output
     assert "[tiny]" not in result.stderr
+
+
+def test_repeat_interleaves_job_files_and_records_the_order(tmp_path: Path) -> None:
+    """job1 rep0, job2 rep0, job1 rep1, job2 rep1 — not job1 twice, then job2 twice."""
+    quick = TINY.replace("runtime=2", "runtime=1")
+    for name in ("one", "two"):
+        (tmp_path / f"{name}.fio").write_text(quick)
+    lake = tmp_path / "lake"
+    result = invoke(
+        "run", str(tmp_path / "one.fio"), str(tmp_path / "two.fio"), "--repeat", "2",
+        "--dir", str(tmp_path), "--lake", str(lake), "--format", "json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    runs = sql(lake, "SELECT profile, repetition, sequence FROM runs ORDER BY started_at")
+    assert [(r["profile"], r["repetition"], r["sequence"]) for r in runs] == [
+        ("one", 0, 0),
+        ("two", 0, 1),
+        ("one", 1, 2),
+        ("two", 1, 3),
+    ]

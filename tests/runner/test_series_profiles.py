@@ -47,7 +47,9 @@ def run_profile(name: str, text: str, target: Path) -> ex.RunOutcome:
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ex.RunOutcome]:
     base = tmp_path_factory.mktemp("profiles")
-    profiles = list_profiles()
+    # precondition-fill is no measurement: its first phase writes the working set once and,
+    # scaled down to 8 MiB, ends inside fio's first log window (nothing logged to check).
+    profiles = [p for p in list_profiles() if p.name != "precondition-fill"]
     with ThreadPoolExecutor(max_workers=3) as pool:
         futures = {
             p.name: pool.submit(run_profile, p.name, p.path.read_text(), base / p.name)

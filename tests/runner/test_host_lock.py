@@ -1,0 +1,200 @@
+"""One fio per host (runner.host.lock): runs on one host take turns, a killed holder lets
+go at once, `--share-host` opts out and says so on every run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from fiolake.runner.host.contention import other_fio_pids
+from fiolake.runner.host.lock import HostLock
+from tests.runner.conftest import LakeEnv, sql, wait_for
+
+SHORT = """\
+; a short real workload
+[short]
+rw=randread
+bs=4k
+ioengine=psync
+size=4M
+runtime=1
+time_based=1
+"""
+
+
+def overlaps(runs: list[dict]) -> list[tuple[str, str]]:
+    """Pairs of runs whose [started_at, finished_at] intervals overlap."""
+    spans = sorted((r["started_at"], r["finished_at"], r["run_id"]) for r in runs)
+    return [
+        (a[2], b[2])
+        for i, a in enumerate(spans)
+        for b in spans[i + 1 :]
+        if b[0] < a[1]  # ISO texts of one zone sort as times
+    ]
+
+
+def test_exclusive_waits_shared_share_and_a_wait_can_be_abandoned(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "host.lock"  # the directory is created
+    solo = HostLock(path, holder="solo")
+    assert solo.acquire() is not None
+    assert path.read_text() == "solo\n"  # a waiter can say whom it waits for
+    seen: list[str] = []
+    stop_at = time.monotonic() + 0.5
+    other = HostLock(path)
+    waited = other.acquire(lambda: time.monotonic() > stop_at, on_wait=seen.append, check_s=0.05)
+    assert waited is None and seen == ["solo"]  # stopped while waiting: not held
+    member = HostLock(path, shared=True)
+    got: list[float | None] = []
+    taker = threading.Thread(target=lambda: got.append(member.acquire()))
+    taker.start()
+    time.sleep(0.3)
+    assert got == []  # a gang member waits for the solo run
+    solo.release()
+    taker.join(5)
+    assert got and got[0] is not None and got[0] >= 250
+    second = HostLock(path, shared=True)
+    assert second.acquire(lambda: True) is not None  # members share it
+    assert HostLock(path).acquire(lambda: True) is None  # a solo run waits for them
+    member.release()
+    second.release()
+    assert HostLock(path).acquire(lambda: True) is not None
+
+
+def test_kill_9_of_the_holder_frees_the_lock_once_its_fio_is_gone(tmp_path: Path) -> None:
+    lock = tmp_path / "host.lock"
+    job = tmp_path / "long.fio"
+    job.write_text(SHORT.replace("runtime=1", "runtime=60"))
+    (tmp_path / "t").mkdir()
+    env = {**os.environ, "FIOLAKE_HOST_LOCK": str(lock)}
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "fiolake", "run", str(job), "--dir", str(tmp_path / "t")]
+        + ["--lake", str(tmp_path / "lake")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    fio = None
+    try:
+        fio = wait_for(lambda: _fio_child_of(holder.pid), 30, "the holder's fio")
+        assert f"pid {holder.pid}:" in lock.read_text()
+        assert HostLock(lock).acquire(lambda: True) is None  # held while fio runs
+        # Freeze fio, so it cannot act on the SIGTERM its parent's death sends it.
+        os.kill(fio, signal.SIGSTOP)
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        time.sleep(0.5)
+        assert not _gone(fio)
+        # fio inherited the lock: free only once fio too has exited.
+        assert HostLock(lock).acquire(lambda: True) is None
+        resumed_at = time.monotonic()
+        os.kill(fio, signal.SIGCONT)
+        waited = HostLock(lock).acquire(lambda: time.monotonic() - resumed_at > 20)
+        taken_s = time.monotonic() - resumed_at
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+        if fio is not None and not _gone(fio):  # never leave a stopped fio behind
+            os.kill(fio, signal.SIGCONT)
+            os.kill(fio, signal.SIGKILL)
+    assert waited is not None, "the lock was still held 20 s after its holder was killed"
+    assert taken_s < 5, f"took {taken_s:.1f} s"
+    wait_for(lambda: _gone(fio), 5, "the orphaned fio to exit")
+
+
+def _gone(pid: int) -> bool:
+    """Exited (a zombie its new parent has not reaped yet holds no files either)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(") ")[2].startswith("Z")
+    except OSError:
+        return True
+
+
+def _fio_child_of(parent: int) -> int | None:
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text() if entry.name.isdigit() else ""
+        except OSError:
+            continue
+        name, _, rest = stat.partition(" (")[2].rpartition(") ")
+        if name == "fio" and int(rest.split()[1]) == parent:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            if b"--parse-only" not in argv and b"--version" not in argv:  # the run's fio
+                return int(entry.name)
+    return None
+
+
+class ForeignFio:
+    """Times (UTC ISO text) at which fio processes that are not this test's ran: other
+    work on a shared machine, which `other-fio` rightly flags."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+        self._halt = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> ForeignFio:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._halt.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while not self._halt.wait(0.2):
+            if other_fio_pids():  # not descendants of this process: not our runners'
+                self.seen.append(datetime.now(UTC).isoformat(timespec="milliseconds"))
+
+    def during(self, run: dict) -> bool:
+        return any(run["started_at"][:19] <= t[:19] <= run["finished_at"][:19] for t in self.seen)
+
+
+def _two_runners(env: LakeEnv, foreign: ForeignFio, *args: str) -> list[dict]:
+    job = env.tmp / "short.fio"
+    job.write_text(SHORT)
+    for backend in ("disk", "ram"):
+        env.publish(job, "--backend", backend, "--repeat", "6")
+    with foreign:
+        runners = [
+            env.start_runner(b, b, "--idle-exit", "3s", "--poll", "0.2", *args)
+            for b in ("disk", "ram")
+        ]
+        for proc in runners:
+            proc.wait(timeout=240)
+    lake = Path(env.runner["FIOLAKE_LAKE"])
+    runs = sql(
+        lake,
+        "SELECT run_id, backend, started_at, finished_at, flags, status, "
+        "host_lock_wait_ms FROM runs",
+    )
+    assert len(runs) == 12 and {r["status"] for r in runs} == {"ok"}, runs
+    return runs
+
+
+@pytest.mark.slow
+def test_two_runners_on_one_host_take_turns(local_lake: LakeEnv) -> None:
+    foreign = ForeignFio()
+    runs = _two_runners(local_lake, foreign)
+    assert overlaps(runs) == []
+    assert not [r for r in runs if "shared-host" in r["flags"]]
+    # other-fio only where fio from outside this test ran (other work on a shared host)
+    flagged = [r for r in runs if "other-fio" in r["flags"]]
+    assert [r for r in flagged if not foreign.during(r)] == [], foreign.seen
+    waits = [r["host_lock_wait_ms"] for r in runs]
+    assert all(w is not None for w in waits) and max(waits) > 500  # someone waited a run
+
+
+@pytest.mark.slow
+def test_share_host_runs_overlap_and_are_flagged(local_lake: LakeEnv) -> None:
+    runs = _two_runners(local_lake, ForeignFio(), "--share-host")
+    assert overlaps(runs)
+    assert all("shared-host" in r["flags"] and r["host_lock_wait_ms"] is None for r in runs)
+    assert any("other-fio" in r["flags"] for r in runs)
