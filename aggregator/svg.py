@@ -85,7 +85,7 @@ def _ticks(lo: float, hi: float, log: bool, whole: bool = False) -> list[float]:
         for mults in ((1.0,), (1.0, 3.0), (1.0, 2.0, 5.0), (1.0, 1.5, 2.0, 3.0, 5.0, 7.0),
                       (1.0, 1.2, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)):  # fmt: skip
             found = [
-                m * 10.0**e
+                float(f"{m * 10.0**e:.6g}")  # 7 × 10⁻¹ is 0.7000000000000001
                 for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
                 for m in mults
                 if lo <= m * 10.0**e <= hi
@@ -173,6 +173,8 @@ def line_chart(
     left, right, top, plot_h = 64, 14, 22, 150
     legend_top = top + plot_h + 36
     height = legend_top + 14 * len(lines) + 4
+    # A line with nothing to draw (a side without data) gets no polyline and no legend.
+    lines = [line for line in lines if any(_drawable(p, x_axis, y_axis) for p in line.points)]
     points = [p for line in lines for p in line.points if _drawable(p, x_axis, y_axis)]
     out = _open(width, height, kind, title)
     out.append(_text(left, 13, title, extra=' font-weight="bold"'))
