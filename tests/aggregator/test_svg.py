@@ -30,7 +30,7 @@ def test_ratio_ticks_are_labelled_within_a_decade() -> None:
     ticks = _ticks(0.62, 1.6, log=True)  # a 30 % regression next to "no change"
     assert ticks == [0.7, 1.0, 1.5]
     svg = ratio_chart([Whisker("a", 0.7, 0.65, 0.75, "worse", "")], min_effect=0.05)
-    assert re.findall(r">([\d.]+)×</text>", svg) == ["0.7", "1", "1.5"]
+    assert re.findall(r">([\d.]+)×</text>", svg) == ["0.6", "0.7", "0.8", "0.9", "1"]
 
 
 def test_a_side_without_data_draws_no_line_and_no_legend() -> None:
