@@ -88,7 +88,11 @@ def report_data(lake: Lake, result: GateResult) -> ReportData:
             ids = tuple(r.run_id for r in side_list if r.profile == profile)
             if not ids:
                 continue
-            for p in percentile_curves(lake, RunFilter(runs=ids, profile=profile)):
+            # A campaign by its id: a filter by run ids checks each id (one query each).
+            by_campaign = side == NEW or result.baseline_kind == "campaign"
+            chosen = (result.campaign, result.baseline)[side] if by_campaign else None
+            filt = RunFilter(campaign=chosen, runs=() if by_campaign else ids, profile=profile)
+            for p in percentile_curves(lake, filt):
                 case = (p.backend, profile, p.job_name, p.direction)
                 if case in wanted:
                     curves[case][side].append(p)

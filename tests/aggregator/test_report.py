@@ -146,6 +146,10 @@ def test_the_report_draws_its_charts_as_inline_svg(lake: Path, tmp_path: Path) -
         assert "p99</text>" in chart
     for chart in series:
         assert chart.count("<polyline") == 6
+    # nvme's B is slower: its latency curve lies above A's (a smaller y on the page).
+    new_line, base_line = re.findall(r'<polyline points="([^"]+)"', latency[0])
+    assert all(float(n.split(",")[1]) < float(b.split(",")[1])
+               for n, b in zip(new_line.split(), base_line.split(), strict=True))  # fmt: skip
     assert "<title>new: B-nvme-r0</title>" in series[0]
     assert "<title>baseline: A-nvme-r2</title>" in series[0]
     # Still self-contained: no script, and no URL but the app links.
