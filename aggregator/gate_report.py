@@ -29,6 +29,7 @@ tr.worse td { background: #fde8e8; } tr.better td { background: #e8f6e8; }
 code, pre { background: #f4f4f4; padding: .1em .3em; }
 h2 { font-size: 1.15em; margin-top: 1.6em; } .charts { display: flex; flex-wrap: wrap; gap: 1em; }
 tr.differs td { background: #fff4e0; font-weight: 600; }
+table.env td { overflow-wrap: anywhere; max-width: 32em; }
 """
 NEW_COLOUR, BASE_COLOUR = "#1565c0", "#757575"
 # Shades of each side's colour (new, baseline), one per run of a per-second chart.
@@ -189,7 +190,8 @@ def _environment(result: GateResult, data: ReportData) -> list[str]:
         "<h2>Environment</h2>",
         f"<p>Newest run of each side: new <code>{e(new_run)}</code> ({e(result.campaign)}), "
         f"baseline <code>{e(base_run)}</code> ({e(result.baseline)}) — {e(words)}; "
-        "differing fields highlighted.</p>",
+        "differing fields highlighted. Reproduce: "
+        f"<code>fiolake env-diff --run {e(new_run)} --run {e(base_run)}</code></p>",
         '<table class="env"><thead><tr><th>field</th><th>new</th><th>baseline</th></tr></thead>',
         "<tbody>", *rows, "</tbody></table>",
         *([f"<p>The job fio ran differs: {e('; '.join(map(str, jobs)))}</p>"] if jobs else []),

@@ -173,6 +173,7 @@ def test_the_environment_table_marks_the_fields_that_differ(lake: Path, tmp_path
     text = out.read_text()
     assert "new <code>B-nvme-r2</code> (B), baseline <code>A-nvme-r2</code> (A)" in text
     assert "1 field(s) differ" in text
+    assert "<code>fiolake env-diff --run B-nvme-r2 --run A-nvme-r2</code>" in text
 
 
 def test_a_window_baseline_draws_the_window_runs(lake: Path, tmp_path: Path) -> None:
