@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -96,6 +97,11 @@ def display_scale(column: str, largest: float | None) -> tuple[float, str]:
     if column in COUNT_COLUMNS:
         return 1.0, "IOPS" if column.startswith("iops") else "I/Os"
     return 1.0, ""
+
+
+def nines(percentile: float) -> float:
+    """fio-plot's percentile axis: how many nines (p90 → 1, p99 → 2, p99.9 → 3)."""
+    return -math.log10(1 - percentile / 100)
 
 
 def ratio_text(metric: str, ratio: float | None, low: float | None, high: float | None) -> str:

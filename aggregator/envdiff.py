@@ -66,6 +66,13 @@ def _environment(lake: Lake, run_id: str) -> dict[str, Any]:
     return env
 
 
+def environment(lake: Lake, run_id: str) -> dict[str, Any]:
+    """The recorded environment of one committed run: the `ENV_COLUMNS`, its labels
+    (`labels.KEY`) and the hash of the job fio ran (as `env_diff` compares them)."""
+    validate(lake, RunFilter(runs=(run_id,), status=None))
+    return {k: v for k, v in _environment(lake, run_id).items() if not k.startswith("_")}
+
+
 def env_diff(lake: Lake, run_a: str, run_b: str) -> list[EnvDifference]:
     """Environment fields (labels per key) that differ between two committed runs."""
     validate(lake, RunFilter(runs=(run_a, run_b), status=None))

@@ -8,14 +8,17 @@ links in it are to the app URL the caller gives.
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
-from fiolake.aggregator.columns import p_text, ratio_text
+from fiolake import units
+from fiolake.aggregator.columns import format_value, nines, p_text, ratio_text
+from fiolake.aggregator.svg import Axis, Line, Whisker, line_chart, ratio_chart
 from fiolake.aggregator.verdict_text import WORSE, label
 
 if TYPE_CHECKING:
     from fiolake.aggregator.gate import GateResult
+    from fiolake.aggregator.report_data import Case, ReportData
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em; color: #1b1b1b; }
@@ -24,12 +27,23 @@ table { border-collapse: collapse; } th, td { padding: .3em .7em; text-align: le
 th { border-bottom: 2px solid #888; } td { border-bottom: 1px solid #ddd; }
 tr.worse td { background: #fde8e8; } tr.better td { background: #e8f6e8; }
 code, pre { background: #f4f4f4; padding: .1em .3em; }
+h2 { font-size: 1.15em; margin-top: 1.6em; } .charts { display: flex; flex-wrap: wrap; gap: 1em; }
+tr.differs td { background: #fff4e0; font-weight: 600; }
+table.env td { overflow-wrap: anywhere; max-width: 32em; }
 """
+NEW_COLOUR, BASE_COLOUR = "#1565c0", "#757575"
+# Shades of each side's colour (new, baseline), one per run of a per-second chart.
+RUN_SHADES = (("#1565c0", "#5e92f3", "#90caf9"), ("#424242", "#757575", "#bdbdbd"))
+SIDES = ("new", "baseline")
+PERCENTILE_TICKS = (50.0, 90.0, 99.0, 99.9, 99.99)
 
 
-def html_report(result: GateResult, app_url: str | None) -> str:
+def html_report(result: GateResult, app_url: str | None, data: ReportData) -> str:
     """The gate's result as an HTML page: the answer in words, every row worst first, the
-    families the p-values were adjusted in, and the command that reproduces it."""
+    families the p-values were adjusted in, the ratio chart with CI whiskers, latency
+    percentile curves and per-second series of both sides (`data`, from
+    `report_data.report_data`), the environments and their differences, and the command
+    that reproduces it. Charts are inline SVG (`aggregator.svg`): no script, no fetch."""
     e = html.escape
     worse, unsure = len(result.worse), len(result.inconclusive)
     verdict = "fails" if worse else "passes"
@@ -63,6 +77,8 @@ def html_report(result: GateResult, app_url: str | None) -> str:
         "<p>Worst first. Ratios of geometric means (new / baseline) with 95 % CIs; "
         "p-values Holm-adjusted per backend; minimum effect "
         f"±{result.min_effect:.0%}. Families: {e('; '.join(result.families))}.</p>",
+        *_charts(result, data),
+        *_environment(result, data),
         f"<p>Reproduce: <code>{e(reproduce(result))}</code></p>",
         "</body></html>",
         "",
@@ -86,3 +102,103 @@ def reproduce(result: GateResult) -> str:
         else f"--baseline-campaign {result.baseline}"
     )
     return f"fiolake gate --campaign {result.campaign} {chosen} --min-effect {result.min_effect:g}"
+
+
+def _case_title(case: Case) -> str:
+    backend, profile, job, direction = case
+    return f"{backend} · {profile} · {job} · {direction}"
+
+
+def _charts(result: GateResult, data: ReportData) -> list[str]:
+    """The ratio chart, then per job of the rows its percentile curves and series."""
+    e = html.escape
+    whiskers = [
+        Whisker(
+            f"{g.backend} · {g.row.job_name} {g.row.direction} · {g.row.metric}",
+            g.row.ratio, g.row.ratio_ci_low, g.row.ratio_ci_high, g.row.verdict,
+            f"{label(g.row, result.min_effect)}: "
+            + ratio_text(g.row.metric, g.row.ratio, g.row.ratio_ci_low, g.row.ratio_ci_high),
+        )
+        for g in result.rows
+        if g.row.ratio is not None
+    ]  # fmt: skip
+    out = [
+        "<h2>Ratios new / baseline</h2>",
+        "<p>Each row's ratio (dot) and 95 % CI (whisker) on a log axis; shaded: the "
+        f"±{result.min_effect:.0%} minimum effect. Red worse, green better, grey "
+        "equivalent, amber inconclusive.</p>",
+        ratio_chart(whiskers, result.min_effect),
+        "<h2>Latency percentiles (clat)</h2>",
+        f"<p>Median over runs of fio's completion-latency percentiles: <b>{e(result.campaign)}"
+        f"</b> solid, baseline <b>{e(result.baseline)}</b> dashed; log latency axis.</p>",
+        '<div class="charts">',
+    ]
+    x_pct = Axis(log=False, fmt=lambda n: f"p{100 * (1 - 10**-n):g}",
+                 ticks=[nines(p) for p in PERCENTILE_TICKS], title="percentile")  # fmt: skip
+    y_lat = Axis(log=True, fmt=units.human_ns, title="latency")
+    for case in data.cases:
+        lines = [
+            Line(f"{name}: {who}", [(nines(p.percentile), p.value_ns) for p in points],
+                 colour, dashed=name == "baseline")
+            for name, who, colour, points in zip(
+                SIDES, (result.campaign, result.baseline), (NEW_COLOUR, BASE_COLOUR),
+                data.curves.get(case, ([], [])), strict=True)
+        ]  # fmt: skip
+        out.append(line_chart(lines, x_pct, y_lat, _case_title(case), "latency"))
+    metric = data.series_metric
+    out += [
+        "</div>",
+        f"<h2>Per-second {e(metric)}</h2>",
+        f"<p>Up to the {len(RUN_SHADES[0])} newest runs of each side per job: new solid, "
+        "baseline dashed.</p>",
+        '<div class="charts">',
+    ]
+    x_s = Axis(log=False, fmt=lambda s: f"{s:g} s", title="second of the job", whole=True)
+    y_v = Axis(log=False, fmt=lambda v: format_value(metric, v), title=metric)
+    for case in data.cases:
+        lines = []
+        for side, shades, points in zip(
+            SIDES, RUN_SHADES, data.series.get(case, ([], [])), strict=True
+        ):
+            by_run: dict[str, list[tuple[float, float]]] = {}
+            for p in points:
+                if p.value is not None:
+                    by_run.setdefault(p.run_id, []).append((p.second, p.value))
+            for shade, (run_id, xy) in zip(shades, by_run.items(), strict=False):
+                lines.append(Line(f"{side}: {run_id}", xy, shade, dashed=side == "baseline"))
+        out.append(line_chart(lines, x_s, y_v, _case_title(case), "series"))
+    out.append("</div>")
+    return out
+
+
+def _environment(result: GateResult, data: ReportData) -> list[str]:
+    """Both sides' environments (one representative run each), differing fields marked."""
+    e = html.escape
+    if data.env_runs is None:
+        return ["<h2>Environment</h2><p>No successful run on one of the sides.</p>"]
+    new_run, base_run = data.env_runs
+    differing = {d.field for d in data.differences}
+    rows = [
+        f'<tr class="{"differs" if f in differing else "same"}"><td>{e(f)}</td>'
+        f"<td>{e(_env_value(f, a))}</td><td>{e(_env_value(f, b))}</td></tr>"
+        for f, a, b in data.environment
+    ]
+    jobs = [d.a for d in data.differences if d.field == "job"]
+    words = (f"{len(differing - {'job'})} field(s) differ" if differing
+             else "the environments are the same")  # fmt: skip
+    return [
+        "<h2>Environment</h2>",
+        f"<p>Newest run of each side: new <code>{e(new_run)}</code> ({e(result.campaign)}), "
+        f"baseline <code>{e(base_run)}</code> ({e(result.baseline)}) — {e(words)}; "
+        "differing fields highlighted. Reproduce: "
+        f"<code>fiolake env-diff --run {e(new_run)} --run {e(base_run)}</code></p>",
+        '<table class="env"><thead><tr><th>field</th><th>new</th><th>baseline</th></tr></thead>',
+        "<tbody>", *rows, "</tbody></table>",
+        *([f"<p>The job fio ran differs: {e('; '.join(map(str, jobs)))}</p>"] if jobs else []),
+    ]  # fmt: skip
+
+
+def _env_value(name: str, value: Any) -> str:
+    if value is None:
+        return units.MISSING
+    return format_value(name, value) if isinstance(value, int | float) else str(value)

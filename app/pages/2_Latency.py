@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import math
-
 import altair as alt
 import pandas as pd
 import streamlit as st
 
 from fiolake.aggregator import latency
-from fiolake.aggregator.columns import display_scale
+from fiolake.aggregator.columns import display_scale, nines
 from fiolake.aggregator.filters import RunFilter
 from fiolake.aggregator.series import distinct
 from fiolake.app.charts import backend_colour, show
 from fiolake.app.common import get_lake, run_or_stop
 
 
-def _nines(percentile: float) -> float:
-    """fio-plot's percentile axis: how many nines (p90 → 1, p99 → 2, p99.9 → 3)."""
-    return -math.log10(1 - percentile / 100)
-
-
 def _label_expr(ticks: list[float]) -> str:
-    pairs = [f"abs(datum.value - {_nines(t)}) < 0.01 ? 'p{t:g}'" for t in ticks]
+    pairs = [f"abs(datum.value - {nines(t)}) < 0.01 ? 'p{t:g}'" for t in ticks]
     return " : ".join(pairs) + " : ''"
 
 
@@ -59,7 +52,7 @@ else:
             "backend": p.backend,
             "direction": p.direction,
             "percentile": p.percentile,
-            "nines": _nines(p.percentile),
+            "nines": nines(p.percentile),
             "latency": p.value_ns / div,
             "runs": p.runs,
         }
@@ -74,7 +67,7 @@ else:
                 "nines:Q",
                 title="percentile",
                 axis=alt.Axis(
-                    values=[_nines(t) for t in ticks],
+                    values=[nines(t) for t in ticks],
                     labelExpr=_label_expr(ticks),
                 ),
             ),

@@ -9,6 +9,7 @@ import streamlit as st
 from fiolake.aggregator.columns import p_text, ratio_text
 from fiolake.aggregator.gate import gate
 from fiolake.aggregator.gate_report import html_report
+from fiolake.aggregator.report_data import report_data
 from fiolake.aggregator.series import distinct
 from fiolake.aggregator.verdict_text import label
 from fiolake.app.common import get_lake, run_or_stop
@@ -55,7 +56,8 @@ table = pd.DataFrame(
 st.dataframe(table, hide_index=True)
 st.download_button(
     "Download the HTML report",
-    html_report(result, None),  # the page's own address is unknown here: no links
+    # The page's own address is unknown here: no links.
+    html_report(result, None, run_or_stop(report_data, lake, result)),
     file_name=f"fiolake-gate-{result.campaign}-vs-{result.baseline}.html",
     mime="text/html",
     help="One self-contained file (as `fiolake report`) to attach to a ticket.",

@@ -28,6 +28,7 @@ from fiolake.errors import FiolakeError, UsageProblem
 
 if TYPE_CHECKING:
     from fiolake.aggregator.gate import GateResult, GateRow
+    from fiolake.aggregator.lake import Lake
 
 FIELDS = ("profile", "job_name", "direction", "metric", "n", "n_baseline", "geomean", "ratio",
           "ratio_ci_low", "ratio_ci_high", "p_value", "p_adjusted", "p_equivalence",
@@ -120,34 +121,42 @@ QUESTION_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
 ]
 
 
-def gate_question(fn: Callable[..., Any]) -> Callable[..., Any]:
+def gate_question(
+    fn: Callable[..., Any] | None = None,
+    *,
+    extra: Callable[[Lake, GateResult], Any] | None = None,
+) -> Any:
     """Add the options that choose the comparison (lake, campaign, baseline, metrics,
-    min-effect); the command is called with the gate's `result` instead of them."""
+    min-effect); the command is called with the gate's `result` instead of them — and,
+    with `extra`, with `data=extra(lake, result)` read on the same connection (`report`:
+    its charts). Use as `@gate_question` or `@gate_question(extra=...)`."""
 
-    @functools.wraps(fn)
-    def command(
-        *,
-        lake: str,
-        campaign: str,
-        baseline_campaign: str | None,
-        baseline_label: str | None,
-        baseline_runs: str | None,
-        metrics: tuple[str, ...],
-        min_effect: float,
-        **rest: Any,
-    ) -> Any:
-        since = _window(baseline_runs) if baseline_runs is not None else None
-        wanted = parse_labels((baseline_label,), "--baseline-label") if baseline_label else {}
-        return fn(
-            result=_result(lake, campaign, baseline_campaign, next(iter(wanted.items()), None),
-                           since, metrics, min_effect),
-            **rest,
-        )  # fmt: skip
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def command(
+            *,
+            lake: str,
+            campaign: str,
+            baseline_campaign: str | None,
+            baseline_label: str | None,
+            baseline_runs: str | None,
+            metrics: tuple[str, ...],
+            min_effect: float,
+            **rest: Any,
+        ) -> Any:
+            since = _window(baseline_runs) if baseline_runs is not None else None
+            wanted = parse_labels((baseline_label,), "--baseline-label") if baseline_label else {}
+            result, data = _result(lake, campaign, baseline_campaign,
+                                   next(iter(wanted.items()), None), since, metrics,
+                                   min_effect, extra)  # fmt: skip
+            return fn(result=result, **({"data": data} if extra else {}), **rest)
 
-    decorated: Callable[..., Any] = command
-    for option in reversed(QUESTION_OPTIONS):
-        decorated = option(decorated)
-    return decorated
+        decorated: Callable[..., Any] = command
+        for option in reversed(QUESTION_OPTIONS):
+            decorated = option(decorated)
+        return decorated
+
+    return decorate(fn) if fn is not None else decorate
 
 
 def _window(text: str) -> str:
@@ -170,17 +179,19 @@ def _result(
     since: str | None,
     metrics: tuple[str, ...],
     min_effect: float,
-) -> GateResult:
-    """The gate's result; every problem is a usage error (exit 2), so that exit 1 keeps
-    meaning "worse"."""
+    extra: Callable[[Lake, GateResult], Any] | None = None,
+) -> tuple[GateResult, Any]:
+    """The gate's result and `extra` of it (None without); every problem is a usage
+    error (exit 2), so that exit 1 keeps meaning "worse"."""
     from fiolake.aggregator.compare import DEFAULT_METRICS
     from fiolake.aggregator.gate import gate as run_gate
 
     try:
         with connect(lake) as handle:
-            return run_gate(handle, campaign, baseline, label=label, since=since,
-                            metrics=list(metrics) or list(DEFAULT_METRICS),
-                            min_effect=min_effect)  # fmt: skip
+            result = run_gate(handle, campaign, baseline, label=label, since=since,
+                              metrics=list(metrics) or list(DEFAULT_METRICS),
+                              min_effect=min_effect)  # fmt: skip
+            return result, extra(handle, result) if extra else None
     except FiolakeError as exc:  # for `report` too (not in EVERY_PROBLEM_IS_USAGE: its
         raise UsageProblem(str(exc)) from exc  # failed write is a failure, exit 1)
 

@@ -216,8 +216,10 @@ def write_campaign(
     profile: str = "random-reads",
     start: datetime = T0,
     jitter: float = 0.0,
+    **run_extra: Any,
 ) -> list[str]:
-    """`repetitions` runs per backend; `jitter` spreads values ±jitter (fraction), deterministic."""
+    """`repetitions` runs per backend; `jitter` spreads values ±jitter (fraction), deterministic;
+    `run_extra` overrides `runs` columns of every run (e.g. kernel=...)."""
     run_ids = []
     step = 0
     # Other profiles of the same campaign get ids of their own (the default keeps old ids).
@@ -237,6 +239,7 @@ def write_campaign(
                 metrics=scaled,
                 started_at=start + timedelta(minutes=step),
                 repetition=rep,
+                **run_extra,
             )
             run_ids.append(run_id)
             step += 1

@@ -1,6 +1,6 @@
 """The HTML report in Debian's headless Chromium: it loads from a file with no other
-request (no script, style, font or image fetched), logs no console error, and states the
-answer in words."""
+request (no script, style, font or image fetched), logs no console error, states the
+answer in words, and draws its inline SVG charts."""
 
 from __future__ import annotations
 
@@ -42,8 +42,18 @@ def test_the_report_opens_offline_without_console_errors(tmp_path: Path) -> None
         page.goto(out.as_uri(), wait_until="networkidle")
         text = page.inner_text("body")
         links = page.eval_on_selector_all("a", "els => els.map(e => e.href)")
+        # Each chart is laid out as SVG (a box of its size), its parts drawn inside it.
+        boxes = page.eval_on_selector_all(
+            "svg.chart",
+            "els => els.map(e => [e.getAttribute('class'), e instanceof SVGSVGElement,"
+            " Math.round(e.getBoundingClientRect().width),"
+            " e.querySelectorAll('polyline, g.whisker').length])",
+        )
     assert requests == [out.as_uri()]  # the file itself and nothing else
     assert errors == []
     assert "Campaign B against A: the gate fails — 4 worse, 0 inconclusive of 4 rows." in text
     assert set(links) == {"http://127.0.0.1:9/app/Gate?campaign=B&baseline=A"}
+    assert boxes == [["chart ratio", True, 640, 4], ["chart latency", True, 420, 2],
+                     ["chart series", True, 420, 6]]  # fmt: skip
+    assert "Ratios new / baseline" in text and "Environment" in text
     print(f"report.html: {out.stat().st_size} bytes, {len(links)} rows")

@@ -120,6 +120,13 @@ def test_gate_page_sets_the_newest_campaign_against_the_one_before(
     slower = {"nvme": {READ: {"iops": 700}}}
     lakegen.write_campaign(store, "night-2", slower, 3, jitter=0.02, start=later)
     monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "lake"))
+    from fiolake.aggregator import gate_report
+
+    offered: list[str] = []  # the download's content, as the page builds it
+    real = gate_report.html_report
+    monkeypatch.setattr(
+        gate_report, "html_report", lambda *a: offered.append(real(*a)) or offered[-1]
+    )
     at = page("pages/8_Gate.py")
     assert not at.exception
     assert "the gate **fails**" in at.markdown[0].value
@@ -131,6 +138,12 @@ def test_gate_page_sets_the_newest_campaign_against_the_one_before(
     (download,) = at.get("download_button")
     assert download.proto.label == "Download the HTML report"  # aggregator.gate_report
     assert download.proto.url.endswith(".html")
+    (report,) = offered  # with the charts and environment the CLI's report has
+    assert [report.count(f'<svg class="chart {k}"') for k in ("ratio", "latency", "series")] == [
+        1, 1, 1
+    ]  # fmt: skip
+    assert "<h2>Environment</h2>" in report
+    assert "<code>night-2-nvme-r2</code>" in report
     assert any("±5 % minimum effect" in c.value for c in at.caption)  # the result's own
 
 
