@@ -162,7 +162,7 @@ def publish(
         )
     from fiolake.campaigns import plan_campaign, publish_manifests, store_bucket
     from fiolake.config import Settings
-    from fiolake.manifest import new_campaign_id
+    from fiolake.ids import new_campaign_id
     from fiolake.runner import execute as ex
     from fiolake.runner import precondition as pc
 
@@ -223,7 +223,7 @@ def publish(
 def _publish_rerun(campaign: str, states: tuple[str, ...], expires: float, lake: str) -> str:
     from fiolake.campaigns import plan_rerun, publish_manifests
     from fiolake.config import Settings
-    from fiolake.manifest import new_campaign_id
+    from fiolake.ids import new_campaign_id
 
     settings = Settings.from_env(lake=lake)
     store = settings.store()

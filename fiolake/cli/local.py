@@ -153,7 +153,7 @@ def run(
     status 'interrupted', and the remaining runs do not start.
     """
     from fiolake.config import Settings
-    from fiolake.manifest import new_campaign_id, new_job_id
+    from fiolake.ids import new_campaign_id, new_job_id
     from fiolake.runner import execute as ex
     from fiolake.runner import precondition as pc
     from fiolake.runner.host import target as tg

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from fiolake import layout
 from fiolake.errors import PreconditionFailed, StoreError
-from fiolake.manifest import repetition_of
+from fiolake.ids import repetition_of
 from fiolake.store import ObjectStore
 from fiolake.timetext import now_iso
 
@@ -36,7 +36,7 @@ class OpenJobs:
 
     def list(self) -> list[tuple[str, str, str]]:
         """(campaign_id, job_id, key) of this backend's jobs without a commit marker, lowest
-        repetition first (`manifest.repetition_of`: repetitions run interleaved, ABAB, as
+        repetition first (`ids.repetition_of`: repetitions run interleaved, ABAB, as
         `plan_campaign` laid them out), in random order within a repetition.
 
         Costs O(open campaigns and jobs of this backend), not O(history): one delimited

@@ -15,15 +15,13 @@ import pytest
 from fiolake import layout
 from fiolake.config import Settings
 from fiolake.errors import ManifestError
+from fiolake.ids import new_campaign_id, new_job_id, repetition_of
 from fiolake.manifest import (
     PAYLOAD_TYPE,
     Manifest,
     envelope_bytes,
-    new_campaign_id,
-    new_job_id,
     new_manifest,
     pae,
-    repetition_of,
     sign_manifest,
     verify_envelope,
 )
