@@ -69,9 +69,9 @@ def prune_timeseries(store: ObjectStore, keep: timedelta) -> PruneReport:
     AccessDenied for credentials that may not write under compacted/ (runner, publisher,
     analyst), before anything is written."""
     cutoff = _cutoff(store, keep)
-    if latest_generation(store) is None:  # checked before the lock, which would write
-        raise _not_compacted(store)
     try:
+        if latest_generation(store) is None:  # checked before the lock, which would write
+            raise _not_compacted(store)
         # Prune writes the table and the generations as compaction does: one at a time.
         with compaction_lock(store) as lock:
             return _prune(store, cutoff, lock)
