@@ -55,6 +55,10 @@ class HostLock:
                 # Sticky and world-writable like /run/lock: runners of any user share it.
                 self.path.parent.chmod(0o1777)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            if os.fstat(fd).st_uid == os.geteuid():
+                # The umask took write from group and others: runners of other users (uid
+                # 10001 in the containers) must open the same file read-write.
+                os.fchmod(fd, 0o666)
         except OSError as exc:
             raise UsageProblem(
                 f"cannot use the host lock {self.path}: {exc.strerror} — give --host-lock "

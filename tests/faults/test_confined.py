@@ -23,6 +23,7 @@ from fiolake import layout
 from fiolake.campaigns import plan_campaign, publish_manifests
 from fiolake.commits import Commit
 from fiolake.config import Settings
+from fiolake.runner.host.lock import DEFAULT_PATH as HOST_LOCK_PATH
 from fiolake.stack.env import StackEnv
 from fiolake.store import S3Store
 
@@ -30,6 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIOLAKE = Path(sys.executable).with_name("fiolake")
 JOB = "[n]\nioengine=null\nrw=read\nbs=4k\nsize=1M\n"
 CA = "/ca/ca.crt"
+HOST_LOCK_DIR = HOST_LOCK_PATH.parent
 
 
 def image_uid() -> int:
@@ -72,8 +74,13 @@ def _hidden_by_private_tmp() -> list[str]:
 
 
 def confined(bench: Path, ca: Path, env: dict[str, str], argv: list[str]) -> list[str]:
-    """bwrap argv: the image's uid, read-only root, private /tmp, /bench writable."""
+    """bwrap argv: the image's uid, read-only root, private /tmp, /bench writable, and the
+    host's fio lock directory mounted as compose and the k8s files mount it (here a
+    directory of the test's own, so no other fio on this machine holds it up)."""
     uid = str(image_uid())
+    lock_dir = bench.parent / "host-lock"
+    lock_dir.mkdir(exist_ok=True)
+    lock_dir.chmod(0o1777)  # like /run/lock: the image's uid takes the lock too
     box = [
         "bwrap",
         "--unshare-user", "--uid", uid, "--gid", uid,
@@ -84,6 +91,7 @@ def confined(bench: Path, ca: Path, env: dict[str, str], argv: list[str]) -> lis
         "--tmpfs", "/tmp",
         *_hidden_by_private_tmp(),
         "--bind", str(bench), "/bench",
+        "--bind", str(lock_dir), str(HOST_LOCK_DIR),
         "--ro-bind", str(ca), CA,
         "--remount-ro", "/",
         "--clearenv",
@@ -142,7 +150,7 @@ def test_a_confined_runner_can_write_only_bench_and_its_private_tmp(
     elsewhere = ["/", "/etc", "/usr/bin", "/var/tmp", str(ROOT), str(FIOLAKE.parent), "/root"]
     probe = "id -u; " + "; ".join(
         f"touch {d}/probe 2>/dev/null && echo wrote {d} || echo refused {d}"
-        for d in [*elsewhere, "/bench/target", "/bench/spool", "/tmp"]
+        for d in [*elsewhere, "/bench/target", "/bench/spool", "/tmp", str(HOST_LOCK_DIR)]
     )
     proc = subprocess.run(
         confined(bench, stack.ca_bundle, env, ["sh", "-c", probe]),
@@ -157,6 +165,7 @@ def test_a_confined_runner_can_write_only_bench_and_its_private_tmp(
         "wrote /bench/target",
         "wrote /bench/spool",
         "wrote /tmp",
+        f"wrote {HOST_LOCK_DIR}",  # the host's fio lock, mounted as compose and k8s mount it
     ]
     assert (bench / "target" / "probe").exists()
     assert not Path("/tmp/probe").exists()  # the box's /tmp is its own

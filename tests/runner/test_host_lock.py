@@ -198,3 +198,15 @@ def test_share_host_runs_overlap_and_are_flagged(local_lake: LakeEnv) -> None:
     assert overlaps(runs)
     assert all("shared-host" in r["flags"] and r["host_lock_wait_ms"] is None for r in runs)
     assert any("other-fio" in r["flags"] for r in runs)
+
+
+def test_the_lock_file_is_open_to_every_user_whatever_the_umask(tmp_path: Path) -> None:
+    """Runners of other users (uid 10001 in the containers) open the same file read-write:
+    a root runner's umask must not take write from them."""
+    old = os.umask(0o022)
+    try:
+        HostLock(tmp_path / "locks" / "host.lock").check()
+    finally:
+        os.umask(old)
+    assert (tmp_path / "locks" / "host.lock").stat().st_mode & 0o777 == 0o666
+    assert (tmp_path / "locks").stat().st_mode & 0o7777 == 0o1777
