@@ -20,11 +20,17 @@ RUN set -eu; missing=""; \
     chown 10001:10001 /stack /bench /bao/data /data
 # Dependencies first (the layer stays cached until pyproject.toml changes), then fiolake.
 # The wheels are bind-mounted, not copied: a COPY layer would keep them in the image.
+# A bind mount's content is not part of the build cache's key (podman 4.3, BuildKit):
+# `make images` passes the wheels' hashes, so a changed wheel rebuilds its layer.
+ARG DEPS_WHEELS_SHA=unset
 RUN --mount=type=bind,source=build/wheels/deps,target=/opt/fiolake/wheels \
-    python3 -m venv /opt/fiolake/venv \
+    echo "dependency wheels $DEPS_WHEELS_SHA" \
+ && python3 -m venv /opt/fiolake/venv \
  && /opt/fiolake/venv/bin/pip install --no-cache-dir --no-index /opt/fiolake/wheels/*.whl
+ARG FIOLAKE_WHEEL_SHA=unset
 RUN --mount=type=bind,source=build/wheels/fiolake,target=/opt/fiolake/wheel \
-    /opt/fiolake/venv/bin/pip install --no-cache-dir --no-index --no-deps /opt/fiolake/wheel/*.whl
+    echo "fiolake wheel $FIOLAKE_WHEEL_SHA" \
+ && /opt/fiolake/venv/bin/pip install --no-cache-dir --no-index --no-deps /opt/fiolake/wheel/*.whl
 COPY infra/with-env.sh /usr/local/bin/with-env.sh
 # Read-only root friendly: HOME (keyring cache, spool default) is a tmpfs at /tmp.
 ENV PATH=/opt/fiolake/venv/bin:/usr/local/bin:/usr/bin:/bin HOME=/tmp PYTHONDONTWRITEBYTECODE=1

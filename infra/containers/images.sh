@@ -57,9 +57,13 @@ mkdir -p build/bin
 cmp -s "$minio" build/bin/minio || cp "$minio" build/bin/minio
 t_prep=$(stamp)
 
-# 4. The images (the python ones share every layer up to their last lines).
+# 4. The images (the python ones share every layer up to their last lines). The wheels are
+# bind-mounted, and a mount's content is not in the layer cache's key: their hashes are.
+deps_sha=$(ls "$wheels/deps" | sha256sum | cut -c1-16)
+wheel_sha=$(cat "$wheels"/fiolake/*.whl | sha256sum | cut -c1-16)
 for name in $IMAGES; do
   podman build --quiet --network host --build-arg BASE="$base" \
+    --build-arg DEPS_WHEELS_SHA="$deps_sha" --build-arg FIOLAKE_WHEEL_SHA="$wheel_sha" \
     -f "infra/Dockerfile.$name" -t "fiolake-$name:local" . >/dev/null
 done
 t_end=$(stamp)

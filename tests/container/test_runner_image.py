@@ -64,3 +64,19 @@ def test_fio_runs_against_the_bench_mount(images: float, tmp_path: Path) -> None
     )
     name, error, read_kib = out.strip().split(";")
     assert (name, error) == ("t", "0") and int(read_kib) > 0
+
+
+def test_the_image_holds_this_checkouts_fiolake(images: float, tmp_path: Path) -> None:
+    """A bind-mounted wheel is not in the layer cache's key: without the wheel's hash as a
+    build argument, a rebuilt image kept the previous fiolake (seen: a runner that refused
+    manifests of a newer publisher)."""
+    import hashlib
+
+    import fiolake.runner.host.lock as here
+
+    source = Path(here.__file__).read_bytes()
+    script = (
+        "python3 -c 'import hashlib, fiolake.runner.host.lock as m; "
+        'print(hashlib.sha256(open(m.__file__, "rb").read()).hexdigest())\''
+    )
+    assert run_in_runner(tmp_path, script).strip() == hashlib.sha256(source).hexdigest()
