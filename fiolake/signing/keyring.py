@@ -5,13 +5,13 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 import time
 from pathlib import Path
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from fiolake.atomic import write_atomic
 from fiolake.errors import FiolakeError, ManifestError
 from fiolake.signing.base import (
     KeyringUnavailable,
@@ -114,7 +114,7 @@ class Keyring:
         if self.path is not None:
             try:
                 self.save(self.path)
-            except OSError as exc:  # the cache only saves Vault reads; keys are still good
+            except (OSError, FiolakeError) as exc:  # a cache only: the keys are still good
                 log.warning("cannot write keyring cache %s: %s", self.path, exc)
 
     def _refresh_if_stale(self) -> None:
@@ -256,6 +256,5 @@ class Keyring:
             section["refreshed_at"] = self.refreshed_at
         sources[self.source] = section
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"format": CACHE_FORMAT, "sources": sources}, indent=2) + "\n")
-        os.replace(tmp, path)
+        text = json.dumps({"format": CACHE_FORMAT, "sources": sources}, indent=2) + "\n"
+        write_atomic(path, text.encode())

@@ -485,3 +485,17 @@ def test_vault_rotation_and_retirement(stack, rotating_key, tmp_path: Path) -> N
     restarted = Keyring.from_file(cache, refresher)
     with pytest.raises(ManifestError, match=f"^unknown signing key {s1.keyid}"):
         restarted.verify(s1.keyid, MESSAGE, sig_bytes(s1))
+
+
+def test_a_cache_that_cannot_be_written_leaves_the_refreshed_keys_usable(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    signer = LocalSigner.generate(tmp_path / "a")
+    keyid, raw = vkey(signer, 1)
+    where = tmp_path / "a-directory"  # the cache path names a directory: the write fails
+    where.mkdir()
+    ring = Keyring(refresher=KeySource({keyid: raw}), path=where)
+    ring.refresh()
+    assert ring.verify(keyid, MESSAGE, vsig(signer)) is True
+    assert f"cannot write keyring cache {where}: cannot write {where}" in caplog.text
+    assert sorted(p.name for p in where.iterdir()) == []  # no temporary file left behind
