@@ -137,8 +137,10 @@ def test_stopped_runner_loses_lease_kills_fio_and_cannot_commit(lake_env: LakeEn
     )
     wait_for(lambda: statuses(lake_env, campaign)[0]["state"] == "running", 30, "a claim")
     sleeper.send_signal(signal.SIGSTOP)
+    # The sleeper's fio holds the host lock until it ends: a rescuer waiting for that lock
+    # would let it run out before the loss is noticed. This test is about the lease.
     other = lake_env.start_runner(
-        "other", "b", "--lease-ttl", "2", "--poll", "0.2", "--max-jobs", "1"
+        "other", "b", "--lease-ttl", "2", "--poll", "0.2", "--max-jobs", "1", "--share-host"
     )
     wait_for(lambda: statuses(lake_env, campaign)[0]["runner"] == "other", 30, "the takeover")
     sleeper.send_signal(signal.SIGCONT)
