@@ -44,7 +44,7 @@ def plan_campaign(
     expect_fs: str | None = None,
     gangs: Sequence[int] = (),
     gang_timeout_s: int | None = None,
-    precondition: tuple[str, str] | None = None,
+    preconditions: Sequence[tuple[str, str] | None] = (),
 ) -> list[Manifest]:
     """One manifest per (job file, backend, repetition) — per gang size too when `gangs`
     is given (each a job N runners of the backend run together) — in a stable order.
@@ -54,11 +54,17 @@ def plan_campaign(
     (`sequence`, then runs.sequence). Runners take open jobs lowest repetition first
     (runner.distributed.discovery), so a drift over the campaign's hours hits every backend
     alike instead of posing as a difference between them.
+
+    `preconditions[i]` is the (profile, text) of the job run on job file i's files before
+    it is measured, or None; without it, no job file has one.
     """
+    fills = list(preconditions) or [None] * len(job_files)
+    if len(fills) != len(job_files):
+        raise ValueError("one precondition (or None) per job file")
     plan = [
-        (profile, text, backend, gang, rep)
+        (profile, text, fill, backend, gang, rep)
         for rep in range(repeat)
-        for profile, text in job_files
+        for (profile, text), fill in zip(job_files, fills, strict=True)
         for backend in backends
         for gang in (gangs or (None,))
     ]
@@ -78,9 +84,9 @@ def plan_campaign(
             gang=gang,
             gang_timeout_s=gang_timeout_s,
             sequence=sequence,
-            precondition=precondition,
+            precondition=fill,
         )
-        for sequence, (profile, text, backend, gang, rep) in enumerate(plan)
+        for sequence, (profile, text, fill, backend, gang, rep) in enumerate(plan)
     ]
 
 

@@ -12,7 +12,7 @@ import shutil
 import tarfile
 import tempfile
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -46,11 +46,14 @@ from fiolake.units import seconds_or_none
 LOG_PREFIX = "fio"
 # The record of an attempt lives in runner.outcome; callers keep using these names here.
 __all__ = [
+    "CHECK_DIR",
     "LOG_PREFIX",
+    "CheckedJob",
     "PreparedJob",
     "Preflight",
     "RunOutcome",
     "RunRequest",
+    "check_job",
     "execute",
     "failed_outcome",
     "new_run_id",
@@ -59,18 +62,25 @@ __all__ = [
     "rejected_outcome",
     "set_run_columns",
     "stopped_outcome",
+    "with_request",
 ]
 
 
 @dataclass(frozen=True)
-class PreparedJob:
-    """A job file that passed both gates, ready to run."""
+class CheckedJob:
+    """A job file that passed both gates (the policy, then `fio --parse-only`)."""
 
-    request: RunRequest
     job: policy.JobFile
     expected_s: float
     # Jobs whose runtime is the policy's cap (they set none): stopped there = cut short.
     capped_jobs: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class PreparedJob(CheckedJob):
+    """A checked job file with the request it runs under, ready to run."""
+
+    request: RunRequest = field(kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -83,29 +93,57 @@ class Preflight:
     warnings: list[str]
 
 
+# fio --parse-only judges the text, not the place: the check writes this directory into
+# the canonical file (the run writes its own), so one check serves every target.
+CHECK_DIR = Path("/fiolake-target")
+
+
+def check_job(
+    text: str,
+    *,
+    caps: policy.Caps,
+    runtime_s: int | None = None,
+    size_bytes: int | None = None,
+    fio: str = "fio",
+    reshape: Callable[[policy.JobFile], policy.JobFile] | None = None,
+) -> CheckedJob:
+    """Check a job file (policy, overrides, then `fio --parse-only`); raises PolicyError.
+
+    `reshape` rewrites the checked job before the overrides and the canonical file, which
+    check every option again (runner.precondition puts a job on another job's files).
+    Callers go through runner.attempt.check, which names the file in every refusal.
+    """
+    job = policy.check_job_file(text, caps)
+    if reshape is not None:
+        job = reshape(job)
+    capped = frozenset(s.name for s in job.jobs if runtime_s is None and not _runtime_s(s.options))
+    job = policy.apply_overrides(job, runtime_s=runtime_s, size_bytes=size_bytes, caps=caps)
+    canonical = policy.canonical_job_file(job, target_dir=CHECK_DIR, log_prefix=LOG_PREFIX)
+    _parse_only(canonical, find_fio(fio).path)
+    return CheckedJob(job, policy.expected_seconds(job), capped)
+
+
 def prepare(
     request: RunRequest,
     fio: str = "fio",
     *,
     reshape: Callable[[policy.JobFile], policy.JobFile] | None = None,
 ) -> PreparedJob:
-    """Check the job file (policy, then `fio --parse-only`); raises PolicyError.
+    """`check_job` of the request's job file, with the request attached."""
+    checked = check_job(
+        request.job_file_text,
+        caps=request.caps,
+        runtime_s=request.runtime_s,
+        size_bytes=request.size_bytes,
+        fio=fio,
+        reshape=reshape,
+    )
+    return with_request(checked, request)
 
-    `reshape` rewrites the checked job before the overrides and the canonical file, which
-    check every option again (runner.precondition puts a job on another job's files).
-    """
-    job = policy.check_job_file(request.job_file_text, request.caps)
-    if reshape is not None:
-        job = reshape(job)
-    capped = frozenset(
-        s.name for s in job.jobs if request.runtime_s is None and not _runtime_s(s.options)
-    )
-    job = policy.apply_overrides(
-        job, runtime_s=request.runtime_s, size_bytes=request.size_bytes, caps=request.caps
-    )
-    text = policy.canonical_job_file(job, target_dir=request.target_dir, log_prefix=LOG_PREFIX)
-    _parse_only(text, find_fio(fio).path)
-    return PreparedJob(request, job, policy.expected_seconds(job), capped)
+
+def with_request(checked: CheckedJob, request: RunRequest) -> PreparedJob:
+    """`checked` to run under `request` (the same job file's identity and target)."""
+    return PreparedJob(checked.job, checked.expected_s, checked.capped_jobs, request=request)
 
 
 def _runtime_s(options: Mapping[str, str]) -> float | None:

@@ -8,6 +8,7 @@ so `on_files_of` gives every phase of the precondition job the measured section'
 and file layout (size, nrfiles, numjobs, filename, offsets): it writes exactly the files
 the measured job then uses, one phase after another (stonewall).
 
+runner.attempt checks the precondition job with the measured one and plans both runs.
 The two runs share one hold of the host lock and one data directory. The precondition
 run is recorded with role='precondition'; the measured run names it in
 `preconditioned_by`. Comparisons and the gate read measured runs only
@@ -19,12 +20,9 @@ from __future__ import annotations
 import shutil
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from fiolake.errors import PolicyError
-from fiolake.manifest import Manifest
 from fiolake.runner import execute as ex
 from fiolake.runner.host.lock import HostLock
 from fiolake.runner.policy.jobfile import JobFile, JobSection
@@ -54,37 +52,6 @@ def on_files_of(measured: JobFile, fill: JobFile) -> JobFile:
                 options["stonewall"] = "1"  # phases run one after the other
             sections.append(JobSection(job.name, options))
     return JobFile(sections)
-
-
-def prepare(measured: ex.PreparedJob, text: str, profile: str, fio: str = "fio") -> ex.PreparedJob:
-    """The precondition job `text` for `measured`, checked by the same policy (PolicyError).
-
-    No --runtime/--size override applies: sizes are the measured job's, the time bound is
-    the precondition job's own.
-    """
-    request = replace(
-        measured.request,
-        job_file_text=text,
-        profile=profile,
-        role=ROLE,
-        runtime_s=None,
-        size_bytes=None,
-    )
-    return ex.prepare(request, fio, reshape=lambda fill: on_files_of(measured.job, fill))
-
-
-def from_manifest(
-    manifest: Manifest, measured: ex.PreparedJob, fio: str = "fio"
-) -> ex.PreparedJob | None:
-    """The manifest's precondition job (`publish --precondition`) on `measured`'s files, or
-    None when it has none; PolicyError names it `<profile> (precondition)`."""
-    if manifest.precondition is None:
-        return None
-    profile = manifest.precondition_profile or ROLE
-    try:
-        return prepare(measured, manifest.precondition, profile, fio)
-    except PolicyError as exc:
-        raise PolicyError([f"{profile} (precondition): {v}" for v in exc.violations]) from None
 
 
 def execute(

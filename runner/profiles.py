@@ -32,20 +32,49 @@ class Profile:
     description: str
 
 
-def describe(text: str) -> str:
-    """The first paragraph of a job file's leading comment lines, joined into one line."""
-    words: list[str] = []
+# A line `# precondition: NAME` in a job file's leading comment block names the job that
+# runs on its files before it is measured (a shipped profile, or a path relative to the
+# job file). docs/preconditioning.md.
+PRECONDITION_KEY = "precondition:"
+
+
+def _header(text: str) -> list[str]:
+    """The leading comment lines of a job file, without their comment marks."""
+    lines = []
     for line in text.splitlines():
         stripped = line.strip()
         if not stripped.startswith(("#", ";")):
             break
-        comment = stripped.lstrip("#;").strip()
+        lines.append(stripped.lstrip("#;").strip())
+    return lines
+
+
+def describe(text: str) -> str:
+    """The first paragraph of a job file's leading comment lines, joined into one line."""
+    words: list[str] = []
+    for comment in _header(text):
+        if comment.lower().startswith(PRECONDITION_KEY):
+            continue
         if not comment:
             if words:
                 break
             continue
         words.append(comment)
     return " ".join(words)
+
+
+def header_precondition(text: str) -> str | None:
+    """The `# precondition: NAME` of a job file's leading comment block, or None."""
+    for comment in _header(text):
+        if comment.lower().startswith(PRECONDITION_KEY):
+            name = comment[len(PRECONDITION_KEY) :].strip()
+            if not name:
+                raise UsageProblem(
+                    "a job file's '# precondition:' line names no job — write "
+                    "'# precondition: precondition-fill' (a profile or a job file path)"
+                )
+            return name
+    return None
 
 
 def list_profiles() -> list[Profile]:
@@ -56,9 +85,12 @@ def list_profiles() -> list[Profile]:
     ]
 
 
-def resolve_job_file(name_or_path: str | Path) -> Path:
-    """An existing job file path as given, else the shipped profile of that name."""
+def resolve_job_file(name_or_path: str | Path, relative_to: Path | None = None) -> Path:
+    """An existing job file path as given (a relative one taken from `relative_to` when
+    that is given, else from the working directory), else the shipped profile of that name."""
     path = Path(name_or_path)
+    if relative_to is not None and not path.is_absolute():
+        path = relative_to / path
     if path.is_file():
         return path
     name = path.name.removesuffix(".fio")

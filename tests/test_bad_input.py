@@ -391,7 +391,7 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--precondition", "{job}/exec.fio"],
         {},
         1,
-        "Error: job file refused:\n  exec (--precondition): [a] exec_prerun",
+        "Error: job file refused:\n  exec (precondition of tiny): [a] exec_prerun",
     ),
     (
         ["publish", "random-reads", "--backend", "x", "--gang", "2", "--precondition", "x"],

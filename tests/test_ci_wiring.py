@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from fiolake.cli import cli
-from fiolake.cli.common import resolve_job_files
+from fiolake.cli.common import resolve_jobs
 
 CI = Path(__file__).resolve().parent.parent / "infra" / "ci"
 SHELL_STOPS = {">", ">>", "|", "||", "&&", ";", "&", "<", ")", "("}
@@ -100,7 +100,7 @@ def test_every_fiolake_command_exists_with_those_options(name: str) -> None:
     for args in commands:
         command, params = parse(args)
         if command == "publish":
-            resolve_job_files(params["job_files"])  # shipped profiles (or it raises)
+            resolve_jobs(params["job_files"], None)  # shipped profiles (or it raises)
             assert params["wait"] and params["timeout"] == 7200, args
     names = [args[0] for args in commands]
     if name == "nightly-publish-cronjob.yaml":

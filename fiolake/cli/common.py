@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from fiolake import layout
-from fiolake.errors import FiolakeError
+from fiolake.errors import FiolakeError, UsageProblem
 from fiolake.units import human_bytes, parse_duration, parse_size
 
 
@@ -95,18 +95,6 @@ def parse_labels(values: tuple[str, ...], option: str = "--label") -> dict[str, 
             raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint=option)
         labels[key] = val
     return labels
-
-
-def resolve_job_files(job_files: tuple[str, ...]) -> list[tuple[str, str]]:
-    """(profile name, job file text) for each argument, or the default suite."""
-    from fiolake.runner.profiles import DEFAULT_SUITE, resolve_job_file
-
-    names = job_files or DEFAULT_SUITE
-    out = []
-    for name in names:
-        path = resolve_job_file(name)
-        out.append((path.stem, path.read_text()))
-    return out
 
 
 class DurationParam(click.ParamType):
@@ -274,10 +262,33 @@ def precondition_option(fn: Any) -> Any:
         help="Before each measured run, run this job (e.g. the shipped precondition-fill) "
         "on the same files, checked by the same policy. It is stored as a run with "
         "role 'precondition' that the measured run names in preconditioned_by; compare "
-        "and the gate never use it.",
+        "and the gate never use it. Without the option, a job file's own "
+        "'# precondition: NAME' header line applies; 'none' turns both off.",
     )(fn)
 
 
-def resolve_precondition(name: str | None) -> tuple[str, str] | None:
-    """(profile, text) of `--precondition`, or None."""
-    return resolve_job_files((name,))[0] if name else None
+def resolve_jobs(job_files: tuple[str, ...], precondition: str | None) -> list[Any]:
+    """Each job file (or the default suite) as a runner.attempt.NamedJobFile with its
+    precondition job: `--precondition` for every file when given (`none`: no file's),
+    else the file's own `# precondition: NAME` header line (runner.profiles)."""
+    from fiolake.runner.attempt import NamedJobFile
+    from fiolake.runner.profiles import DEFAULT_SUITE, header_precondition, resolve_job_file
+
+    given = None
+    if precondition is not None and precondition.lower() != "none":
+        fill_path = resolve_job_file(precondition)
+        given = NamedJobFile(fill_path.stem, fill_path.read_text())
+    jobs = []
+    for name in job_files or DEFAULT_SUITE:
+        path = resolve_job_file(name)
+        text = path.read_text()
+        fill = given
+        header = header_precondition(text) if precondition is None else None
+        if header is not None:
+            try:
+                fill_path = resolve_job_file(header, relative_to=path.parent)
+            except UsageProblem as exc:
+                raise UsageProblem(f"{path} ('# precondition: {header}'): {exc}") from None
+            fill = NamedJobFile(fill_path.stem, fill_path.read_text())
+        jobs.append(NamedJobFile(path.stem, text, fill))
+    return jobs

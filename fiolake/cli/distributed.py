@@ -21,8 +21,7 @@ from fiolake.cli.common import (
     host_lock_options,
     parse_labels,
     precondition_option,
-    resolve_job_files,
-    resolve_precondition,
+    resolve_jobs,
     target_options,
     workload_options,
 )
@@ -155,7 +154,7 @@ def publish(
         raise click.UsageError("--status selects jobs for --rerun — add --rerun CAMPAIGN")
     if not backends:
         raise click.UsageError("Missing option '--backend' (or --rerun CAMPAIGN).")
-    if precondition and gangs:
+    if precondition and precondition.lower() != "none" and gangs:
         raise click.UsageError(
             "--precondition does not work with --gang — precondition the gang's storage "
             "with a solo campaign first"
@@ -163,35 +162,22 @@ def publish(
     from fiolake.campaigns import plan_campaign, publish_manifests, store_bucket
     from fiolake.config import Settings
     from fiolake.ids import new_campaign_id
-    from fiolake.runner import execute as ex
-    from fiolake.runner import precondition as pc
+    from fiolake.runner import attempt
 
     caps = current_caps()
-    files = resolve_job_files(job_files)
-    fill = resolve_precondition(precondition)
-    problems: list[str] = []
-    for profile, text in files:
-        request = ex.RunRequest(
-            text,
-            profile,
-            "publish",
-            Path("/nonexistent-target"),
-            "validate",
-            "validate",
-            runtime_s=runtime,
-            size_bytes=size,
-            caps=caps,
+    jobs = resolve_jobs(job_files, precondition)
+    if gangs and any(job.precondition for job in jobs):
+        raise click.UsageError(
+            "--gang does not work with preconditioning (a job file's '# precondition:' "
+            "line) — precondition the gang's storage with a solo campaign first, or add "
+            "--precondition none"
         )
+    problems: list[str] = []
+    for job in jobs:
         try:
-            measured = ex.prepare(request)
-            if fill is not None:
-                try:
-                    pc.prepare(measured, fill[1], fill[0])
-                except PolicyError as exc:
-                    where = f"{fill[0]} (--precondition of {profile})"
-                    problems += [f"{where}: {v}" for v in exc.violations]
+            attempt.check(job, caps=caps, runtime_s=runtime, size_bytes=size)
         except PolicyError as exc:
-            problems += [f"{profile}: {v}" for v in exc.violations]
+            problems += exc.violations
     if problems:
         raise PolicyError(problems)
     settings = Settings.from_env(lake=lake)
@@ -199,7 +185,7 @@ def publish(
     store = settings.store()
     campaign_id = campaign or new_campaign_id()
     manifests = plan_campaign(
-        files,
+        [(job.profile, job.text) for job in jobs],
         backends,
         campaign_id=campaign_id,
         repeat=repeat,
@@ -211,7 +197,10 @@ def publish(
         expect_fs=expect_fs,
         gangs=sorted(set(gangs)),
         gang_timeout_s=max(1, round(gang_timeout)),
-        precondition=fill,
+        preconditions=[
+            (job.precondition.profile, job.precondition.text) if job.precondition else None
+            for job in jobs
+        ],
     )
     publish_manifests(store, manifests, signer)
     click.echo(f"published {len(manifests)} job(s) to {store.url}", err=True)
@@ -328,8 +317,9 @@ def runner(
     """
     from fiolake.campaigns import store_bucket
     from fiolake.config import Settings
+    from fiolake.runner.distributed.config import RunnerConfig
     from fiolake.runner.distributed.history import recorded
-    from fiolake.runner.distributed.service import Runner, RunnerConfig
+    from fiolake.runner.distributed.service import Runner
     from fiolake.runner.host import target as tg
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")

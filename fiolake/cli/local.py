@@ -21,8 +21,7 @@ from fiolake.cli.common import (
     host_lock_options,
     parse_labels,
     precondition_option,
-    resolve_job_files,
-    resolve_precondition,
+    resolve_jobs,
     target_options,
     workload_options,
 )
@@ -153,120 +152,82 @@ def run(
     status 'interrupted', and the remaining runs do not start.
     """
     from fiolake.config import Settings
-    from fiolake.ids import new_campaign_id, new_job_id
+    from fiolake.ids import new_campaign_id
     from fiolake.runner import execute as ex
-    from fiolake.runner import precondition as pc
     from fiolake.runner.host import target as tg
-    from fiolake.runner.lake_writer import commit_outcome, upload_outcome
+    from fiolake.runner.local import plan_local, run_local
     from fiolake.runner.report.summary import job_summaries
 
     created: list[Path] = []
     try:
-        caps = current_caps()
-        labels = parse_labels(label)
         campaign_id = campaign or new_campaign_id()
         store = Settings.from_env(lake=lake).store()
-        prepared = []
-        fills: list[Any] = []  # the precondition job of each prepared run, or None
-        fill = resolve_precondition(precondition)
-        files = resolve_job_files(job_files)
-        # Interleaved: every job file once, then again (job1 rep0, job2 rep0, job1 rep1 …),
-        # so a drift over the session is spread over them; runs.sequence keeps the order.
-        plan = [(rep, profile, text) for rep in range(repeat) for profile, text in files]
-        for sequence, (rep, profile, text) in enumerate(plan):
-            request = ex.RunRequest(
-                job_file_text=text,
-                profile=profile,
-                backend=backend,
-                target_dir=target_dir,
-                job_id=new_job_id(campaign_id, profile, backend, rep, unique=True),
-                campaign_id=campaign_id,
-                repetition=rep,
-                sequence=sequence,
-                runtime_s=runtime,
-                size_bytes=size,
-                labels=labels,
-                caps=caps,
-                expect_mount=expect_mount,
-                expect_fs=expect_fs,
-            )
-            try:
-                prepared.append(ex.prepare(request))
-            except PolicyError as exc:
-                raise PolicyError([f"{profile}: {v}" for v in exc.violations]) from None
-            if fill is None:
-                fills.append(None)
-                continue
-            try:
-                fills.append(pc.prepare(prepared[-1], fill[1], fill[0]))
-            except PolicyError as exc:
-                raise PolicyError(
-                    [f"{fill[0]} (--precondition): {v}" for v in exc.violations]
-                ) from None
+        plan = plan_local(
+            resolve_jobs(job_files, precondition),
+            backend=backend,
+            target_dir=target_dir,
+            campaign_id=campaign_id,
+            repeat=repeat,
+            runtime_s=runtime,
+            size_bytes=size,
+            labels=parse_labels(label),
+            caps=current_caps(),
+            expect_mount=expect_mount,
+            expect_fs=expect_fs,
+        )
         # Everything about the target is checked before anything is created or run.
         lock = host_lock(host_lock_path, share_host, f"pid {os.getpid()}: fiolake run {backend}")
         created = tg.ensure_dir(target_dir, create=create_dir)
-        announce_target([ex.preflight(p) for p in prepared])
+        announce_target([ex.preflight(p.measured) for p in plan])
         show = progress if progress is not None else sys.stderr.isatty()
-        total = sum(p.expected_s for p in prepared)
         click.echo(
-            f"campaign {campaign_id}: {len(prepared)} run(s), about {total:.0f} s of fio, "
-            f"lake {store.url}",
+            f"campaign {campaign_id}: {len(plan)} run(s), about "
+            f"{sum(p.expected_s for p in plan):.0f} s of fio, lake {store.url}",
             err=True,
         )
         all_rows: list[dict[str, Any]] = []
-        failed = done = 0
+        failed: list[str] = []
+
+        def options_for(p: Any) -> dict[str, Any]:
+            name = p.request.profile
+            return {
+                "on_progress": _progress_printer(name) if show else None,
+                "should_stop": stop.reason,
+                "host_lock": lock,
+                "on_lock_wait": _lock_waiter(name),
+            }
+
+        def report(p: Any, done: Any) -> None:
+            name, outcome = p.request.profile, done.outcome
+            rows = job_summaries(outcome.tables["results"].to_pylist())
+            flags = outcome.tables["runs"].column("flags")[0].as_py()
+            if flags:
+                note = ", ".join(flags)
+                click.echo(f"Warning: run {outcome.run_id} ({name}) flagged {note}", err=True)
+            if outcome.status == "failed":
+                failed.append(outcome.run_id)
+                click.echo(f"[{name}] run {outcome.run_id} failed: {outcome.error}", err=True)
+            if fmt == "table":
+                click.echo(_summary_output(name, outcome.run_id, outcome.status, rows))
+            summary = {
+                "campaign_id": campaign_id,
+                "run_id": outcome.run_id,
+                "profile": name,
+                "backend": backend,
+                "repetition": p.request.repetition,
+                "status": outcome.status,
+            }
+            all_rows.extend(summary | r for r in rows)
+
         # SIGTERM/SIGINT stop fio and end the loop; the stopped run is still recorded.
         with RunStop() as stop:
-            for p, fill_job in zip(prepared, fills, strict=True):
-                if stop.signum:
-                    break
-                name = p.request.profile
-                run_options: dict[str, Any] = {
-                    "on_progress": _progress_printer(name) if show else None,
-                    "should_stop": stop.reason,
-                    "host_lock": lock,
-                    "on_lock_wait": _lock_waiter(name),
-                }
-                before = None
-                if fill_job is None:
-                    outcome = ex.execute(p, **run_options)
-                else:
-                    outcome, before = pc.execute(p, fill_job, **run_options)
-                    if before is not None:
-                        upload_outcome(store, before)
-                upload_outcome(store, outcome)
-                commit_outcome(
-                    store,
-                    outcome,
-                    job_id=p.request.job_id,
-                    campaign_id=campaign_id,
-                    runner=p.request.runner,
-                    with_runs=(before.run_id,) if before else (),
-                )
-                done += 1
-                rows = job_summaries(outcome.tables["results"].to_pylist())
-                flags = outcome.tables["runs"].column("flags")[0].as_py()
-                if flags:
-                    note = ", ".join(flags)
-                    click.echo(f"Warning: run {outcome.run_id} ({name}) flagged {note}", err=True)
-                if outcome.status == "failed":
-                    failed += 1
-                    click.echo(f"[{name}] run {outcome.run_id} failed: {outcome.error}", err=True)
-                if fmt == "table":
-                    click.echo(_summary_output(name, outcome.run_id, outcome.status, rows))
-                all_rows += [
-                    {
-                        "campaign_id": campaign_id,
-                        "run_id": outcome.run_id,
-                        "profile": name,
-                        "backend": backend,
-                        "repetition": p.request.repetition,
-                        "status": outcome.status,
-                    }
-                    | r
-                    for r in rows
-                ]
+            done = run_local(
+                store,
+                plan,
+                stopped=lambda: bool(stop.signum),
+                on_done=report,
+                options_for=options_for,
+            )
     except Exception:
         # A refused or failed run leaves no directory behind that it created (only empty
         # ones go); the group maps the error itself.
@@ -276,20 +237,22 @@ def run(
         columns = list(all_rows[0])
         emit(columns, [[r[c] for c in columns] for r in all_rows], fmt)
     if stop.signum:
-        raise stop.exit_error(len(prepared) - done, store.url)
+        raise stop.exit_error(len(plan) - done, store.url)
     if failed:
         raise click.ClickException(
-            f"{failed} of {len(prepared)} run(s) failed; see runs.error in the lake ({store.url})"
+            f"{len(failed)} of {len(plan)} run(s) failed; see runs.error in the lake ({store.url})"
         )
 
 
 @click.command()
 @click.argument("job_files", nargs=-1)
 @click.option("--list", "list_allowed", is_flag=True, help="Print the allowed options and exit.")
+@precondition_option
 @caps_options
 def validate(
     job_files: tuple[str, ...],
     list_allowed: bool,
+    precondition: str | None,
 ) -> None:
     """Check job files against the job-file policy and `fio --parse-only`; no I/O.
 
@@ -300,7 +263,7 @@ def validate(
       fiolake validate my-own.fio
       fiolake validate --list          # the allowlist
     """
-    from fiolake.runner import execute as ex
+    from fiolake.runner import attempt
     from fiolake.runner.policy.check import allowed_options
 
     if list_allowed:
@@ -311,23 +274,16 @@ def validate(
         raise click.UsageError("name at least one job file (or a profile), or use --list")
     caps = current_caps()
     problems = []
-    for profile, text in resolve_job_files(job_files):
-        request = ex.RunRequest(
-            job_file_text=text,
-            profile=profile,
-            backend="validate",
-            target_dir=Path("/nonexistent-target"),
-            job_id="validate",
-            campaign_id="validate",
-            caps=caps,
-        )
+    for source in resolve_jobs(job_files, precondition):
         try:
-            prepared = ex.prepare(request)
+            checked = attempt.check(source, caps=caps)
         except PolicyError as exc:
-            problems += [f"{profile}: {v}" for v in exc.violations]
+            problems += exc.violations
             continue
+        fill = f", precondition {source.precondition.profile}" if source.precondition else ""
         click.echo(
-            f"ok  {profile}: {len(prepared.job.jobs)} job(s), about {prepared.expected_s:.0f} s"
+            f"ok  {source.profile}: {len(checked.measured.job.jobs)} job(s), "
+            f"about {checked.measured.expected_s:.0f} s{fill}"
         )
     if problems:
         raise PolicyError(problems)

@@ -10,17 +10,18 @@ import logging
 import threading
 import time
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from fiolake import gangs, layout
-from fiolake.commits import REASON_CHARS, Commit, new_commit
+from fiolake.commits import REASON_CHARS, Commit
 from fiolake.errors import NotFound, PolicyError, StoreError
 from fiolake.manifest import Manifest
+from fiolake.runner import attempt
 from fiolake.runner import execute as ex
+from fiolake.runner.distributed.config import RunnerConfig, RunnerStats
+from fiolake.runner.distributed.fleet import FleetStatus
 from fiolake.runner.heartbeat import Heartbeat
 from fiolake.runner.host.lock import HostLock
-from fiolake.runner.lake_writer import commit_marker, outcome_objects
-from fiolake.runner.spool import put_with_retry
 from fiolake.store import ObjectStore
 from fiolake.storeclock import ClockOffset, measure_offset
 
@@ -29,9 +30,9 @@ class Runner(Protocol):
     """What a gang member needs of the runner it runs in (runner.distributed.service.Runner)."""
 
     store: ObjectStore
-    config: Any  # RunnerConfig: runner_id, ttl_s, poll_s, fio, grace_s, upload_deadline_s
-    stats: Any  # RunnerStats: ok/failed/rejected/lost counters
-    fleet: Any  # runner.distributed.fleet.FleetStatus: the status object the Fleet page reads
+    config: RunnerConfig
+    stats: RunnerStats
+    fleet: FleetStatus  # the status the Fleet page reads
     stop_requested: threading.Event
 
     def host_lock(self, *, shared: bool = False) -> HostLock | None:
@@ -176,30 +177,33 @@ def _take_part(
     runner: Runner, member: Member, heartbeat: Heartbeat, request: ex.RunRequest
 ) -> str | None:
     store, cfg, job_id = runner.store, runner.config, member.manifest.job_id
+    # Members upload with retries and keep no spool: a member that cannot upload fails
+    # the gang's attempt as a whole, and a later attempt runs it again.
+    durability = attempt.Retried(cfg.upload_deadline_s)
     clock = measure_offset(store)
     log.info("store clock offset %+.1f ms (±%.1f)", clock.offset_s * 1e3, clock.error_s * 1e3)
     try:
-        prepared = ex.prepare(request, fio=cfg.fio)
+        planned: attempt.Planned | None = attempt.prepare(request, None, cfg.fio)
     except PolicyError as exc:
-        prepared = None
-        refused = "; ".join(exc.violations)
+        planned = None
+        refused = attempt.refusal(exc)
     try:
         start = member.wait_for_all(heartbeat, clock)
     except TimeoutError as exc:
         # The job ends here (no failed marker: the commit itself tells the others).
-        outcome = ex.failed_outcome(request, str(exc))
-        return _commit(runner, member, outcome, (outcome.run_id,), str(exc))
+        timed_out = attempt.Attempt(request, ex.failed_outcome(request, str(exc)))
+        return _commit(runner, member, timed_out, durability, upload=True)
     local_start = clock.to_local(start.start_at)
     stop_watching = threading.Event()
     watcher = member.watch(heartbeat, stop_watching)
     try:
-        if prepared is None:
+        if planned is None:
             _sleep_until(local_start)
-            outcome = ex.rejected_outcome(request, f"job file refused: {refused}")
+            done = attempt.refused(request, refused)
             started_local = local_start
         else:
-            outcome = ex.execute(
-                prepared,
+            done = attempt.conduct(
+                planned,
                 fio=cfg.fio,
                 should_stop=member.failed.is_set,
                 grace_s=cfg.grace_s,
@@ -207,7 +211,7 @@ def _take_part(
                 # Shared: the members run together, but no solo job runs beside them.
                 host_lock=runner.host_lock(shared=True),
             )
-            fio_started = outcome.fio_run.started_at if outcome.fio_run else None
+            fio_started = done.outcome.fio_run.started_at if done.outcome.fio_run else None
             started_local = fio_started.timestamp() if fio_started else local_start
     finally:
         stop_watching.set()
@@ -215,6 +219,7 @@ def _take_part(
     if member.failed.is_set():
         raise GangFailed(gangs.failure(store, job_id, member.attempt) or "attempt failed")
     started = clock.to_store(started_local)
+    outcome = done.outcome
     ex.set_run_columns(
         outcome,
         {
@@ -227,9 +232,8 @@ def _take_part(
             "clock_offset_error_ms": clock.error_s * 1e3,
         },
     )
-    for key, data in outcome_objects(outcome).items():
-        put_with_retry(store, key, data, deadline_s=cfg.upload_deadline_s)
-    done = gangs.MemberDone(
+    attempt.upload(store, done, durability)
+    member_done = gangs.MemberDone(
         member.slot,
         cfg.runner_id,
         outcome.run_id,
@@ -238,14 +242,14 @@ def _take_part(
         started,
         started - start.start_at,
     )
-    gangs.mark_done(store, job_id, member.attempt, done)
+    gangs.mark_done(store, job_id, member.attempt, member_done)
     log.info(
         "gang %s slot %d: run %s %s, started %+.1f ms from the gang's instant",
         job_id,
         member.slot,
         outcome.run_id,
         outcome.status,
-        done.skew_s * 1e3,
+        member_done.skew_s * 1e3,
     )
     # Everyone uploaded? Then one commit names all N runs; until then keep the slot alive.
     while True:
@@ -259,46 +263,35 @@ def _take_part(
         time.sleep(member.poll_s)
     members = [finished[s] for s in range(member.size)]
     bad = [m for m in members if m.status != "ok"]
-    reason = "; ".join(f"slot {m.slot} ({m.runner}): {m.reason}" for m in bad)
-    return _commit(
-        runner,
-        member,
-        outcome,
-        tuple(m.run_id for m in members),
-        reason,
-        "ok" if not bad else bad[0].status,
+    commit = done.commit(
+        cfg.runner_id,
+        status="ok" if not bad else bad[0].status,
+        reason="; ".join(f"slot {m.slot} ({m.runner}): {m.reason}" for m in bad),
+        run_ids=tuple(m.run_id for m in members),
     )
+    return _commit(runner, member, done, durability, commit=commit)
 
 
 def _commit(
     runner: Runner,
     member: Member,
-    outcome: ex.RunOutcome,
-    run_ids: tuple[str, ...],
-    reason: str,
-    status: str | None = None,
+    done: attempt.Attempt,
+    durability: attempt.Retried,
+    *,
+    upload: bool = False,
+    commit: Commit | None = None,
 ) -> str | None:
-    """Upload `outcome` if it is not yet, then create the job's one commit marker."""
-    store, cfg, manifest = runner.store, runner.config, member.manifest
-    if len(run_ids) == 1 and run_ids[0] == outcome.run_id:
-        for key, data in outcome_objects(outcome).items():
-            put_with_retry(store, key, data, deadline_s=cfg.upload_deadline_s)
-    status = status or outcome.status
-    commit = new_commit(
-        manifest.job_id,
-        run_ids[0],
-        manifest.campaign_id,
-        cfg.runner_id,
-        status,
-        reason,
-        run_ids,
-    )
-    won = commit_marker(store, commit, deadline_s=cfg.upload_deadline_s)
+    """Create the job's one commit marker (after uploading `done` when `upload`)."""
+    if upload:
+        attempt.upload(runner.store, done, durability)
+    commit = commit or done.commit(runner.config.runner_id, run_ids=(done.outcome.run_id,))
+    won = durability.commit(runner.store, commit)
+    job_id = member.manifest.job_id
     if won is None:
-        committed = _committed_status(store, manifest.job_id)
+        committed = _committed_status(runner.store, job_id)
         return None if committed is None else _count(runner, committed)
-    log.info("committed gang %s: %d run(s) %s", manifest.job_id, len(run_ids), status)
-    return _count(runner, status)
+    log.info("committed gang %s: %d run(s) %s", job_id, len(commit.members), commit.status)
+    return _count(runner, commit.status)
 
 
 def _committed_status(store: ObjectStore, job_id: str) -> str | None:

@@ -11,12 +11,9 @@ import logging
 import random
 import threading
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from fiolake import layout
-from fiolake.commits import REASON_CHARS, new_commit
+from fiolake.commits import REASON_CHARS, Commit
 from fiolake.errors import (
     FiolakeError,
     ManifestError,
@@ -26,17 +23,17 @@ from fiolake.errors import (
 )
 from fiolake.lease import claim_lease, release_lease, resume_lease, still_ours
 from fiolake.manifest import Manifest, verify_envelope
+from fiolake.runner import attempt
 from fiolake.runner import execute as ex
-from fiolake.runner import precondition
 from fiolake.runner.distributed import gang
+from fiolake.runner.distributed.config import RunnerConfig, RunnerStats
 from fiolake.runner.distributed.discovery import OpenJobs
 from fiolake.runner.distributed.fleet import FleetStatus
 from fiolake.runner.heartbeat import Heartbeat
 from fiolake.runner.host import target
 from fiolake.runner.host.lock import HostLock
-from fiolake.runner.lake_writer import commit_marker, outcome_objects
-from fiolake.runner.policy.check import Caps
-from fiolake.runner.spool import Spool, SpoolEntry, put_with_retry
+from fiolake.runner.precondition import ROLE
+from fiolake.runner.spool import Spool
 from fiolake.signing import Keyring, KeyringUnavailable
 from fiolake.store import ObjectStore
 from fiolake.timetext import now_iso
@@ -50,43 +47,11 @@ UNJUDGED_FIRST_S = 5.0
 UNJUDGED_MAX_S = 300.0
 
 
-@dataclass(frozen=True)
-class RunnerConfig:
-    """How one runner behaves; see `fiolake runner --help`."""
-
-    backend: str
-    target_dir: Path
-    runner_id: str
-    spool_dir: Path
-    labels: dict[str, str] = field(default_factory=dict)
-    ttl_s: float = 60.0
-    poll_s: float = 1.0
-    upload_deadline_s: float = 600.0
-    max_jobs: int | None = None
-    idle_exit_s: float | None = None
-    once: bool = False
-    caps: Caps = field(default_factory=Caps)
-    fio: str = "fio"
-    grace_s: float = 10.0
-    expect_mount: str | None = None  # re-checked before every job (runner.host.target)
-    expect_fs: str | None = None
-    # One fio per host (runner.host.lock): solo jobs lock it exclusive, gang members
-    # shared; None = --share-host (no lock, runs flagged shared-host).
-    host_lock: Path | None = None
-
-
-@dataclass
-class RunnerStats:
-    """What a runner did before it stopped."""
-
-    ok: int = 0
-    failed: int = 0
-    rejected: int = 0
-    lost: int = 0  # attempts whose lease was taken over or whose commit lost
-
-    @property
-    def jobs(self) -> int:
-        return self.ok + self.failed + self.rejected
+def precondition_of(manifest: Manifest) -> attempt.NamedJobFile | None:
+    """The job a manifest runs first on the measured job's files (`publish --precondition`)."""
+    if manifest.precondition is None:
+        return None
+    return attempt.NamedJobFile(manifest.precondition_profile or ROLE, manifest.precondition)
 
 
 class Runner:
@@ -100,6 +65,8 @@ class Runner:
         self.stats = RunnerStats()
         self.stop_requested = threading.Event()
         self.spool = Spool(config.spool_dir)
+        # Every attempt is spooled before upload and resumed after a crash (runner.attempt).
+        self.durability = attempt.Spooled(config.upload_deadline_s, spool=self.spool)
         self.discovery = OpenJobs(store, config.backend, config.runner_id)
         self._waiting: dict[str, str] = {}  # job id -> reason last noted in waiting/
         # job id -> (monotonic time to look again, current delay): jobs left unjudged
@@ -187,53 +154,50 @@ class Runner:
         heartbeat = Heartbeat(self.store, lease)
         heartbeat.start()
         try:
-            before = None  # the precondition run (`publish --precondition`), if any
             try:
-                prepared = ex.prepare(request, fio=self.config.fio)
-                fill = precondition.from_manifest(manifest, prepared, self.config.fio)
+                planned = attempt.prepare(request, precondition_of(manifest), self.config.fio)
             except PolicyError as exc:
-                # One line: the reason also goes into the commit marker and `status`.
-                why = "; ".join(exc.violations)
-                outcome = ex.rejected_outcome(request, f"job file refused: {why}")
+                done = attempt.refused(request, attempt.refusal(exc))
             else:
                 # Waiting for the host lock keeps the lease (the heartbeat renews it) and
                 # uses no repetition: the job runs once the other fio is done.
-                run_options: dict[str, Any] = {
-                    "fio": self.config.fio,
-                    "should_stop": heartbeat.lost.is_set,
-                    "grace_s": self.config.grace_s,
-                    "host_lock": self.host_lock(),
-                    "on_lock_wait": lambda holder: self._lock_wait(job_id, holder),
-                }
-                if fill is None:
-                    outcome = ex.execute(prepared, **run_options)
-                else:
-                    outcome, before = precondition.execute(prepared, fill, **run_options)
+                done = attempt.conduct(
+                    planned,
+                    fio=self.config.fio,
+                    should_stop=heartbeat.lost.is_set,
+                    grace_s=self.config.grace_s,
+                    host_lock=self.host_lock(),
+                    on_lock_wait=lambda holder: self._lock_wait(job_id, holder),
+                )
             if heartbeat.lost.is_set():
-                watchdog = outcome.fio_run.watchdog if outcome.fio_run else None
+                fio_run = done.outcome.fio_run
                 log.warning(
                     "lease of %s was lost: attempt %s not committed (fio stopped by: %s)",
                     job_id,
-                    outcome.run_id,
-                    watchdog,
+                    done.outcome.run_id,
+                    fio_run.watchdog if fio_run else None,
                 )
                 self.stats.lost += 1
                 return None
-            entry = self._spool(request, outcome, before)
-            self._upload(entry)
-            # Stop renewing first: checking while the heartbeat may still swap the nonce
-            # could mistake our own renewal for a takeover.
-            lease = heartbeat.stop()
-            if heartbeat.lost.is_set() or not still_ours(self.store, lease):
+
+            def ours() -> bool:
+                # Stop renewing first: checking while the heartbeat may still swap the
+                # nonce could mistake our own renewal for a takeover.
+                held = heartbeat.stop()
+                return not heartbeat.lost.is_set() and still_ours(self.store, held)
+
+            won = attempt.record(
+                self.store, done, self.durability, runner=self.config.runner_id, still_ours=ours
+            )
+            if won == attempt.LOST:
                 log.warning(
                     "lease of %s was lost before commit: attempt %s orphaned",
                     job_id,
-                    outcome.run_id,
+                    done.outcome.run_id,
                 )
-                self.spool.remove(entry)
                 self.stats.lost += 1
                 return None
-            return self._commit(entry)
+            return self._counted(job_id, done.outcome.run_id, done.outcome.status, won)
         finally:
             heartbeat.stop()
 
@@ -296,53 +260,21 @@ class Runner:
         if lease is None:
             return None
         log.warning("rejecting %s: %s", request.job_id, reason)
-        entry = self._spool(request, ex.rejected_outcome(request, reason))
-        self._upload(entry)
-        return self._commit(entry)
+        done = attempt.refused(request, reason)
+        won = attempt.record(self.store, done, self.durability, runner=self.config.runner_id)
+        return self._counted(request.job_id, done.outcome.run_id, done.outcome.status, won)
 
-    def _spool(
-        self, request: ex.RunRequest, outcome: ex.RunOutcome, before: ex.RunOutcome | None = None
-    ) -> SpoolEntry:
-        meta = {
-            "job_id": request.job_id,
-            "campaign_id": request.campaign_id,
-            "runner": self.config.runner_id,
-            "status": outcome.status,
-            "reason": (outcome.error or "")[:REASON_CHARS],
-        }
-        objects = outcome_objects(outcome)
-        if before is not None:  # one attempt, two runs: one commit names both
-            objects |= outcome_objects(before)
-            meta["members"] = f"{outcome.run_id} {before.run_id}"
-        return self.spool.add(outcome.run_id, objects, meta)
-
-    def _upload(self, entry: SpoolEntry) -> None:
-        for key, data in entry.objects():
-            put_with_retry(self.store, key, data, deadline_s=self.config.upload_deadline_s)
-
-    def _commit(self, entry: SpoolEntry) -> str | None:
-        meta = entry.meta
-        commit = new_commit(
-            meta["job_id"],
-            entry.run_id,
-            meta["campaign_id"],
-            meta["runner"],
-            meta["status"],
-            meta.get("reason", ""),  # spooled by an older runner: no reason
-            tuple(meta.get("members", "").split()),
-        )
-        won = commit_marker(self.store, commit, deadline_s=self.config.upload_deadline_s)
-        self.spool.remove(entry)
-        self.discovery.committed(meta["job_id"])
+    def _counted(
+        self, job_id: str, run_id: str, status: str, won: Commit | None | str
+    ) -> str | None:
+        """Count a committed attempt; None when another attempt had committed the job."""
+        self.discovery.committed(job_id)
         if won is None:
-            log.warning(
-                "job %s was committed by another attempt; %s orphaned", meta["job_id"], entry.run_id
-            )
+            log.warning("job %s was committed by another attempt; %s orphaned", job_id, run_id)
             self.stats.lost += 1
             return None
-        status = meta["status"]
         setattr(self.stats, status, getattr(self.stats, status) + 1)
-        log.info("committed %s: run %s %s", meta["job_id"], entry.run_id, status)
+        log.info("committed %s: run %s %s", job_id, run_id, status)
         return status
 
     # -- the loop ------------------------------------------------------------------------
@@ -355,9 +287,9 @@ class Runner:
                 log.warning("%s is another runner's now: spooled %s orphaned", job_id, entry.run_id)
                 self.spool.remove(entry)
                 continue
-            log.info("re-uploading spooled run %s of job %s", entry.run_id, entry.meta["job_id"])
-            self._upload(entry)
-            self._commit(entry)
+            log.info("re-uploading spooled run %s of job %s", entry.run_id, job_id)
+            won = attempt.commit_spooled(self.store, entry, self.durability)
+            self._counted(job_id, entry.run_id, entry.meta["status"], won)
         return len(entries)
 
     def serve(self) -> RunnerStats:

@@ -32,7 +32,8 @@ from fiolake import layout  # noqa: E402
 from fiolake.campaigns import plan_campaign, publish_manifests  # noqa: E402
 from fiolake.commits import new_commit  # noqa: E402
 from fiolake.config import Settings  # noqa: E402
-from fiolake.runner.distributed.service import Runner, RunnerConfig  # noqa: E402
+from fiolake.runner.distributed.config import RunnerConfig  # noqa: E402
+from fiolake.runner.distributed.service import Runner  # noqa: E402
 from fiolake.stack.local import stack_down, stack_up  # noqa: E402
 from fiolake.stack.process import free_ports  # noqa: E402
 from fiolake.store import S3Store, open_store  # noqa: E402

@@ -14,8 +14,9 @@ import pytest
 
 from fiolake import layout
 from fiolake.aggregator.lake import connect
+from fiolake.runner.distributed.config import RunnerConfig
 from fiolake.runner.distributed.history import History, HistoryStore
-from fiolake.runner.distributed.service import Runner, RunnerConfig
+from fiolake.runner.distributed.service import Runner
 from fiolake.store import LocalStore
 from tests.faults.checker import Report, check_history, check_lake_against, read_history
 from tests.signed_jobs import publish_signed

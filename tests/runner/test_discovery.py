@@ -14,7 +14,8 @@ from fiolake import layout
 from fiolake.campaigns import campaign_status, plan_campaign, publish_manifests
 from fiolake.commits import new_commit
 from fiolake.errors import UsageProblem
-from fiolake.runner.distributed.service import Runner, RunnerConfig
+from fiolake.runner.distributed.config import RunnerConfig
+from fiolake.runner.distributed.service import Runner
 from fiolake.signing import Keyring, LocalSigner, load_public_key, public_key_path
 from fiolake.store import LocalStore, ObjectInfo
 

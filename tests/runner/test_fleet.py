@@ -11,8 +11,9 @@ from fiolake import layout
 from fiolake.aggregator.fleet import fleet
 from fiolake.aggregator.lake import connect
 from fiolake.fleet import RunnerStatus
+from fiolake.runner.distributed.config import RunnerConfig
 from fiolake.runner.distributed.fleet import FleetStatus
-from fiolake.runner.distributed.service import Runner, RunnerConfig
+from fiolake.runner.distributed.service import Runner
 from fiolake.store import LocalStore
 from tests.signed_jobs import publish_signed
 

@@ -23,7 +23,8 @@ from fiolake.cli import cli
 from fiolake.errors import FiolakeError
 from fiolake.manifest import manifest_in_envelope
 from fiolake.runner.distributed import service
-from fiolake.runner.distributed.service import Runner, RunnerConfig
+from fiolake.runner.distributed.config import RunnerConfig
+from fiolake.runner.distributed.service import Runner
 from fiolake.runner.policy.checks import Caps
 from fiolake.signing import Keyring, LocalSigner, Signature, vault_keyid
 from fiolake.store import LocalStore
@@ -254,7 +255,7 @@ def test_rerun_publishes_linked_attempts_and_keeps_history(tmp_path: Path) -> No
             2,
             0,
             2,
-            "2 rejected: job file refused: [n] size=1M: above the cap of 1.0 KiB "
+            "2 rejected: job file refused: n: [n] size=1M: above the cap of 1.0 KiB "
             "(raise it with --max-size)",
         ),
     ]

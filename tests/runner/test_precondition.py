@@ -97,7 +97,7 @@ def test_a_refused_precondition_job_runs_nothing(tmp_path: Path) -> None:
         + ["--precondition", str(tmp_path / "bad.fio")],
     )
     assert result.exit_code == 1
-    assert "bad (--precondition): [x] exec_prerun" in result.output
+    assert "bad (precondition of m): [x] exec_prerun" in result.output
     assert not (tmp_path / "l").exists()
 
 
@@ -127,7 +127,8 @@ def test_a_runner_rejects_a_manifest_whose_precondition_its_policy_refuses(
     from datetime import timedelta
 
     from fiolake.campaigns import campaign_status, plan_campaign, publish_manifests
-    from fiolake.runner.distributed.service import Runner, RunnerConfig
+    from fiolake.runner.distributed.config import RunnerConfig
+    from fiolake.runner.distributed.service import Runner
     from fiolake.signing import Keyring, LocalSigner
     from fiolake.store import LocalStore
 
@@ -136,7 +137,7 @@ def test_a_runner_rejects_a_manifest_whose_precondition_its_policy_refuses(
     manifests = plan_campaign(
         [("m", MEASURED)], ["b"], campaign_id="c-pre", repeat=1, runtime_s=None,
         size_bytes=None, bucket="", expires_in=timedelta(hours=1),
-        precondition=("evil", "[x]\nrw=write\nsize=1M\nexec_prerun=true\n"),
+        preconditions=[("evil", "[x]\nrw=write\nsize=1M\nexec_prerun=true\n")],
     )  # fmt: skip
     publish_manifests(store, manifests, signer)
     ring = Keyring()
@@ -145,4 +146,63 @@ def test_a_runner_rejects_a_manifest_whose_precondition_its_policy_refuses(
     config = RunnerConfig("b", tmp_path / "t", "r1", tmp_path / "spool", once=True)
     assert Runner(store, ring, config, "").serve().rejected == 1
     [job] = campaign_status(store, "c-pre")
-    assert job.state == "rejected" and "evil (precondition): [x] exec_prerun" in job.reason
+    assert job.state == "rejected" and "evil (precondition of m): [x] exec_prerun" in job.reason
+
+
+def test_a_job_files_header_names_its_precondition_and_the_option_overrides_it(
+    tmp_path: Path,
+) -> None:
+    """`# precondition: fill.fio` (a path beside the job file, or a profile) applies to
+    that file only; `--precondition none` turns it off for one invocation."""
+    (tmp_path / "fill.fio").write_text(FILL)
+    (tmp_path / "m.fio").write_text("# Reads.\n# precondition: fill.fio\n\n" + MEASURED)
+    (tmp_path / "plain.fio").write_text(MEASURED.replace("[reader]", "[plain]"))
+    lake = tmp_path / "lake"
+    args = ["run", str(tmp_path / "m.fio"), str(tmp_path / "plain.fio"), "--dir", str(tmp_path)]
+    result = CliRunner().invoke(cli, [*args, "--lake", str(lake)])
+    assert result.exit_code == 0, result.output
+    runs = sql(lake, "SELECT profile, role, preconditioned_by IS NOT NULL AS linked FROM runs")
+    assert sorted((r["profile"], r["role"], r["linked"]) for r in runs) == [
+        ("fill", "precondition", False),
+        ("m", "measure", True),
+        ("plain", "measure", False),
+    ]
+    off = tmp_path / "off"
+    result = CliRunner().invoke(cli, [*args, "--lake", str(off), "--precondition", "none"])
+    assert result.exit_code == 0, result.output
+    assert {r["role"] for r in sql(off, "SELECT role FROM runs")} == {"measure"}
+    checked = CliRunner().invoke(cli, ["validate", str(tmp_path / "m.fio")])
+    assert checked.exit_code == 0, checked.output
+    assert checked.output.startswith("ok  m: 1 job(s), about 1 s, precondition fill\n")
+
+
+def test_a_header_naming_no_job_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "m.fio").write_text("# precondition: nowhere.fio\n" + MEASURED)
+    result = CliRunner().invoke(cli, ["validate", str(tmp_path / "m.fio")])
+    assert result.exit_code == 2
+    assert (
+        f"\nError: {tmp_path / 'm.fio'} ('# precondition: nowhere.fio'): no job file or profile "
+        "named 'nowhere.fio' — give a path to a .fio file or one of the shipped profiles: "
+    ) in result.output
+
+
+def test_publish_puts_each_files_own_precondition_into_its_manifests(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from fiolake.campaigns import plan_campaign
+    from fiolake.cli.common import resolve_jobs
+
+    (tmp_path / "m.fio").write_text("# precondition: precondition-fill\n" + MEASURED)
+    (tmp_path / "plain.fio").write_text(MEASURED)
+    jobs = resolve_jobs((str(tmp_path / "m.fio"), str(tmp_path / "plain.fio")), None)
+    manifests = plan_campaign(
+        [(j.profile, j.text) for j in jobs], ["a", "b"], campaign_id="c-1", repeat=2,
+        runtime_s=None, size_bytes=None, bucket="", expires_in=timedelta(hours=1),
+        preconditions=[(j.precondition.profile, j.precondition.text) if j.precondition else None
+                       for j in jobs],
+    )  # fmt: skip
+    assert len(manifests) == 8
+    for m in manifests:
+        expected = "precondition-fill" if m.profile == "m" else None
+        assert m.precondition_profile == expected
+        assert (m.precondition is not None) == (m.profile == "m")

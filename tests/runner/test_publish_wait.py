@@ -44,7 +44,7 @@ def test_publish_wait_returns_after_the_last_commit_with_its_verdict(lake_env: L
     lines = done.stderr.splitlines()
     assert lines[-3:] == [
         f"campaign {campaign}: 1 ok, 1 rejected",
-        "  1 rejected: job file refused: [w] size=1M: above the cap of 1.0 KiB "
+        "  1 rejected: job file refused: w: [w] size=1M: above the cap of 1.0 KiB "
         "(raise it with --max-size)",
         f"Error: campaign {campaign}: 1 of 2 job(s) did not succeed (1 ok, 1 rejected) — "
         f"`fiolake status --campaign {campaign}` names each; re-run them with "

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from fiolake import layout
-from fiolake.runner.distributed.service import Runner, RunnerConfig
+from fiolake.runner.distributed.config import RunnerConfig
+from fiolake.runner.distributed.service import Runner
 from fiolake.store import LocalStore
 from tests.signed_jobs import publish_signed
 

@@ -24,7 +24,8 @@ from fiolake import layout
 from fiolake.campaigns import campaign_status, plan_campaign
 from fiolake.config import Settings
 from fiolake.manifest import sign_manifests
-from fiolake.runner.distributed.service import Runner, RunnerConfig
+from fiolake.runner.distributed.config import RunnerConfig
+from fiolake.runner.distributed.service import Runner
 from fiolake.signing import vault_keyid
 from fiolake.signing.vault import VaultKeySource
 from fiolake.store import LocalStore

@@ -23,7 +23,8 @@ from fiolake.campaigns import campaign_status, plan_campaign, publish_manifests,
 from fiolake.cli import cli
 from fiolake.config import Settings
 from fiolake.manifest import manifest_in_envelope, sign_manifests
-from fiolake.runner.distributed.service import Runner, RunnerConfig
+from fiolake.runner.distributed.config import RunnerConfig
+from fiolake.runner.distributed.service import Runner
 from fiolake.runner.policy.checks import Caps
 from fiolake.signing import VaultSigner
 from fiolake.stack.env import StackEnv

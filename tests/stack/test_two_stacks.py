@@ -14,7 +14,8 @@ import pytest
 
 from fiolake.campaigns import campaign_status, plan_campaign, publish_manifests, store_bucket
 from fiolake.config import Settings
-from fiolake.runner.distributed.service import Runner, RunnerConfig
+from fiolake.runner.distributed.config import RunnerConfig
+from fiolake.runner.distributed.service import Runner
 from fiolake.stack.local import stack_down, stack_up
 from fiolake.stack.process import free_ports
 
