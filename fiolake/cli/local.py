@@ -78,6 +78,41 @@ def _summary_output(profile: str, run_id: str, status: str, rows: list[dict[str,
     return out
 
 
+class _RunPrinter:
+    """What `fiolake run` shows of each attempt as it is committed: warnings on stderr,
+    the summary table (or rows kept for --format csv/json) on stdout."""
+
+    def __init__(self, campaign_id: str, backend: str, fmt: str) -> None:
+        self.campaign_id, self.backend, self.fmt = campaign_id, backend, fmt
+        self.rows: list[dict[str, Any]] = []
+        self.failed: list[str] = []
+
+    def report(self, planned: Any, done: Any) -> None:
+        """Show one committed attempt (runner.local.run_local's on_done)."""
+        from fiolake.runner.report.summary import job_summaries
+
+        name, outcome = planned.request.profile, done.outcome
+        rows = job_summaries(outcome.tables["results"].to_pylist())
+        flags = outcome.tables["runs"].column("flags")[0].as_py()
+        if flags:
+            note = ", ".join(flags)
+            click.echo(f"Warning: run {outcome.run_id} ({name}) flagged {note}", err=True)
+        if outcome.status == "failed":
+            self.failed.append(outcome.run_id)
+            click.echo(f"[{name}] run {outcome.run_id} failed: {outcome.error}", err=True)
+        if self.fmt == "table":
+            click.echo(_summary_output(name, outcome.run_id, outcome.status, rows))
+        summary = {
+            "campaign_id": self.campaign_id,
+            "run_id": outcome.run_id,
+            "profile": name,
+            "backend": self.backend,
+            "repetition": planned.request.repetition,
+            "status": outcome.status,
+        }
+        self.rows.extend(summary | r for r in rows)
+
+
 @click.command()
 @click.argument("job_files", nargs=-1)
 @target_options
@@ -156,7 +191,6 @@ def run(
     from fiolake.runner import execute as ex
     from fiolake.runner.host import target as tg
     from fiolake.runner.local import plan_local, run_local
-    from fiolake.runner.report.summary import job_summaries
 
     created: list[Path] = []
     try:
@@ -185,8 +219,7 @@ def run(
             f"{sum(p.expected_s for p in plan):.0f} s of fio, lake {store.url}",
             err=True,
         )
-        all_rows: list[dict[str, Any]] = []
-        failed: list[str] = []
+        printer = _RunPrinter(campaign_id, backend, fmt)
 
         def options_for(p: Any) -> dict[str, Any]:
             name = p.request.profile
@@ -197,35 +230,13 @@ def run(
                 "on_lock_wait": _lock_waiter(name),
             }
 
-        def report(p: Any, done: Any) -> None:
-            name, outcome = p.request.profile, done.outcome
-            rows = job_summaries(outcome.tables["results"].to_pylist())
-            flags = outcome.tables["runs"].column("flags")[0].as_py()
-            if flags:
-                note = ", ".join(flags)
-                click.echo(f"Warning: run {outcome.run_id} ({name}) flagged {note}", err=True)
-            if outcome.status == "failed":
-                failed.append(outcome.run_id)
-                click.echo(f"[{name}] run {outcome.run_id} failed: {outcome.error}", err=True)
-            if fmt == "table":
-                click.echo(_summary_output(name, outcome.run_id, outcome.status, rows))
-            summary = {
-                "campaign_id": campaign_id,
-                "run_id": outcome.run_id,
-                "profile": name,
-                "backend": backend,
-                "repetition": p.request.repetition,
-                "status": outcome.status,
-            }
-            all_rows.extend(summary | r for r in rows)
-
         # SIGTERM/SIGINT stop fio and end the loop; the stopped run is still recorded.
         with RunStop() as stop:
             done = run_local(
                 store,
                 plan,
                 stopped=lambda: bool(stop.signum),
-                on_done=report,
+                on_done=printer.report,
                 options_for=options_for,
             )
     except Exception:
@@ -233,14 +244,15 @@ def run(
         # ones go); the group maps the error itself.
         tg.remove_created(created)
         raise
-    if fmt != "table" and all_rows:
-        columns = list(all_rows[0])
-        emit(columns, [[r[c] for c in columns] for r in all_rows], fmt)
+    if fmt != "table" and printer.rows:
+        columns = list(printer.rows[0])
+        emit(columns, [[r[c] for c in columns] for r in printer.rows], fmt)
     if stop.signum:
         raise stop.exit_error(len(plan) - done, store.url)
-    if failed:
+    if printer.failed:
         raise click.ClickException(
-            f"{len(failed)} of {len(plan)} run(s) failed; see runs.error in the lake ({store.url})"
+            f"{len(printer.failed)} of {len(plan)} run(s) failed; see runs.error in the lake "
+            f"({store.url})"
         )
 
 

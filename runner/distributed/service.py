@@ -116,26 +116,14 @@ class Runner:
             log.warning("leaving %s to another runner: %s", job_id, misplaced)
             self._note_waiting(job_id, f"not run here: {misplaced}")
             return None
-        request = ex.RunRequest(
-            job_file_text=manifest.job_file,
-            profile=manifest.profile,
-            backend=manifest.backend,
-            target_dir=self.config.target_dir,
-            job_id=job_id,
-            campaign_id=campaign_id,
-            repetition=manifest.repetition,
-            runtime_s=manifest.runtime_s,
-            size_bytes=manifest.size_bytes,
-            runner=self.config.runner_id,
-            labels=self.config.labels,
-            caps=self.config.caps,
-            expect_mount=manifest.expect_mount or self.config.expect_mount,
-            expect_fs=manifest.expect_fs or self.config.expect_fs,
-            gang_size=manifest.gang,
-            sequence=manifest.sequence,
-        )
+        request = self._request(manifest, job_id, campaign_id)
         if manifest.gang is not None:  # N runners run it together: runner.distributed.gang
             return gang.run_member(self, manifest, request)
+        return self._run_solo(manifest, request)
+
+    def _run_solo(self, manifest: Manifest, request: ex.RunRequest) -> str | None:
+        """Claim, run and commit a solo job; its status, or None when it was not ours."""
+        job_id = request.job_id
         lease = claim_lease(self.store, job_id, self.config.runner_id, self.config.ttl_s)
         if lease is None:
             return None
@@ -200,6 +188,27 @@ class Runner:
             return self._counted(job_id, done.outcome.run_id, done.outcome.status, won)
         finally:
             heartbeat.stop()
+
+    def _request(self, manifest: Manifest, job_id: str, campaign_id: str) -> ex.RunRequest:
+        """What to run for a verified manifest, here, under this runner's name."""
+        return ex.RunRequest(
+            job_file_text=manifest.job_file,
+            profile=manifest.profile,
+            backend=manifest.backend,
+            target_dir=self.config.target_dir,
+            job_id=job_id,
+            campaign_id=campaign_id,
+            repetition=manifest.repetition,
+            runtime_s=manifest.runtime_s,
+            size_bytes=manifest.size_bytes,
+            runner=self.config.runner_id,
+            labels=self.config.labels,
+            caps=self.config.caps,
+            expect_mount=manifest.expect_mount or self.config.expect_mount,
+            expect_fs=manifest.expect_fs or self.config.expect_fs,
+            gang_size=manifest.gang,
+            sequence=manifest.sequence,
+        )
 
     def host_lock(self, *, shared: bool = False) -> HostLock | None:
         """A fresh handle on the host lock for one job (None under --share-host)."""
