@@ -51,8 +51,18 @@ def parse_time(text: str, now: datetime | None = None) -> datetime:
         return parse_iso(text)
     except ValueError:
         raise UsageProblem(
-            f"invalid time {text!r}: use a duration (7d, 12h) or an ISO date (2025-03-01)"
+            f"invalid time {text!r} — use a duration (7d, 12h) or an ISO date (2025-03-01)"
         ) from None
+
+
+def parse_window(text: str) -> timedelta | None:
+    """A span of history from the command line: a duration ('30d', '12h'; a unit is
+    required) or 'all' (None); UsageProblem in `parse_time`'s words otherwise."""
+    if text.strip().lower() == "all":
+        return None
+    if seconds_or_none(text, unit_required=True) is None:
+        raise UsageProblem(f"invalid time {text!r} — use a duration (7d, 12h) or 'all'")
+    return _ago(text)
 
 
 def _ago(text: str) -> timedelta:

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import click
 
 from fiolake.aggregator.verdict_text import MARKS
@@ -19,8 +17,8 @@ from fiolake.cli.comparisons import (
     since_option,
 )
 from fiolake.cli.output import emit
-from fiolake.timetext import iso_utc
-from fiolake.units import MISSING, parse_duration
+from fiolake.timetext import iso_utc, parse_window
+from fiolake.units import MISSING
 
 
 @click.command()
@@ -119,9 +117,7 @@ def regressions(
     from fiolake.aggregator.compare import DEFAULT_METRICS
     from fiolake.aggregator.regressions import regressions as find
 
-    window = (
-        None if since == "all" else timedelta(seconds=parse_duration(since, unit_required=True))
-    )
+    window = parse_window(since)
     filt = run_filter(campaign, backends, profile)
     with connect(lake) as handle:
         report = find(

@@ -145,7 +145,7 @@ def test_baseline_runs_with_nothing_in_the_window_is_exit_2(lake: Path) -> None:
         ),
         (
             ["--baseline-runs", "since:soon"],
-            "Error: invalid time 'soon': use a duration (7d, 12h) or an ISO date (2025-03-01)",
+            "Error: invalid time 'soon' — use a duration (7d, 12h) or an ISO date (2025-03-01)",
         ),
         (
             ["--baseline-label", "kernel"],

@@ -39,5 +39,16 @@ def test_parse_time_takes_a_duration_back_or_a_date() -> None:
     with pytest.raises(UsageProblem) as err:
         parse_time("last week")
     assert str(err.value) == (
-        "invalid time 'last week': use a duration (7d, 12h) or an ISO date (2025-03-01)"
+        "invalid time 'last week' — use a duration (7d, 12h) or an ISO date (2025-03-01)"
     )
+
+
+def test_a_window_is_a_duration_or_all() -> None:
+    from datetime import timedelta
+
+    from fiolake.timetext import parse_window
+
+    assert parse_window("7d") == timedelta(days=7)
+    assert parse_window("ALL") is None
+    with pytest.raises(UsageProblem, match="invalid time '7' — use a duration"):
+        parse_window("7")  # a bare number is not a span: seconds or days?
