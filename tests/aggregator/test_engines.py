@@ -66,6 +66,7 @@ def test_unknown_engine_is_a_usage_problem() -> None:
         engines.compare_core("iops", "presto")
 
 
+@pytest.mark.slow  # the fio lake of every table takes ~15 s to write
 @pytest.mark.parametrize("layer", ["compacted", "loose"])
 def test_duckdb_reads_every_table_as_fiolake_sql(fio_lakes: FioLakes, layer: str) -> None:
     lake = getattr(fio_lakes, layer)

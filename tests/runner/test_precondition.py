@@ -51,6 +51,7 @@ def test_the_precondition_job_writes_the_measured_jobs_files_phase_by_phase() ->
     assert rand["stonewall"] == "1" and rand["runtime"] == "1"
 
 
+@pytest.mark.slow  # several real fio runs (~6-9 s): kept out of the fast tier
 def test_run_precondition_links_runs_and_compare_never_sees_them(tmp_path: Path) -> None:
     for name, text in (("m.fio", MEASURED), ("fill.fio", FILL)):
         (tmp_path / name).write_text(text)
@@ -149,6 +150,7 @@ def test_a_runner_rejects_a_manifest_whose_precondition_its_policy_refuses(
     assert job.state == "rejected" and "evil (precondition of m): [x] exec_prerun" in job.reason
 
 
+@pytest.mark.slow  # several real fio runs (~6-9 s): kept out of the fast tier
 def test_a_job_files_header_names_its_precondition_and_the_option_overrides_it(
     tmp_path: Path,
 ) -> None:

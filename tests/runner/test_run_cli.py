@@ -262,6 +262,7 @@ def test_no_progress_when_stderr_is_not_a_terminal(tmp_path: Path, tiny_job: Pat
     assert "[tiny]" not in result.stderr
 
 
+@pytest.mark.slow  # several real fio runs (~6-9 s): kept out of the fast tier
 def test_repeat_interleaves_job_files_and_records_the_order(tmp_path: Path) -> None:
     """job1 rep0, job2 rep0, job1 rep1, job2 rep1 — not job1 twice, then job2 twice."""
     quick = TINY.replace("runtime=2", "runtime=1")
