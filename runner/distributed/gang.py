@@ -251,6 +251,19 @@ def _take_part(
         outcome.status,
         member_done.skew_s * 1e3,
     )
+    return _commit_when_all_done(runner, member, heartbeat, done, durability)
+
+
+def _commit_when_all_done(
+    runner: Runner,
+    member: Member,
+    heartbeat: Heartbeat,
+    done: attempt.Attempt,
+    durability: attempt.Retried,
+) -> str | None:
+    """Keep the slot alive until every member has uploaded, then commit all N runs with
+    one marker (or count the commit another member made first)."""
+    store, job_id = runner.store, member.manifest.job_id
     # Everyone uploaded? Then one commit names all N runs; until then keep the slot alive.
     while True:
         committed = _committed_status(store, job_id)
@@ -264,7 +277,7 @@ def _take_part(
     members = [finished[s] for s in range(member.size)]
     bad = [m for m in members if m.status != "ok"]
     commit = done.commit(
-        cfg.runner_id,
+        runner.config.runner_id,
         status="ok" if not bad else bad[0].status,
         reason="; ".join(f"slot {m.slot} ({m.runner}): {m.reason}" for m in bad),
         run_ids=tuple(m.run_id for m in members),

@@ -142,21 +142,7 @@ class Runner:
         heartbeat = Heartbeat(self.store, lease)
         heartbeat.start()
         try:
-            try:
-                planned = attempt.prepare(request, precondition_of(manifest), self.config.fio)
-            except PolicyError as exc:
-                done = attempt.refused(request, attempt.refusal(exc))
-            else:
-                # Waiting for the host lock keeps the lease (the heartbeat renews it) and
-                # uses no repetition: the job runs once the other fio is done.
-                done = attempt.conduct(
-                    planned,
-                    fio=self.config.fio,
-                    should_stop=heartbeat.lost.is_set,
-                    grace_s=self.config.grace_s,
-                    host_lock=self.host_lock(),
-                    on_lock_wait=lambda holder: self._lock_wait(job_id, holder),
-                )
+            done = self._attempt(manifest, request, heartbeat)
             if heartbeat.lost.is_set():
                 fio_run = done.outcome.fio_run
                 log.warning(
@@ -188,6 +174,26 @@ class Runner:
             return self._counted(job_id, done.outcome.run_id, done.outcome.status, won)
         finally:
             heartbeat.stop()
+
+    def _attempt(
+        self, manifest: Manifest, request: ex.RunRequest, heartbeat: Heartbeat
+    ) -> attempt.Attempt:
+        """Check and run the job (refused: recorded, not run) while the heartbeat holds
+        its lease; losing the lease stops fio."""
+        try:
+            planned = attempt.prepare(request, precondition_of(manifest), self.config.fio)
+        except PolicyError as exc:
+            return attempt.refused(request, attempt.refusal(exc))
+        # Waiting for the host lock keeps the lease (the heartbeat renews it) and uses no
+        # repetition: the job runs once the other fio is done.
+        return attempt.conduct(
+            planned,
+            fio=self.config.fio,
+            should_stop=heartbeat.lost.is_set,
+            grace_s=self.config.grace_s,
+            host_lock=self.host_lock(),
+            on_lock_wait=lambda holder: self._lock_wait(request.job_id, holder),
+        )
 
     def _request(self, manifest: Manifest, job_id: str, campaign_id: str) -> ex.RunRequest:
         """What to run for a verified manifest, here, under this runner's name."""

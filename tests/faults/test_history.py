@@ -36,6 +36,10 @@ def failures(outcome: Outcome, jobs: int, rounds: int) -> list[str]:
 
 @pytest.mark.stack
 @pytest.mark.slow
+# Loss is judged by the drain's stall detector (DRAIN_STALL_S), not by wall time: 150 s on
+# a quiet machine, 243 s at load 4, and past the suite's 300 s limit at load 6-8 while
+# still committing (seen: seed 628886156, stopped in the drain loop's sleep).
+@pytest.mark.timeout(900)
 def test_exactly_once_survives_every_fault(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     seed = nemesis_seed()
     outcome = run_history_test(tmp_path, jobs=JOBS, rounds=ROUNDS, publish_s=60, seed=seed)
