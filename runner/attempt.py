@@ -156,11 +156,12 @@ class Attempt:
         reason: str | None = None,
         run_ids: tuple[str, ...] | None = None,
     ) -> Commit:
-        """The job's commit marker for this attempt (a gang's names every member's run)."""
+        """The job's commit marker for this attempt. A gang's names every member's run in
+        slot order (`run_ids`), and its run id is slot 0's, whoever commits it."""
         members = run_ids or (self.run_ids if self.before else ())
         return new_commit(
             self.request.job_id,
-            self.outcome.run_id,
+            members[0] if run_ids else self.outcome.run_id,
             self.request.campaign_id,
             runner,
             status or self.outcome.status,

@@ -78,3 +78,13 @@ def test_check_names_the_file_of_every_refusal() -> None:
     with pytest.raises(PolicyError) as refused:
         attempt.check(attempt.NamedJobFile("m", "[m]\nrw=write\nsize=1M\n"), caps=Caps(1024))
     assert [v.split(":")[0] for v in refused.value.violations] == ["m"]
+
+
+def test_a_gangs_commit_is_slot_zeros_run_whoever_writes_it(tmp_path: Path) -> None:
+    request = ex.RunRequest(GOOD, "w", "b", tmp_path, "j-3", "c-1", runner="r2")
+    done = _refused(request)
+    slots = ("r-slot0", "r-slot1", done.outcome.run_id)
+    commit = done.commit("r2", status="ok", reason="", run_ids=slots)
+    assert (commit.run_id, commit.members, commit.status) == ("r-slot0", slots, "ok")
+    solo = done.commit("r2")
+    assert (solo.run_id, solo.members) == (done.outcome.run_id, ())
