@@ -115,7 +115,9 @@ def plan(checked: Checked, request: ex.RunRequest) -> Planned:
     return Planned(ex.with_request(checked.measured, request), fill)
 
 
-def prepare(request: ex.RunRequest, precondition: NamedJobFile | None, fio: str) -> Planned:
+def prepare(
+    request: ex.RunRequest, precondition: NamedJobFile | None = None, fio: str = "fio"
+) -> Planned:
     """`check` the request's job file (and `precondition`), then `plan` it under `request`."""
     source = NamedJobFile(request.profile, request.job_file_text, precondition)
     checked = check(

@@ -58,7 +58,6 @@ __all__ = [
     "failed_outcome",
     "new_run_id",
     "preflight",
-    "prepare",
     "rejected_outcome",
     "set_run_columns",
     "stopped_outcome",
@@ -111,7 +110,8 @@ def check_job(
 
     `reshape` rewrites the checked job before the overrides and the canonical file, which
     check every option again (runner.precondition puts a job on another job's files).
-    Callers go through runner.attempt.check, which names the file in every refusal.
+    Callers go through runner.attempt (check, prepare), which names the file in every
+    refusal.
     """
     job = policy.check_job_file(text, caps)
     if reshape is not None:
@@ -121,24 +121,6 @@ def check_job(
     canonical = policy.canonical_job_file(job, target_dir=CHECK_DIR, log_prefix=LOG_PREFIX)
     _parse_only(canonical, find_fio(fio).path)
     return CheckedJob(job, policy.expected_seconds(job), capped)
-
-
-def prepare(
-    request: RunRequest,
-    fio: str = "fio",
-    *,
-    reshape: Callable[[policy.JobFile], policy.JobFile] | None = None,
-) -> PreparedJob:
-    """`check_job` of the request's job file, with the request attached."""
-    checked = check_job(
-        request.job_file_text,
-        caps=request.caps,
-        runtime_s=request.runtime_s,
-        size_bytes=request.size_bytes,
-        fio=fio,
-        reshape=reshape,
-    )
-    return with_request(checked, request)
 
 
 def with_request(checked: CheckedJob, request: RunRequest) -> PreparedJob:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fiolake.errors import PolicyError
+from fiolake.runner import attempt
 from fiolake.runner import execute as ex
 from fiolake.runner.policy import check as policy
 from fiolake.runner.policy.options import block_sizes, fio_size
@@ -81,7 +82,7 @@ def scaled_run(name: str, tmp: Path) -> ex.RunOutcome:
     text = (CORPUS / name).read_text(errors="replace")
     request = ex.RunRequest(text, Path(name).stem, "b", target, "j", "c", runtime_s=1,
                             size_bytes=1 << 20)  # fmt: skip
-    prepared = ex.prepare(request)
+    prepared = attempt.prepare(request).measured
     if name in PARSE_ONLY:
         return None
     return ex.execute(prepared)
@@ -120,7 +121,7 @@ bs=8k-64k
 
 def test_range_looking_values_mean_what_fio_does(tmp_path: Path):
     """size=A-B lays out B; bs=A-B is bs=A,B (reads A, writes B) — and the caps see that."""
-    outcome = ex.execute(ex.prepare(ex.RunRequest(JOB, "p", "b", tmp_path, "j", "c")))
+    outcome = ex.execute(attempt.prepare(ex.RunRequest(JOB, "p", "b", tmp_path, "j", "c")).measured)
     assert outcome.status == "ok", outcome.error
     rows = {r["job_name"]: r for r in outcome.tables["results"].to_pylist()}
     assert rows["r"]["io_bytes"] == fio_size("4k-2M") == 2 << 20

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from fiolake.runner import attempt
 from fiolake.runner import execute as ex
 
 JOB = "[r]\nioengine=null\nrw=read\nbs=4k\nsize=1M\n"
@@ -29,7 +30,7 @@ def test_unwritable_target_is_recorded_as_a_failed_run(tmp_path: Path) -> None:
             job_id="j-1",
             campaign_id="c-1",
         )
-        outcome = ex.execute(ex.prepare(request))
+        outcome = ex.execute(attempt.prepare(request).measured)
     finally:
         subprocess.run(["umount", str(target)], check=False)
     assert outcome.status == "failed"
@@ -57,7 +58,7 @@ def test_the_version_recorded_is_that_of_the_fio_that_ran(tmp_path: Path) -> Non
     target = tmp_path / "target"
     target.mkdir()
     request = ex.RunRequest(JOB, "r", "b", target, "j-2", "c-2")
-    outcome = ex.execute(ex.prepare(request, fio=str(shim)), fio=str(shim))
+    outcome = ex.execute(attempt.prepare(request, fio=str(shim)).measured, fio=str(shim))
     [row] = outcome.tables["runs"].to_pylist()
     assert outcome.status == "ok", outcome.error
     assert row["fio_version"] == "fio-9.99-shim"
@@ -81,7 +82,7 @@ def _steady_run(tmp_path: Path, runtime: int, ramp: int = 0) -> dict:
         job_id="j-ss",
         campaign_id="c-ss",
     )
-    outcome = ex.execute(ex.prepare(request))
+    outcome = ex.execute(attempt.prepare(request).measured)
     assert outcome.status == "ok", outcome.error
     [row] = outcome.tables["results"].to_pylist()
     return row

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from fiolake.fio_bins import PLAT_NR, plat_idx_to_val
+from fiolake.runner import attempt
 from fiolake.runner import execute as ex
 from fiolake.runner.policy.jobfile import parse_job_file
 from fiolake.runner.profiles import list_profiles
@@ -41,7 +42,7 @@ def run_profile(name: str, text: str, target: Path) -> ex.RunOutcome:
     request = ex.RunRequest(
         scaled(text), name, "local", target, f"j-{name}", "c-1", runtime_s=2, size_bytes=8 << 20
     )
-    return ex.execute(ex.prepare(request))
+    return ex.execute(attempt.prepare(request).measured)
 
 
 @pytest.fixture(scope="module")

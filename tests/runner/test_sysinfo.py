@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from fiolake.runner import attempt
 from fiolake.runner import execute as ex
 from fiolake.runner.host import sysinfo
 
@@ -22,7 +23,7 @@ def run_row(target: Path) -> dict:
     request = ex.RunRequest(
         job_file_text=JOB, profile="r", backend="b", target_dir=target, job_id="j", campaign_id="c"
     )
-    outcome = ex.execute(ex.prepare(request))
+    outcome = ex.execute(attempt.prepare(request).measured)
     assert outcome.status == "ok", outcome.error
     [row] = outcome.tables["runs"].to_pylist()
     return row
