@@ -14,7 +14,7 @@ from fiolake.errors import FiolakeError
 from fiolake.units import MISSING
 
 if TYPE_CHECKING:
-    from fiolake.campaigns import CampaignSummary
+    from fiolake.campaign_progress import CampaignSummary
     from fiolake.store import ObjectStore
 
 
@@ -58,7 +58,7 @@ def status(campaign: str | None, recent: int | None, lake: str, fmt: str) -> Non
 
 
 def _one(store: ObjectStore, campaign: str, fmt: str) -> None:
-    from fiolake.campaigns import campaign_status, summarize
+    from fiolake.campaign_progress import campaign_status, summarize
 
     jobs = campaign_status(store, campaign)
     columns = ["job_id", "state", "runner", "run_id", "lease_age_s", "epoch", "reason"]
@@ -81,7 +81,7 @@ def _tell(summary: CampaignSummary, *, counts: bool = True) -> None:
 
 
 def _recent(store: ObjectStore, n: int, fmt: str) -> None:
-    from fiolake.campaigns import JOB_STATES, campaign_status, list_campaigns, summarize
+    from fiolake.campaign_progress import JOB_STATES, campaign_status, list_campaigns, summarize
 
     ids = list_campaigns(store)[:n]
     summaries = [summarize(c, campaign_status(store, c)) for c in ids]
@@ -104,7 +104,7 @@ def wait_for(campaign_id: str, timeout: float, lake: str) -> None:
     exit 1 unless all are ok (or on timeout)."""
     import time
 
-    from fiolake.campaigns import ENDED, wait_for_campaign
+    from fiolake.campaign_progress import ENDED, wait_for_campaign
     from fiolake.config import Settings
 
     shown, shown_at = "", 0.0

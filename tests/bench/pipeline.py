@@ -28,7 +28,7 @@ import time  # noqa: E402
 from datetime import datetime  # noqa: E402
 
 from fiolake import layout  # noqa: E402
-from fiolake.campaigns import campaign_job_keys  # noqa: E402
+from fiolake.campaign_progress import campaign_job_keys  # noqa: E402
 from fiolake.commits import Commit  # noqa: E402
 from fiolake.stack.local import stack_down, stack_up  # noqa: E402
 from fiolake.stack.process import free_ports  # noqa: E402

@@ -30,7 +30,7 @@ from pathlib import Path
 from fiolake import layout
 from fiolake.aggregator.check import check_lake
 from fiolake.aggregator.lake import Lake
-from fiolake.campaigns import campaign_status
+from fiolake.campaign_progress import campaign_status
 from fiolake.commits import Commit
 from fiolake.errors import NotFound
 from fiolake.store import ObjectStore

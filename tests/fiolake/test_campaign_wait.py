@@ -11,13 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from fiolake import layout
-from fiolake.campaigns import (
-    CampaignTimeout,
-    campaign_job_keys,
-    plan_campaign,
-    publish_manifests,
-    wait_for_campaign,
-)
+from fiolake.campaign_progress import CampaignTimeout, campaign_job_keys, wait_for_campaign
+from fiolake.campaigns import plan_campaign, publish_manifests
 from fiolake.cli import cli
 from fiolake.commits import Commit
 from fiolake.errors import StoreUnavailable

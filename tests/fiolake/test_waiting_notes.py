@@ -11,7 +11,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from fiolake import layout
-from fiolake.campaigns import campaign_status
+from fiolake.campaign_progress import campaign_status
 from fiolake.cli import cli
 from fiolake.lease import claim_lease, release_lease
 from fiolake.store import LocalStore

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from fiolake import layout
-from fiolake.campaigns import campaign_status, plan_campaign, publish_manifests
+from fiolake.campaign_progress import campaign_status
+from fiolake.campaigns import plan_campaign, publish_manifests
 from fiolake.commits import new_commit
 from fiolake.errors import UsageProblem
 from fiolake.runner.distributed.config import RunnerConfig

@@ -18,7 +18,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from fiolake import layout
-from fiolake.campaigns import campaign_status, plan_campaign, publish_manifests
+from fiolake.campaign_progress import campaign_status
+from fiolake.campaigns import plan_campaign, publish_manifests
 from fiolake.cli import cli
 from fiolake.errors import FiolakeError
 from fiolake.manifest import manifest_in_envelope

@@ -127,7 +127,8 @@ def test_a_runner_rejects_a_manifest_whose_precondition_its_policy_refuses(
     a precondition its policy refuses rejects the job, naming it, and runs no fio."""
     from datetime import timedelta
 
-    from fiolake.campaigns import campaign_status, plan_campaign, publish_manifests
+    from fiolake.campaign_progress import campaign_status
+    from fiolake.campaigns import plan_campaign, publish_manifests
     from fiolake.runner.distributed.config import RunnerConfig
     from fiolake.runner.distributed.service import Runner
     from fiolake.signing import Keyring, LocalSigner

@@ -22,7 +22,7 @@ from fiolake.aggregator.generations import latest_generation
 from fiolake.aggregator.lake import connect
 from fiolake.aggregator.query import run_query
 from fiolake.aggregator.snapshot import scan
-from fiolake.campaigns import campaign_job_keys, campaign_status
+from fiolake.campaign_progress import campaign_job_keys, campaign_status
 from fiolake.commits import Commit, logged_job_ids
 from fiolake.config import Settings
 from fiolake.store import ObjectStore

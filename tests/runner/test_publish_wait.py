@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from fiolake.campaigns import campaign_status
+from fiolake.campaign_progress import campaign_status
 from fiolake.config import Settings
 from tests.runner.conftest import LakeEnv
 

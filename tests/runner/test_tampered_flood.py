@@ -21,7 +21,8 @@ import pytest
 import requests
 
 from fiolake import layout
-from fiolake.campaigns import campaign_status, plan_campaign
+from fiolake.campaign_progress import campaign_status
+from fiolake.campaigns import plan_campaign
 from fiolake.config import Settings
 from fiolake.manifest import sign_manifests
 from fiolake.runner.distributed.config import RunnerConfig

@@ -19,7 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from fiolake import layout
-from fiolake.campaigns import campaign_status, plan_campaign, publish_manifests, store_bucket
+from fiolake.campaign_progress import campaign_status
+from fiolake.campaigns import plan_campaign, publish_manifests, store_bucket
 from fiolake.cli import cli
 from fiolake.config import Settings
 from fiolake.manifest import manifest_in_envelope, sign_manifests

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from fiolake.campaigns import campaign_status, plan_campaign, publish_manifests, store_bucket
+from fiolake.campaign_progress import campaign_status
+from fiolake.campaigns import plan_campaign, publish_manifests, store_bucket
 from fiolake.config import Settings
 from fiolake.runner.distributed.config import RunnerConfig
 from fiolake.runner.distributed.service import Runner
