@@ -117,7 +117,11 @@ def timeseries_rows(
     _fill_from_totals(report, all_series)
     rows = []
     for series in all_series:
-        rows += [_row(run_id, report, series, w, avg_ms) for _, w in sorted(series.windows.items())]
+        seconds = sorted(series.windows)
+        rows += [
+            _row(run_id, report, series, series.windows[s], avg_ms, last=s == seconds[-1])
+            for s in seconds
+        ]
     return rows
 
 
@@ -315,7 +319,9 @@ def _share(members: list[_Series], total: int, column: str) -> None:
             setattr(w, column, (getattr(w, column) or 0) + part)
 
 
-def _row(run_id: str, report: FioReport, series: _Series, w: _Window, avg_ms: int) -> dict:
+def _row(
+    run_id: str, report: FioReport, series: _Series, w: _Window, avg_ms: int, *, last: bool
+) -> dict:
     thread = series.thread
     job = report.jobs[thread.entry] if thread.entry is not None else {}
     per_s = (
@@ -335,7 +341,9 @@ def _row(run_id: str, report: FioReport, series: _Series, w: _Window, avg_ms: in
         "iops": w.iops if w.iops is not None else (None if logged else per_s(w.ios)),
         **{column: None for column in _LAT_COLUMN.values()},
         "zero_filled": not logged and not w.from_totals and w.io_bytes == 0,
-        "partial": w.window_ms < avg_ms - _STAMP_JITTER_MS,
+        # Only the job's end cuts a window short. Inside a series a short window is one
+        # fio stamped after a late one (a loaded host: seen 975 ms after 1,025 ms).
+        "partial": last and w.window_ms < avg_ms - _STAMP_JITTER_MS,
         "window_ms": w.window_ms,
         "io_bytes": w.io_bytes,
         "ios": w.ios,

@@ -257,6 +257,24 @@ def test_fio_3_1_columns_drift_and_truncated_line(tmp_path: Path):
     assert {r["direction"] for r in rows} == {"write"}
 
 
+def test_a_short_window_inside_a_series_is_not_partial(tmp_path: Path):
+    """On a loaded host fio stamps a window late and the next one early (seen: 1,025 then
+    975 ms); only the job's end cuts a window short, so only the last can be partial."""
+    write(tmp_path / "fio_bw.1.log", "1025, 100, 1, 0, 0\n2000, 100, 1, 0, 0\n3000, 100, 1, 0, 0\n")
+    write(tmp_path / "fio_bw.2.log", "1000, 100, 1, 0, 0\n2000, 100, 1, 0, 0\n2400, 40, 1, 0, 0\n")
+    report = make_report([job("a", 3000, reads=0, writes=30), job("b", 2400, reads=0, writes=27)])
+    rows = timeseries_rows(tmp_path, run_id="r", report=report)
+    got = [(r["thread"], r["second"], r["window_ms"], r["partial"]) for r in rows]
+    assert got == [
+        (1, 1, 1025, False),
+        (1, 2, 975, False),  # shorter than 990 ms, but fio's logging went on after it
+        (1, 3, 1000, False),
+        (2, 1, 1000, False),
+        (2, 2, 1000, False),
+        (2, 3, 400, True),  # the job ended 400 ms into it
+    ]
+
+
 def test_fio_3_37_window_value_both(tmp_path: Path):
     # 3.37+ with log_window_value=both: time, mean, max, ddir, bs, prio
     write(tmp_path / "fio_lat.1.log", "1000, 50, 90, 0, 0, 0\n2000, 60, 95, 1, 0, 0\n")
