@@ -39,17 +39,21 @@ def new_job_id(
     A published job needs no more: publish never reuses a campaign, so the id is unique and
     names the manifest's key. `fiolake run --campaign X` may record into one campaign again
     and again while each job's commit is create-only, so its ids end in a random part too
-    (`unique`). An id past 128 characters (a long campaign id) keeps its start and ends in a
-    hash of the whole, so it stays distinct and key-safe instead of being refused.
+    (`unique`). An id past 128 characters (a long campaign id) keeps its start and its
+    `-r<rep>…` end, with a hash of the whole between, so it stays distinct and key-safe
+    instead of being refused.
     """
-    job_id = f"{campaign_id}-{layout.slug(profile, 40)}-{layout.slug(backend, 40)}-r{repetition}"
-    if gang is not None:
-        job_id += f"-g{gang}"
+    head = f"{campaign_id}-{layout.slug(profile, 40)}-{layout.slug(backend, 40)}"
+    tail = f"-r{repetition}" + (f"-g{gang}" if gang is not None else "")
     if unique:
-        job_id += f"-{secrets.token_hex(4)}"
+        tail += f"-{secrets.token_hex(4)}"
+    job_id = head + tail
     if len(job_id) > _MAX_ID:
+        # The hash replaces the end of the head, not the tail: the repetition stays
+        # readable (`repetition_of`), so runners still take open jobs lowest first.
         digest = hashlib.sha256(job_id.encode()).hexdigest()[:12]
-        job_id = f"{job_id[: _MAX_ID - len(digest) - 1].rstrip('._-')}-{digest}"
+        room = _MAX_ID - len(tail) - len(digest) - 1
+        job_id = f"{head[:room].rstrip('._-')}-{digest}{tail}"
     return layout.check_id("job id", job_id)
 
 

@@ -399,6 +399,9 @@ def test_a_long_campaign_id_gives_a_short_distinct_job_id() -> None:
     for job_id in ids:
         assert len(job_id) <= 128 and layout.check_id("job id", job_id) == job_id
     assert new_job_id(long_a, "random-reads", "x", 0) in ids  # still deterministic
+    # the repetition stays readable, so runners still take open jobs lowest first
+    assert repetition_of(new_job_id(long_a, "random-reads", "x", 7)) == 7
+    assert repetition_of(new_job_id(long_a, "random-reads", "x", 3, gang=4)) == 3
 
 
 def test_sequence_is_signed_absent_when_unset_and_never_negative(
