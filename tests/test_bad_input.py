@@ -39,6 +39,9 @@ JOBS = {
     "huge.fio": "[a]\nrw=read\nsize=100t\n",
     "binary.fio": "[a]\nrw=read\x00\nsize=1m\n",
     "tiny.fio": TINY,
+    "nofill.fio": "# precondition: nowhere.fio\n" + TINY,
+    "emptyfill.fio": "# precondition:\n" + TINY,
+    "filled.fio": "# precondition: exec.fio\n" + TINY,
 }
 # Every results column a comparison can use, as `unknown metric` lists them.
 METRICS = (
@@ -392,6 +395,35 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         {},
         1,
         "Error: job file refused:\n  exec (precondition of tiny): [a] exec_prerun",
+    ),
+    (
+        ["validate", "{job}/nofill.fio"],
+        {},
+        2,
+        "Error: {job}/nofill.fio ('# precondition: nowhere.fio'): no job file or profile named "
+        "'nowhere.fio' — give a path to a .fio file or one of the shipped profiles: ",
+    ),
+    (
+        ["run", "{job}/emptyfill.fio", "--dir", "{tmp}"],
+        {},
+        2,
+        "Error: a job file's '# precondition:' line names no job — write "
+        "'# precondition: precondition-fill' (a profile or a job file path)\n",
+    ),
+    (
+        ["validate", "{job}/filled.fio"],
+        {},
+        1,
+        "Error: job file refused:\n  exec (precondition of filled): [a] exec_prerun: runs a "
+        "shell command; not allowed\n",
+    ),
+    (
+        ["publish", "{job}/filled.fio", "--backend", "x", "--gang", "2"],
+        {},
+        2,
+        "Error: --gang does not work with preconditioning (a job file's '# precondition:' "
+        "line) — precondition the gang's storage with a solo campaign first, or add "
+        "--precondition none\n",
     ),
     (
         ["publish", "random-reads", "--backend", "x", "--gang", "2", "--precondition", "x"],

@@ -209,3 +209,13 @@ def test_publish_puts_each_files_own_precondition_into_its_manifests(tmp_path: P
         expected = "precondition-fill" if m.profile == "m" else None
         assert m.precondition_profile == expected
         assert (m.precondition is not None) == (m.profile == "m")
+
+
+def test_the_header_line_is_read_but_never_part_of_the_description() -> None:
+    from fiolake.runner.profiles import describe, header_precondition
+
+    text = "# OLTP on files in use.\n# precondition: precondition-fill\n# More words.\n\n[a]\n"
+    assert header_precondition(text) == "precondition-fill"
+    assert describe(text) == "OLTP on files in use. More words."
+    # only the leading comment block counts: a later comment names nothing
+    assert header_precondition("[a]\nrw=read\n# precondition: precondition-fill\n") is None
