@@ -89,6 +89,7 @@ def test_duckdb_reads_every_table_as_fiolake_sql(fio_lakes: FioLakes, layer: str
         con.close()
 
 
+@pytest.mark.slow  # the fio lake of every table takes ~15 s to write
 def test_duckdb_compare_core_and_gang_views(fio_lakes: FioLakes) -> None:
     lake = str(fio_lakes.compacted)
     statements = [engines.register_delta("duckdb", lake, t) for t in engines.tables()]

@@ -124,9 +124,12 @@ def _fio_child_of(parent: int) -> int | None:
         except OSError:
             continue
         name, _, rest = stat.partition(" (")[2].rpartition(") ")
-        if name == "fio" and int(rest.split()[1]) == parent:
+        state, ppid = rest.split()[:2] if rest else ("", "0")
+        # A zombie (an exited `fio --version` not yet reaped) has an empty cmdline: it
+        # looked like the run's fio on a loaded machine (seen at -n 3, load 10).
+        if name == "fio" and int(ppid) == parent and state != "Z":
             argv = (entry / "cmdline").read_bytes().split(b"\0")
-            if b"--parse-only" not in argv and b"--version" not in argv:  # the run's fio
+            if b"--output-format=json+" in argv:  # the run's fio, not --version/--parse-only
                 return int(entry.name)
     return None
 
