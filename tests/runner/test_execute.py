@@ -110,8 +110,9 @@ def test_a_fio_that_does_not_answer_its_version_is_a_clean_error(
     from fiolake.errors import FioError
     from fiolake.runner.fio import binary
 
-    slow = tmp_path / "fio"
-    slow.write_text("#!/bin/sh\nsleep 5\necho fio-9.99-slow\n")
+    slow, hang = tmp_path / "fio", tmp_path / "hang"
+    hang.touch()
+    slow.write_text(f"#!/bin/sh\n[ -e {hang} ] && sleep 5\necho fio-9.99-slow\n")
     slow.chmod(0o755)
     monkeypatch.setattr(binary, "VERSION_TIMEOUT_S", 0.2)
     with pytest.raises(FioError) as exc:
@@ -120,5 +121,6 @@ def test_a_fio_that_does_not_answer_its_version_is_a_clean_error(
         f"`{slow} --version` did not answer within 0.2 s — the machine is overloaded or "
         "fio hangs; try again"
     )
+    hang.unlink()  # it answers now
     monkeypatch.setattr(binary, "VERSION_TIMEOUT_S", 30.0)
     assert binary.find_fio(str(slow)).version == "fio-9.99-slow"
