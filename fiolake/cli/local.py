@@ -269,6 +269,8 @@ def validate(
     """Check job files against the job-file policy and `fio --parse-only`; no I/O.
 
     Each refusal names the section, the option and why. See docs/job-file-policy.md.
+    A job file's precondition job (its '# precondition: NAME' line, or
+    --precondition) is checked on the job file's files too.
 
     \b
     Examples:
