@@ -53,9 +53,13 @@ def library_queries(lake: Lake) -> dict[str, Callable[[], object]]:
     backends = tuple(sorted({r[1] for r in runs}))
     pf = RunFilter(backends=backends, profile=profile)
 
+    # The Latency page's curves and bins show the newest campaign of the profile by default.
+    newest_campaign = latency.campaigns_of(lake, profile)[0]
+    lf = RunFilter(backends=backends, profile=profile, campaign=newest_campaign)
+
     def latency_page() -> None:
-        latency.percentile_curves(lake, pf)
-        latency.bins(lake, pf)
+        latency.percentile_curves(lake, lf)
+        latency.bins(lake, lf)
         sweeps = latency.sweep_profiles(lake)
         if sweeps:
             latency.sweep(lake, RunFilter(backends=backends, profile=sweeps[0]))
