@@ -27,7 +27,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from fiolake import layout
@@ -38,7 +37,7 @@ from fiolake.store import ObjectStore
 
 MEMORY_ENTRIES = 4  # lakes kept per process (the app shows one; tests open many)
 DISK_ENTRIES = 16  # files kept per cache directory, the least recently written dropped
-_FORMAT = 1
+_FORMAT = 2
 
 
 @dataclass
@@ -133,7 +132,7 @@ def _save(directory: Path, entry: _Entry) -> None:
             "created_at": compacted.created_at,
             "commits": compacted.commits,
             "commits_listed_at": compacted.commits_listed_at,
-            "delta": [[d.table, d.version, list(d.files), d.rows] for d in states],
+            "delta": [[d.table, d.version, list(d.files), d.rows, len(d.keys)] for d in states],
         },
         "snapshot": None
         if snap is None
@@ -145,12 +144,7 @@ def _save(directory: Path, entry: _Entry) -> None:
         },
         "index_rows": entry.indexed.commits.num_rows,
     }
-    keys = pa.table(
-        {
-            "table": pa.array([d.table for d in compacted.delta.values() for _ in d.keys]),
-            "key": pa.array([k for d in compacted.delta.values() for k in sorted(d.keys)]),
-        }
-    )
+    keys = pa.table({"key": pa.array([k for d in states for k in sorted(d.keys)], pa.string())})
     commits = snap.commits if snap is not None else entry.indexed.commits
     commits = commits.replace_schema_metadata({"fiolake": json.dumps(meta)})
     try:
@@ -189,9 +183,12 @@ def _load(directory: Path, ident: str) -> _Entry | None:
     commits = commits.replace_schema_metadata(None)
     g = meta["generation"]
     delta = {}
-    for table, version, files, rows in g["delta"]:
-        mine = keys.filter(pc.equal(keys.column("table"), table)).column("key")
-        delta[table] = DeltaState(table, version, tuple(files), frozenset(mine.to_pylist()), rows)
+    start = 0
+    # The keys were written table by table in this order: slices, not a filter per table.
+    for table, version, files, rows, count in g["delta"]:
+        mine = keys.column("key").slice(start, count).to_pylist()
+        start += count
+        delta[table] = DeltaState(table, version, tuple(files), frozenset(mine), rows)
     compacted = Generation(
         g["generation"],
         g["created_at"],
