@@ -52,3 +52,23 @@ def test_cached_answers_have_no_time_limit() -> None:
     # st.cache_data with ttl set expires entries after it: a lake reopened every minute
     # recomputed every page's queries. The state in the key is what invalidates.
     assert common._cached_call._info.ttl is None  # type: ignore[attr-defined]
+
+
+def test_pages_ask_the_lake_only_through_the_cache() -> None:
+    """Every library call a page makes with the lake goes through run_or_stop (cached per
+    lake state) or call_or_stop (live objects, user queries): an uncached query reruns on
+    every interaction, and at 100,000 runs each costs tens to hundreds of ms."""
+    import ast
+
+    app = Path(__file__).parents[2] / "app"
+    direct = []
+    for path in [app / "Home.py", *sorted((app / "pages").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            first = node.args[0]
+            name = getattr(node.func, "id", getattr(node.func, "attr", ""))
+            wrapped = name in ("run_or_stop", "call_or_stop")
+            if isinstance(first, ast.Name) and first.id == "lake" and not wrapped:
+                direct.append(f"{path.name}:{node.lineno} {name}")
+    assert direct == []
