@@ -12,20 +12,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fiolake.errors import FiolakeError
 from fiolake.s3client import S3Settings
-from fiolake.signing import (
-    DEFAULT_KEYRING,
-    DEFAULT_TRANSIT_KEY,
-    Keyring,
-    LocalSigner,
-    Signer,
-    VaultSigner,
-    load_public_key,
-    vault_key_refresher,
-)
+from fiolake.signing.base import DEFAULT_KEYRING, DEFAULT_TRANSIT_KEY
 from fiolake.store import ObjectStore, open_store
+
+if TYPE_CHECKING:  # imported where used: most commands never sign (fiolake.signing)
+    from fiolake.signing import Keyring, Signer
 
 DEFAULT_LAKE = "./lake"
 DEFAULT_SNAPSHOT_CACHE = Path("~/.cache/fiolake/snapshots")
@@ -141,6 +136,8 @@ class Settings:
 
     def signer(self) -> Signer:
         """FIOLAKE_SIGNER=vault (VAULT_ADDR, VAULT_TOKEN, …) or local (FIOLAKE_SIGNING_KEY)."""
+        from fiolake.signing import LocalSigner, VaultSigner
+
         if self.signer_kind == "vault":
             why = "FIOLAKE_SIGNER=vault signs with Vault transit"
             return VaultSigner(
@@ -163,6 +160,8 @@ class Settings:
 
     def keyring(self) -> Keyring:
         """The runner's keyring: the cache file, a pinned key, Vault refresh if configured."""
+        from fiolake.signing import Keyring, load_public_key, vault_key_refresher
+
         refresher = None
         if self.vault_addr:
             refresher = vault_key_refresher(
