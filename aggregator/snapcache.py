@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -48,11 +49,13 @@ class _Entry:
 
 
 _memory: OrderedDict[str, _Entry] = OrderedDict()
+_memory_lock = threading.Lock()  # the app opens lakes from several sessions' threads
 
 
 def clear_memory() -> None:
     """Forget the snapshots cached in this process."""
-    _memory.clear()
+    with _memory_lock:
+        _memory.clear()
 
 
 def _lake_id(store: ObjectStore) -> str:
@@ -68,8 +71,7 @@ def _copy(snap: Snapshot) -> Snapshot:
     # Callers own their snapshot's mutable parts; the cached one stays as scanned.
     loose = {k: dict(v) for k, v in snap.loose.items()}
     fresh = replace(snap, loose=loose, warnings=list(snap.warnings))
-    fresh.__dict__.pop("run_ids", None)
-    if "run_ids" in snap.__dict__:
+    if "run_ids" in snap.__dict__:  # computed already (cached_property): immutable, shared
         fresh.__dict__["run_ids"] = snap.__dict__["run_ids"]
     return fresh
 
@@ -87,7 +89,8 @@ def cached_scan(store: ObjectStore, directory: Path | None = None) -> Snapshot:
     if info is None:  # removed between the listing and now: let scan report it
         return scan(store)
     ident = f"{_lake_id(store)}|{key}|{info.etag}"
-    entry = _memory.get(ident)
+    with _memory_lock:
+        entry = _memory.get(ident)
     if entry is None and directory is not None:
         entry = _load(directory, ident)
     if entry is None:
@@ -103,10 +106,11 @@ def cached_scan(store: ObjectStore, directory: Path | None = None) -> Snapshot:
         entry.snapshot = _copy(snap) if _reusable(snap, new) else None
         if directory is not None and compacted is not None and not compacted.legacy:
             _save(directory, entry)
-    _memory[entry.ident] = entry
-    _memory.move_to_end(entry.ident)
-    while len(_memory) > MEMORY_ENTRIES:
-        _memory.popitem(last=False)
+    with _memory_lock:
+        _memory[entry.ident] = entry
+        _memory.move_to_end(entry.ident)
+        while len(_memory) > MEMORY_ENTRIES:
+            _memory.popitem(last=False)
     return snap
 
 
