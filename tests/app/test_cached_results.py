@@ -72,3 +72,57 @@ def test_pages_ask_the_lake_only_through_the_cache() -> None:
             if isinstance(first, ast.Name) and first.id == "lake" and not wrapped:
                 direct.append(f"{path.name}:{node.lineno} {name}")
     assert direct == []
+
+
+def test_the_server_warm_up_opens_the_lake_for_the_first_visit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fiolake.app import serve
+
+    store = lakegen.local_store(tmp_path)
+    lakegen.write_campaign(store, "night-1", {"nvme": {READ: {"iops": 1000}}}, 2)
+    monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path))
+    opened: list[str] = []
+    real = common.open_lake
+    monkeypatch.setattr(common, "open_lake", lambda url: opened.append(url) or real(url))
+    common._open.clear()
+    try:
+        serve.warm()  # what `fiolake app` runs in the server while Streamlit starts
+        assert opened == [str(tmp_path)]
+        lake = common._open(common.lake_url())  # the first page's call: already open
+        assert opened == [str(tmp_path)]
+        assert lake.snapshot.commits.num_rows == 2
+    finally:
+        common._open.clear()
+
+
+def test_fiolake_app_starts_streamlit_through_the_warm_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from fiolake.cli import lake_ops
+
+    started: list[list[str]] = []
+
+    class Done:
+        def __init__(self, cmd: list[str], **_: object) -> None:
+            started.append(cmd)
+
+        def wait(self) -> int:
+            return 0
+
+        def send_signal(self, signum: int) -> None:
+            pass
+
+    monkeypatch.setattr(lake_ops.subprocess, "Popen", Done)
+    monkeypatch.setattr(lake_ops.signal, "signal", lambda *_: None)  # keep pytest's handler
+    result = CliRunner().invoke(lake_ops.app, ["--lake", str(tmp_path), "--port", "8599"])
+    assert result.exit_code == 0, result.output
+    (cmd,) = started
+    assert cmd[1:5] == [
+        "-m",
+        "fiolake.app.serve",
+        "run",
+        str(Path(common.__file__).resolve().with_name("Home.py")),
+    ]
