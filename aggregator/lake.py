@@ -18,7 +18,8 @@ import pyarrow as pa
 
 from fiolake.aggregator import gang
 from fiolake.aggregator.generations import Generation
-from fiolake.aggregator.snapshot import Snapshot, scan
+from fiolake.aggregator.snapcache import cached_scan
+from fiolake.aggregator.snapshot import Snapshot
 from fiolake.config import Settings
 from fiolake.errors import LakeError, StoreError
 from fiolake.layout import TABLES
@@ -205,14 +206,22 @@ def new_connection(s3: S3Settings | None) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def connect(lake_url: str, s3: S3Settings | None = None, *, sandbox: bool = True) -> Lake:
+def connect(
+    lake_url: str,
+    s3: S3Settings | None = None,
+    *,
+    sandbox: bool = True,
+    snapshot_cache: Path | None = None,
+) -> Lake:
     """Open `lake_url` (directory or s3://bucket[/prefix]) as DuckDB views of committed runs.
 
-    With `sandbox`, queries can read only the lake and cannot change settings.
+    With `sandbox`, queries can read only the lake and cannot change settings. The
+    lake's snapshot is reused while its compaction generation is unchanged
+    (`aggregator.snapcache`: in memory, and in `snapshot_cache` for later processes).
     """
     try:
         store = open_store(lake_url, s3)
-        snap = scan(store)
+        snap = cached_scan(store, snapshot_cache)
     except StoreError as exc:
         raise LakeError(f"cannot read lake {lake_url}: {exc}") from exc
     if snap.commits.num_rows == 0:
@@ -233,4 +242,4 @@ def connect(lake_url: str, s3: S3Settings | None = None, *, sandbox: bool = True
 def open_lake(lake_url: str | None = None) -> Lake:
     """`connect` to the lake named by `lake_url`, else FIOLAKE_LAKE (S3 settings from env)."""
     settings = Settings.from_env(lake=lake_url)
-    return connect(settings.lake, settings.lake_s3)
+    return connect(settings.lake, settings.lake_s3, snapshot_cache=settings.snapshot_cache)

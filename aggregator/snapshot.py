@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
+from functools import cached_property
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -53,11 +54,15 @@ class Snapshot:
     orphan_files: int = 0  # result files of uncommitted attempts among those listed (ignored)
     unindexed: frozenset[str] = frozenset()  # job ids of markers the commit index lacks
     warnings: list[str] = field(default_factory=list)
+    # Job ids the commit log (or the listing of every marker) named beyond the index: a
+    # cached snapshot is reused only while this listing is unchanged (aggregator.snapcache).
+    listed_new: tuple[str, ...] = ()
 
-    @property
-    def run_ids(self) -> set[str]:
-        """Committed run ids."""
-        return set(self.commits.column("run_id").to_pylist())
+    @cached_property
+    def run_ids(self) -> frozenset[str]:
+        """Committed run ids (computed once: at 100,000 runs each conversion costs ~10 ms,
+        and every table's listing asks)."""
+        return frozenset(self.commits.column("run_id").to_pylist())
 
     def compacted_files(self, table: str) -> list[str]:
         """Merged files of `table` (they carry a `date` column of their own)."""
@@ -117,35 +122,56 @@ def _read_markers(store: ObjectStore, keys: list[str], warnings: list[str]) -> l
         return [c for c in pool.map(fetch, keys) if c is not None]
 
 
-def _unindexed_job_ids(
-    store: ObjectStore, compacted: Generation | None, known: set[str], full_listing: bool
+def unindexed_job_ids(
+    store: ObjectStore, compacted: Generation | None, known: Indexed, full_listing: bool
 ) -> list[str]:
+    """Job ids of commit markers the generation's index lacks: from the commit log since
+    the compaction when the generation allows, else from a listing of every marker."""
     if not full_listing and compacted is not None and compacted.commits_listed_at:
         since = parse_iso(compacted.commits_listed_at)
-        return sorted(logged_job_ids(store, since) - known)
+        return known.missing(logged_job_ids(store, since))
     listed = map(layout.job_id_from_commit_key, store.list(layout.COMMITS_PREFIX))
-    return sorted({j for j in listed if j is not None} - known)
+    return known.missing({j for j in listed if j is not None})
 
 
-def load_commits(
-    store: ObjectStore, compacted: Generation | None, warnings: list[str], *, full_listing: bool
-) -> tuple[pa.Table, frozenset[str]]:
-    """Every commit marker: the compacted index plus the markers it does not cover,
-    found through the commit log when the generation allows, else by listing them all.
-    Also returns the job ids of the markers the index lacks."""
+@dataclass(frozen=True)
+class Indexed:
+    """What one compaction generation fixes: its record and its commit index. Both are
+    immutable under the generation's key, so a cache may keep them (aggregator.snapcache)."""
+
+    compacted: Generation | None
+    commits: pa.Table  # COMMITS_SCHEMA: the markers the index holds
+
+    def missing(self, job_ids: set[str]) -> list[str]:
+        """Those of `job_ids` the index lacks, sorted (in Arrow: no 100,000-id Python set)."""
+        if not job_ids:
+            return []
+        ids = pa.array(sorted(job_ids), pa.string())
+        return ids.filter(pc.invert(pc.is_in(ids, self.commits.column("job_id")))).to_pylist()
+
+
+def read_index(store: ObjectStore, compacted: Generation | None) -> Indexed:
+    """The generation's commit index (empty when never compacted)."""
     indexed = pa.Table.from_pylist([], schema=COMMITS_SCHEMA)
     if compacted is not None and compacted.commit_files():
         files = read_all(store, compacted.commit_files())
         indexed = pa.concat_tables(
             [f.select(COMMITS_SCHEMA.names).cast(COMMITS_SCHEMA) for f in files]
         )
-    known = set(indexed.column("job_id").to_pylist())
-    new = _unindexed_job_ids(store, compacted, known, full_listing)
+    return Indexed(compacted, indexed)
+
+
+def load_commits(
+    store: ObjectStore, indexed: Indexed, new: list[str], warnings: list[str]
+) -> tuple[pa.Table, frozenset[str]]:
+    """Every commit marker: the compacted index plus the markers `new` names (read here).
+    Also returns the job ids of the markers read."""
     loose = commits_table(_read_markers(store, [layout.commit_key(j) for j in new], warnings))
-    return pa.concat_tables([indexed, loose]), frozenset(loose.column("job_id").to_pylist())
+    commits = pa.concat_tables([indexed.commits, loose])
+    return commits, frozenset(loose.column("job_id").to_pylist())
 
 
-def _candidate_days(snap: Snapshot, need: set[str]) -> set[str]:
+def _candidate_days(snap: Snapshot, need: frozenset[str]) -> set[str]:
     # Distinct commit dates first: a big lake has thousands of runs but few days. In
     # Arrow: converting 100,000 timestamps to Python took ~1 s per table on every connect.
     wanted = pc.is_in(snap.commits.column("run_id"), pa.array(sorted(need), pa.string()))
@@ -183,16 +209,30 @@ def _table_keys(store: ObjectStore, snap: Snapshot, table: str) -> list[str]:
     return keys if need <= found else list(store.list(full))
 
 
-def scan(store: ObjectStore, *, full_listing: bool = False) -> Snapshot:
+def scan(
+    store: ObjectStore,
+    *,
+    full_listing: bool = False,
+    indexed: Indexed | None = None,
+    new: list[str] | None = None,
+) -> Snapshot:
     """Read the lake's commit markers, compaction generation and result-file listing.
 
     `full_listing` lists every commit marker even where the commit log would do
-    (compaction does, to catch markers whose log entry is missing).
+    (compaction does, to catch markers whose log entry is missing). `indexed` (the
+    generation and its commit index) and `new` (`unindexed_job_ids`) when the caller
+    already has them (aggregator.snapcache).
     """
     warnings: list[str] = []
-    compacted = latest_generation(store)
-    commits, unindexed = load_commits(store, compacted, warnings, full_listing=full_listing)
-    snap = Snapshot(compacted, commits, warnings=warnings, unindexed=unindexed)
+    if indexed is None:
+        indexed = read_index(store, latest_generation(store))
+    compacted = indexed.compacted
+    if new is None:
+        new = unindexed_job_ids(store, compacted, indexed, full_listing)
+    commits, unindexed = load_commits(store, indexed, new, warnings)
+    snap = Snapshot(
+        compacted, commits, warnings=warnings, unindexed=unindexed, listed_new=tuple(new)
+    )
     committed = snap.run_ids
     # One listing per table (or per day partition): issued together, since each is a round
     # trip to the store and a compacted lake's listings are almost all empty.

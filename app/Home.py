@@ -43,7 +43,7 @@ with st.expander("The lake: runs per backend"):
     snap = lake.snapshot
     cols = st.columns(3)
     cols[0].metric("Committed runs", snap.commits.num_rows)
-    rows = overview(lake)
+    rows = run_or_stop(overview, lake)
     cols[1].metric("Backends", len(rows))
     cols[2].metric("Compaction generation", lake.compacted.generation if lake.compacted else "none")
     table = [(*r[:5], when(r[5]), when(r[6])) for r in rows]

@@ -42,11 +42,14 @@ def get_lake() -> Lake:
         raise  # unreachable: st.stop() ends the script run
 
 
-@st.cache_data(ttl=REFRESH_S, show_spinner=False, max_entries=500)
+# No TTL: a result is keyed by what the lake holds (commits only grow; compaction and
+# pruning write a new generation), so it stays right until that state changes, and a
+# lake reopened every minute with nothing new keeps every page's answers (at 100,000
+# runs recomputing them took seconds per page). max_entries bounds the memory.
+@st.cache_data(show_spinner=False, max_entries=500)
 def _cached_call(name: str, state: tuple, _fn: Any, _lake: Lake, *args: Any, **kwargs: Any) -> Any:
-    # Keyed by the function's name, what the lake holds (commits only grow; compaction
-    # bumps the generation) and the arguments; the function and the lake object are not
-    # hashed (leading "_").
+    # Keyed by the function's name, the lake's state and the arguments; the function and
+    # the lake object are not hashed (leading "_").
     return _fn(_lake, *args, **kwargs)
 
 

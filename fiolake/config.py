@@ -12,22 +12,18 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fiolake.errors import FiolakeError
 from fiolake.s3client import S3Settings
-from fiolake.signing import (
-    DEFAULT_KEYRING,
-    DEFAULT_TRANSIT_KEY,
-    Keyring,
-    LocalSigner,
-    Signer,
-    VaultSigner,
-    load_public_key,
-    vault_key_refresher,
-)
+from fiolake.signing.base import DEFAULT_KEYRING, DEFAULT_TRANSIT_KEY
 from fiolake.store import ObjectStore, open_store
 
+if TYPE_CHECKING:  # imported where used: most commands never sign (fiolake.signing)
+    from fiolake.signing import Keyring, Signer
+
 DEFAULT_LAKE = "./lake"
+DEFAULT_SNAPSHOT_CACHE = Path("~/.cache/fiolake/snapshots")
 
 # name -> what it sets; docs/usage.md's configuration table is checked against this.
 ENV_VARS: dict[str, str] = {
@@ -49,6 +45,8 @@ ENV_VARS: dict[str, str] = {
     "VAULT_CACERT": "CA file that signed Vault's certificate",
     "FIOLAKE_STATE_DIR": "local stack state (default ~/.local/state/fiolake)",
     "FIOLAKE_CACHE_DIR": "where the MinIO binary is built (default ~/.cache/fiolake)",
+    "FIOLAKE_SNAPSHOT_CACHE": "where readers keep lake snapshots between processes (default "
+    "~/.cache/fiolake/snapshots; off: none)",
     "FIOLAKE_POLICY_DIR": "replacement HCL/IAM policies for `stack up` (default: shipped)",
     "FIOLAKE_HOST_LOCK": "the host-wide fio lock file, as --host-lock (default "
     "/run/lock/fiolake/host.lock)",
@@ -59,6 +57,12 @@ ENV_VARS: dict[str, str] = {
 
 def _path(value: str | None) -> Path | None:
     return Path(value).expanduser() if value else None
+
+
+def _snapshot_cache(value: str | None) -> Path | None:
+    if value == "off":
+        return None
+    return _path(value) or DEFAULT_SNAPSHOT_CACHE.expanduser()
 
 
 def _need(value: str | None, name: str, why: str) -> str:
@@ -83,6 +87,7 @@ class Settings:
     vault_cacert: str | None = None
     state_dir: Path | None = None
     cache_dir: Path | None = None
+    snapshot_cache: Path | None = None  # None: snapshots are not kept on disk
     policy_dir: Path | None = None
     history: Path | None = None
     pause_file: Path | None = None
@@ -114,6 +119,7 @@ class Settings:
             vault_cacert=env.get("VAULT_CACERT") or None,
             state_dir=_path(env.get("FIOLAKE_STATE_DIR")),
             cache_dir=_path(env.get("FIOLAKE_CACHE_DIR")),
+            snapshot_cache=_snapshot_cache(env.get("FIOLAKE_SNAPSHOT_CACHE")),
             policy_dir=_path(env.get("FIOLAKE_POLICY_DIR")),
             history=_path(env.get("FIOLAKE_HISTORY")),
             pause_file=_path(env.get("FIOLAKE_PAUSE_FILE")),
@@ -130,6 +136,8 @@ class Settings:
 
     def signer(self) -> Signer:
         """FIOLAKE_SIGNER=vault (VAULT_ADDR, VAULT_TOKEN, …) or local (FIOLAKE_SIGNING_KEY)."""
+        from fiolake.signing import LocalSigner, VaultSigner
+
         if self.signer_kind == "vault":
             why = "FIOLAKE_SIGNER=vault signs with Vault transit"
             return VaultSigner(
@@ -152,6 +160,8 @@ class Settings:
 
     def keyring(self) -> Keyring:
         """The runner's keyring: the cache file, a pinned key, Vault refresh if configured."""
+        from fiolake.signing import Keyring, load_public_key, vault_key_refresher
+
         refresher = None
         if self.vault_addr:
             refresher = vault_key_refresher(

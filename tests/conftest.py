@@ -35,6 +35,16 @@ def _own_host_lock(
     monkeypatch.setenv("FIOLAKE_HOST_LOCK", str(lock))
 
 
+@pytest.fixture(autouse=True)
+def _own_snapshot_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test keeps lake snapshots in its own directory (FIOLAKE_SNAPSHOT_CACHE,
+    inherited by the processes it starts), never in the user's ~/.cache."""
+    cache = tmp_path_factory.mktemp("snapshots")
+    monkeypatch.setenv("FIOLAKE_SNAPSHOT_CACHE", str(cache))
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
     return free_ports(1)[0]

@@ -18,7 +18,7 @@ st.set_page_config(page_title="fiolake · Compare", layout="wide")
 st.title("Compare backends")
 lake = get_lake()
 
-campaigns = distinct(lake, "campaign_id", "status = 'ok'")
+campaigns = run_or_stop(distinct, lake, "campaign_id", "status = 'ok'")
 # Open where the landing page's answer comes from: the newest campaign with two backends.
 newest = run_or_stop(landing_scope, lake).campaign
 left, mid, right = st.columns(3)
@@ -31,13 +31,13 @@ campaign = left.selectbox(
 )
 scope = RunFilter(campaign=None if campaign == "(all)" else campaign)
 where, params = scope.where("runs")
-backends_all = distinct(lake, "backend", where, params)
+backends_all = run_or_stop(distinct, lake, "backend", where, params)
 backends = mid.multiselect(
     "Backends", backends_all, default=backends_all, key="backend", bind="query-params"
 )
-profiles = distinct(lake, "profile", where, params)
+profiles = run_or_stop(distinct, lake, "profile", where, params)
 profile = right.selectbox("Profile", ["(all)", *profiles], key="profile", bind="query-params")
-metrics = metric_columns(lake)
+metrics = run_or_stop(metric_columns, lake)
 metric = left.selectbox(
     "Metric",
     metrics,

@@ -13,6 +13,8 @@ from fiolake.aggregator.series import distinct
 from fiolake.app.charts import backend_colour, show
 from fiolake.app.common import get_lake, run_or_stop
 
+ALL_CAMPAIGNS = "all campaigns"
+
 
 def _label_expr(ticks: list[float]) -> str:
     pairs = [f"abs(datum.value - {nines(t)}) < 0.01 ? 'p{t:g}'" for t in ticks]
@@ -23,20 +25,29 @@ st.set_page_config(page_title="fiolake · Latency", layout="wide")
 st.title("Latency")
 lake = get_lake()
 
-profiles = latency.profiles_by_runs(lake)
-backends_all = distinct(lake, "backend", "status = 'ok'")
-left, mid, job_col, right = st.columns([2, 3, 2, 1])
+# Cached per lake state like the charts: at 100,000 runs each of these reads every run.
+profiles = run_or_stop(latency.profiles_by_runs, lake)
+backends_all = run_or_stop(distinct, lake, "backend", "status = 'ok'")
+left, camp_col, mid, job_col, right = st.columns([2, 2, 3, 2, 1])
 profile = left.selectbox("Profile", profiles, key="profile", bind="query-params")
+# The newest campaign first (as Home): every run of a profile is one click away, but
+# an exact median over all of them is slow on a big lake (aggregator.latency.campaigns_of).
+campaigns = run_or_stop(latency.campaigns_of, lake, profile) if profile else []
+campaign = camp_col.selectbox(
+    "Campaign", [*campaigns, ALL_CAMPAIGNS], key="campaign", bind="query-params"
+)
 backends = mid.multiselect(
     "Backends", backends_all, default=backends_all, key="backend", bind="query-params"
 )
-jobs = latency.jobs_of(lake, profile) if profile else []
+jobs = run_or_stop(latency.jobs_of, lake, profile) if profile else []
 job = job_col.selectbox("Job", jobs, key="job", bind="query-params")
 lat_type = right.selectbox("Latency", latency.LAT_TYPES, key="lat", bind="query-params")
 if not backends or profile is None or job is None:
     st.info("Pick a profile, a job and at least one backend.")
     st.stop()
-filt = RunFilter(backends=tuple(backends), profile=profile)
+scope = None if campaign == ALL_CAMPAIGNS else campaign
+filt = RunFilter(backends=tuple(backends), profile=profile, campaign=scope)
+where = f"campaign {scope}" if scope else "all campaigns"
 
 
 st.subheader("Latency by percentile")
@@ -89,7 +100,7 @@ else:
     show(chart)
     st.caption(
         f"fio's own percentiles (p1 … p99.99) of {lat_type}, median over the runs of each "
-        f"backend; latency in {unit}."
+        f"backend ({where}); latency in {unit}."
     )
 
 st.subheader("Distribution (fio json+ bins)")
@@ -138,7 +149,7 @@ else:
     )
 
 st.subheader("Latency against IOPS across a sweep")
-sweeps = latency.sweep_profiles(lake)
+sweeps = run_or_stop(latency.sweep_profiles, lake)
 if not sweeps:
     st.info("No sweep profile in the lake (run iodepth-sweep or bs-sweep).")
     st.stop()

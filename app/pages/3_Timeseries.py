@@ -24,10 +24,10 @@ st.set_page_config(page_title="fiolake · Timeseries", layout="wide")
 st.title("Per-second timeseries")
 lake = get_lake()
 
-runs = recent_runs(lake)
+runs = run_or_stop(recent_runs, lake)
 labels = {r[0]: f"{run_label(r[1], r[5], r[4])} · {r[2]}" for r in runs}
 # By default: the newest run of each backend in the most-run profile (newest first).
-top = next(iter(profiles_by_runs(lake)), None)
+top = next(iter(run_or_stop(profiles_by_runs, lake)), None)
 newest_per_backend: dict[str, str] = {}
 for r in runs:
     if r[2] == top and r[1] not in newest_per_backend:

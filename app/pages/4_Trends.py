@@ -20,8 +20,8 @@ st.set_page_config(page_title="fiolake · Trends", layout="wide")
 st.title("Trends")
 lake = get_lake()
 
-metrics = metric_columns(lake)
-profiles = profiles_by_runs(lake)
+metrics = run_or_stop(metric_columns, lake)
+profiles = run_or_stop(profiles_by_runs, lake)
 top, bottom = st.columns(4), st.columns([3, 1])
 metric = top[0].selectbox(
     "Metric",
@@ -31,7 +31,7 @@ metric = top[0].selectbox(
     bind="query-params",
 )
 profile = top[1].selectbox("Profile", profiles, key="profile", bind="query-params")
-cases = cases_of(lake, profile) if profile else []
+cases = run_or_stop(cases_of, lake, profile) if profile else []
 case = top[2].selectbox(
     "Job · direction",
     cases,
@@ -42,7 +42,7 @@ case = top[2].selectbox(
 bucket = top[3].radio(
     "One point per", ["run", "day"], horizontal=True, key="per", bind="query-params"
 )
-backends_all = distinct(lake, "backend", "status = 'ok'")
+backends_all = run_or_stop(distinct, lake, "backend", "status = 'ok'")
 backends = bottom[0].multiselect(
     "Backends", backends_all, default=backends_all, key="backend", bind="query-params"
 )

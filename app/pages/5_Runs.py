@@ -18,11 +18,11 @@ lake = get_lake()
 cols = st.columns(4)
 statuses = cols[0].multiselect("Status", STATUSES, key="status", bind="query-params")
 backends = cols[1].multiselect(
-    "Backends", distinct(lake, "backend"), key="backend", bind="query-params"
+    "Backends", run_or_stop(distinct, lake, "backend"), key="backend", bind="query-params"
 )
-profiles = ["(all)", *distinct(lake, "profile")]
+profiles = ["(all)", *run_or_stop(distinct, lake, "profile")]
 profile = cols[2].selectbox("Profile", profiles, key="profile", bind="query-params")
-campaigns = ["(all)", *reversed(distinct(lake, "campaign_id"))]
+campaigns = ["(all)", *reversed(run_or_stop(distinct, lake, "campaign_id"))]
 campaign = cols[3].selectbox("Campaign", campaigns, key="campaign", bind="query-params")
 
 filt = RunFilter(

@@ -18,7 +18,9 @@ st.set_page_config(page_title="fiolake · Gate", layout="wide")
 st.title("Regression gate")
 lake = get_lake()
 
-campaigns = list(reversed(distinct(lake, "campaign_id", "status = 'ok'")))  # newest first
+campaigns = list(
+    reversed(run_or_stop(distinct, lake, "campaign_id", "status = 'ok'"))
+)  # newest first
 if len(campaigns) < 2:
     st.info("The gate needs two campaigns of the same jobs: a new one and a baseline.")
     st.stop()

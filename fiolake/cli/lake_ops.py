@@ -174,10 +174,12 @@ def app(lake: str, port: int, address: str) -> None:
     if not home.exists():
         raise click.ClickException(f"the app is not installed: {home} is missing")
     env = dict(os.environ, FIOLAKE_LAKE=lake)
+    # Through fiolake.app.serve: Streamlit, with the pages' imports and the lake warmed in
+    # the server process while it starts (the first visit of Home paid for them).
     cmd = [
         sys.executable,
         "-m",
-        "streamlit",
+        "fiolake.app.serve",
         "run",
         str(home),
         "--server.address",

@@ -6,9 +6,15 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from fiolake.errors import FiolakeError
+
+# Defaults every Settings needs, kept here with no heavy imports: `fiolake.config` reads
+# them on every command, most of which never sign or verify (see fiolake.signing).
+DEFAULT_KEYRING = Path("~/.cache/fiolake/keyring.json")
+DEFAULT_TRANSIT_KEY = "manifests"
 
 FINGERPRINT_RE = r"[0-9a-f]{16}"
 

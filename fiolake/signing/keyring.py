@@ -23,7 +23,6 @@ from fiolake.signing.vault import Refresher
 
 log = logging.getLogger(__name__)
 
-DEFAULT_KEYRING = Path("~/.cache/fiolake/keyring.json")
 CACHE_FORMAT = 2  # sections per trust source; format 1 (one flat key set) is ignored
 # When Vault is down, don't retry a refresh on every verification.
 RETRY_REFRESH_AFTER_S = 30.0

@@ -14,9 +14,8 @@ import hvac.exceptions
 import requests
 
 from fiolake.errors import FiolakeError
-from fiolake.signing.base import Signature, key_fingerprint
+from fiolake.signing.base import DEFAULT_TRANSIT_KEY, Signature, key_fingerprint
 
-DEFAULT_TRANSIT_KEY = "manifests"
 # Signatures per transit request when publishing many manifests.
 BATCH_SIZE = 250
 

@@ -187,3 +187,33 @@ def test_a_gate_markdown_link_opens_the_same_comparison_on_the_gate_page(
     assert "**night-3** against **night-1**" in at.markdown[0].value
     shown = re.search(r"\[([^\]]+)\]\(http", row)
     assert shown and at.dataframe[0].value["verdict"].tolist()[0] == shown.group(1) == "▼ worse"
+
+
+def _curve_runs(at: AppTest) -> set[int]:
+    """The `runs` of every point of the percentile chart (the page's first chart; its
+    data travels as Arrow IPC)."""
+    import pyarrow as pa
+
+    (dataset,) = at.get("vega_lite_chart")[0].proto.datasets
+    frame = pa.ipc.open_stream(dataset.data.data).read_all()
+    return set(frame.column("runs").to_pylist())
+
+
+def test_latency_page_shows_the_newest_campaign_until_asked_for_all(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = lakegen.local_store(tmp_path / "lake")
+    lakegen.write_campaign(store, "night-1", {"nvme": {READ: {"iops": 1000}}}, 3)
+    later = lakegen.T0 + timedelta(days=1)
+    lakegen.write_campaign(store, "night-2", {"nvme": {READ: {"iops": 500}}}, 2, start=later)
+    monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "lake"))
+    at = page("pages/2_Latency.py")
+    assert not at.exception
+    assert at.selectbox(key="campaign").options == ["night-2", "night-1", "all campaigns"]
+    assert at.selectbox(key="campaign").value == "night-2"
+    assert "(campaign night-2)" in at.caption[0].value
+    assert _curve_runs(at) == {2}  # the median over night-2's two runs only
+    at.selectbox(key="campaign").set_value("all campaigns").run()
+    assert not at.exception
+    assert "(all campaigns)" in at.caption[0].value
+    assert _curve_runs(at) == {5}

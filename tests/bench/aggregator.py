@@ -36,7 +36,7 @@ if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path[0] = str(Path(__file__).resolve().parents[2])
 
 from fiolake import layout
-from fiolake.aggregator import delta
+from fiolake.aggregator import delta, snapcache
 from fiolake.aggregator.compact import compact
 from fiolake.aggregator.compare import compare
 from fiolake.aggregator.filters import RunFilter
@@ -264,7 +264,15 @@ def timed(fn: Callable[[], object], repeat: int = 5) -> float:
 
 def measure(label: str, url: str, s3=None, repeat: int = 5) -> dict[str, float]:  # noqa: ANN001
     """Connect, compare, trend and timeseries latencies on one lake."""
-    figures = {"connect": timed(lambda: connect(url, s3).close(), repeat=3)}
+
+    def cold() -> None:
+        snapcache.clear_memory()  # as a new process without a snapshot cache directory
+        connect(url, s3).close()
+
+    figures = {
+        "connect (no snapshot cache)": timed(cold, repeat=3),
+        "connect (snapshot cached)": timed(lambda: connect(url, s3).close(), repeat=3),
+    }
     with connect(url, s3) as lake:
         some = [
             r[0] for r in lake.con.sql("SELECT run_id FROM runs ORDER BY run_id LIMIT 2").fetchall()
@@ -349,7 +357,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--loose-runs", type=int, default=500)
     parser.add_argument("--keep", action="store_true", help="keep the lakes (prints where)")
+    parser.add_argument("--lake", type=Path, help="only measure this kept compacted lake")
     args = parser.parse_args()
+    if args.lake is not None:
+        print(f"load average before: {os.getloadavg()}")
+        measure("local, compacted (kept)", str(args.lake))
+        print(f"load average after: {os.getloadavg()}")
+        return
     work = Path(tempfile.mkdtemp(prefix="fiolake-bench-"))
     try:
         big, small = work / "compacted-lake", work / "loose-lake"

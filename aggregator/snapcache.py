@@ -1,0 +1,217 @@
+"""Snapshots reused while the lake's compaction generation is unchanged.
+
+At 100,000 runs a `snapshot.scan` spends most of its time on what the newest
+generation fixes: parsing its record (every covered run id per table, as JSON) and
+reading its commit index. A generation record is create-only, so under one key and
+ETag it never changes; the commit index it names is immutable too. `cached_scan` keeps
+both per lake (in memory for the process, and optionally in a directory for short-lived
+processes such as the CLI) and re-reads on every call only what can change: the list
+of generations (a newer one is a different key), the record's ETag, and the commit log
+since that compaction (runs committed after it).
+
+The whole snapshot is reused only when that listing of new commits is the one it was
+built from *and* it reads no per-run file: compacted files never change under their
+names, whereas a per-run file could (in a damaged lake) vanish, and a fresh scan would
+notice. Otherwise the listings are redone on top of the cached generation and index.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from fiolake import layout
+from fiolake.aggregator.generations import DeltaState, Generation, latest_generation_number
+from fiolake.aggregator.snapshot import Indexed, Snapshot, read_index, scan, unindexed_job_ids
+from fiolake.errors import NotFound
+from fiolake.store import ObjectStore
+
+MEMORY_ENTRIES = 4  # lakes kept per process (the app shows one; tests open many)
+DISK_ENTRIES = 16  # files kept per cache directory, the least recently written dropped
+_FORMAT = 2
+
+
+@dataclass
+class _Entry:
+    ident: str  # lake, generation key and the record's ETag
+    indexed: Indexed
+    snapshot: Snapshot | None = None  # the last complete scan on top of `indexed`
+
+
+_memory: OrderedDict[str, _Entry] = OrderedDict()
+_memory_lock = threading.Lock()  # the app opens lakes from several sessions' threads
+
+
+def clear_memory() -> None:
+    """Forget the snapshots cached in this process."""
+    with _memory_lock:
+        _memory.clear()
+
+
+def _lake_id(store: ObjectStore) -> str:
+    endpoint = store.settings.endpoint if store.settings else ""
+    return f"{endpoint}|{store.url.rstrip('/')}"
+
+
+def _reusable(snap: Snapshot, new: list[str]) -> bool:
+    return snap.listed_new == tuple(new) and not snap.loose and len(snap.unindexed) == len(new)
+
+
+def _copy(snap: Snapshot) -> Snapshot:
+    # Callers own their snapshot's mutable parts; the cached one stays as scanned.
+    loose = {k: dict(v) for k, v in snap.loose.items()}
+    fresh = replace(snap, loose=loose, warnings=list(snap.warnings))
+    if "run_ids" in snap.__dict__:  # computed already (cached_property): immutable, shared
+        fresh.__dict__["run_ids"] = snap.__dict__["run_ids"]
+    return fresh
+
+
+def cached_scan(store: ObjectStore, directory: Path | None = None) -> Snapshot:
+    """`snapshot.scan(store)`, reusing what the newest generation fixes (see module doc).
+
+    `directory` also keeps the generation, index and snapshot on disk for the next process.
+    """
+    number = latest_generation_number(store)
+    if number == 0:
+        return scan(store)  # never compacted: nothing immutable to keep
+    key = layout.generation_key(number)
+    info = store.head(key)
+    if info is None:  # removed between the listing and now: let scan report it
+        return scan(store)
+    ident = f"{_lake_id(store)}|{key}|{info.etag}"
+    with _memory_lock:
+        entry = _memory.get(ident)
+    if entry is None and directory is not None:
+        entry = _load(directory, ident)
+    if entry is None:
+        data, got = store.get(key)
+        record = Generation.from_bytes(data, key)
+        entry = _Entry(f"{_lake_id(store)}|{key}|{got.etag}", read_index(store, record))
+    compacted = entry.indexed.compacted
+    new = unindexed_job_ids(store, compacted, entry.indexed, full_listing=False)
+    if entry.snapshot is not None and _reusable(entry.snapshot, new):
+        snap = _copy(entry.snapshot)
+    else:
+        snap = scan(store, indexed=entry.indexed, new=new)
+        entry.snapshot = _copy(snap) if _reusable(snap, new) else None
+        if directory is not None and compacted is not None and not compacted.legacy:
+            _save(directory, entry)
+    with _memory_lock:
+        _memory[entry.ident] = entry
+        _memory.move_to_end(entry.ident)
+        while len(_memory) > MEMORY_ENTRIES:
+            _memory.popitem(last=False)
+    return snap
+
+
+def _path(directory: Path, ident: str) -> Path:
+    lake = ident.rsplit("|", 2)[0]
+    return directory / f"{hashlib.sha256(lake.encode()).hexdigest()[:32]}.arrow"
+
+
+def _save(directory: Path, entry: _Entry) -> None:
+    """One Arrow IPC file per lake: the commit index, and the generation's covered keys in
+    a second batch; everything else as JSON in the schema metadata (no pickle: a cache
+    file is data, never code). Written atomically; a failure only costs the next process
+    a full scan."""
+    compacted = entry.indexed.compacted
+    assert compacted is not None
+    snap = entry.snapshot
+    states = list(compacted.delta.values())
+    meta = {
+        "format": _FORMAT,
+        "ident": entry.ident,
+        "generation": {
+            "generation": compacted.generation,
+            "created_at": compacted.created_at,
+            "commits": compacted.commits,
+            "commits_listed_at": compacted.commits_listed_at,
+            "delta": [[d.table, d.version, list(d.files), d.rows, len(d.keys)] for d in states],
+        },
+        "snapshot": None
+        if snap is None
+        else {
+            "warnings": snap.warnings,
+            "unindexed": sorted(snap.unindexed),
+            "listed_new": list(snap.listed_new),
+            "orphan_files": snap.orphan_files,
+        },
+        "index_rows": entry.indexed.commits.num_rows,
+    }
+    keys = pa.table({"key": pa.array([k for d in states for k in sorted(d.keys)], pa.string())})
+    commits = snap.commits if snap is not None else entry.indexed.commits
+    commits = commits.replace_schema_metadata({"fiolake": json.dumps(meta)})
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".snapshot.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            with ipc.new_stream(fh, commits.schema) as w:
+                w.write_table(commits)
+            with ipc.new_stream(fh, keys.schema) as w:
+                w.write_table(keys)
+        os.replace(tmp, _path(directory, entry.ident))
+        _trim(directory)
+    except OSError:
+        with contextlib.suppress(OSError, UnboundLocalError):
+            os.unlink(tmp)
+
+
+def _trim(directory: Path) -> None:
+    files = sorted(directory.glob("*.arrow"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in files[DISK_ENTRIES:]:
+        with contextlib.suppress(OSError):
+            old.unlink()
+
+
+def _load(directory: Path, ident: str) -> _Entry | None:
+    """The entry saved for `ident`, or None (absent, another generation, unreadable)."""
+    try:
+        with open(_path(directory, ident), "rb") as fh:
+            commits = ipc.open_stream(fh).read_all()
+            meta = json.loads(commits.schema.metadata[b"fiolake"])
+            if meta.get("format") != _FORMAT or meta.get("ident") != ident:
+                return None
+            keys = ipc.open_stream(fh).read_all()
+    except (OSError, KeyError, ValueError, pa.ArrowException, NotFound):
+        return None
+    commits = commits.replace_schema_metadata(None)
+    g = meta["generation"]
+    delta = {}
+    start = 0
+    # The keys were written table by table in this order: slices, not a filter per table.
+    for table, version, files, rows, count in g["delta"]:
+        mine = keys.column("key").slice(start, count).to_pylist()
+        start += count
+        delta[table] = DeltaState(table, version, tuple(files), frozenset(mine), rows)
+    compacted = Generation(
+        g["generation"],
+        g["created_at"],
+        None,
+        g["commits"],
+        commits_listed_at=g["commits_listed_at"],
+        delta=delta,
+    )
+    # The saved commits are the index plus the markers read since: the index is its head.
+    indexed = Indexed(compacted, commits.slice(0, meta["index_rows"]))
+    s = meta["snapshot"]
+    if s is None:
+        return _Entry(ident, indexed)
+    snap = Snapshot(
+        compacted,
+        commits,
+        orphan_files=s["orphan_files"],
+        unindexed=frozenset(s["unindexed"]),
+        warnings=list(s["warnings"]),
+        listed_new=tuple(s["listed_new"]),
+    )
+    return _Entry(ident, indexed, snap)

@@ -1,0 +1,128 @@
+"""The app's cached answers last as long as the lake's state, not a fixed time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from fiolake.aggregator.compact import compact
+from fiolake.aggregator.lake import Lake, connect
+from fiolake.app import common
+from tests.aggregator import lakegen
+
+READ = ("job1", "read")
+calls: list[str] = []
+
+
+def count_runs(lake: Lake) -> int:
+    calls.append(lake.url)
+    return lake.con.sql("SELECT count(*) FROM runs").fetchone()[0]
+
+
+@pytest.fixture(autouse=True)
+def _empty_cache() -> Iterator[None]:
+    common._cached_call.clear()
+    calls.clear()
+    yield
+    common._cached_call.clear()
+
+
+def test_an_answer_outlives_the_lake_reopened_with_nothing_new(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = lakegen.local_store(tmp_path)
+    lakegen.write_campaign(store, "night-1", {"nvme": {READ: {"iops": 1000}}}, 2)
+    compact(store, grace=timedelta(0))
+    with connect(str(tmp_path)) as lake:
+        assert common.run_or_stop(count_runs, lake) == 2
+    # The app reopens the lake every minute: a new Lake object of the same state.
+    with connect(str(tmp_path)) as lake:
+        assert common.run_or_stop(count_runs, lake) == 2
+    assert len(calls) == 1
+    lakegen.write_campaign(store, "night-2", {"nvme": {READ: {"iops": 900}}}, 1)
+    with connect(str(tmp_path)) as lake:
+        assert common.run_or_stop(count_runs, lake) == 3  # a new commit: asked again
+    assert len(calls) == 2
+
+
+def test_cached_answers_have_no_time_limit() -> None:
+    # st.cache_data with ttl set expires entries after it: a lake reopened every minute
+    # recomputed every page's queries. The state in the key is what invalidates.
+    assert common._cached_call._info.ttl is None  # type: ignore[attr-defined]
+
+
+def test_pages_ask_the_lake_only_through_the_cache() -> None:
+    """Every library call a page makes with the lake goes through run_or_stop (cached per
+    lake state) or call_or_stop (live objects, user queries): an uncached query reruns on
+    every interaction, and at 100,000 runs each costs tens to hundreds of ms."""
+    import ast
+
+    app = Path(__file__).parents[2] / "app"
+    direct = []
+    for path in [app / "Home.py", *sorted((app / "pages").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            first = node.args[0]
+            name = getattr(node.func, "id", getattr(node.func, "attr", ""))
+            wrapped = name in ("run_or_stop", "call_or_stop")
+            if isinstance(first, ast.Name) and first.id == "lake" and not wrapped:
+                direct.append(f"{path.name}:{node.lineno} {name}")
+    assert direct == []
+
+
+def test_the_server_warm_up_opens_the_lake_for_the_first_visit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fiolake.app import serve
+
+    store = lakegen.local_store(tmp_path)
+    lakegen.write_campaign(store, "night-1", {"nvme": {READ: {"iops": 1000}}}, 2)
+    monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path))
+    opened: list[str] = []
+    real = common.open_lake
+    monkeypatch.setattr(common, "open_lake", lambda url: opened.append(url) or real(url))
+    common._open.clear()
+    try:
+        serve.warm()  # what `fiolake app` runs in the server while Streamlit starts
+        assert opened == [str(tmp_path)]
+        lake = common._open(common.lake_url())  # the first page's call: already open
+        assert opened == [str(tmp_path)]
+        assert lake.snapshot.commits.num_rows == 2
+    finally:
+        common._open.clear()
+
+
+def test_fiolake_app_starts_streamlit_through_the_warm_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from fiolake.cli import lake_ops
+
+    started: list[list[str]] = []
+
+    class Done:
+        def __init__(self, cmd: list[str], **_: object) -> None:
+            started.append(cmd)
+
+        def wait(self) -> int:
+            return 0
+
+        def send_signal(self, signum: int) -> None:
+            pass
+
+    monkeypatch.setattr(lake_ops.subprocess, "Popen", Done)
+    monkeypatch.setattr(lake_ops.signal, "signal", lambda *_: None)  # keep pytest's handler
+    result = CliRunner().invoke(lake_ops.app, ["--lake", str(tmp_path), "--port", "8599"])
+    assert result.exit_code == 0, result.output
+    (cmd,) = started
+    assert cmd[1:5] == [
+        "-m",
+        "fiolake.app.serve",
+        "run",
+        str(Path(common.__file__).resolve().with_name("Home.py")),
+    ]

@@ -1,0 +1,25 @@
+"""Reading the lake does not import what only signing needs (hvac, cryptography)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_reading_the_lake_loads_no_signing_library() -> None:
+    code = (
+        "import sys, fiolake.config, fiolake.aggregator.lake, fiolake.cli.comparisons\n"
+        "print(sorted(m for m in ('hvac', 'cryptography') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_signing_names_still_resolve() -> None:
+    from fiolake import signing
+    from fiolake.config import Settings
+
+    assert signing.DEFAULT_TRANSIT_KEY == Settings().transit_key == "manifests"
+    assert Settings().keyring_path == signing.DEFAULT_KEYRING
+    assert signing.LocalSigner.__module__ == "fiolake.signing.local_key"
+    assert signing.vault_keyid.__module__ == "fiolake.signing.vault"
