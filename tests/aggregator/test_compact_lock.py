@@ -56,6 +56,7 @@ def test_a_held_lock_refuses_a_second_compactor_with_its_host_and_start(tmp_path
     second.release()
 
 
+@pytest.mark.slow  # waits on real time or a real fio run (2-4 s): out of the fast tier
 def test_a_killed_compactors_lock_expires_and_is_taken_over(tmp_path: Path) -> None:
     holder = subprocess.Popen(  # noqa: S603
         [sys.executable, "-c", HOLD, str(tmp_path), "1"], stdout=subprocess.PIPE, text=True
@@ -75,6 +76,7 @@ def test_a_killed_compactors_lock_expires_and_is_taken_over(tmp_path: Path) -> N
     taken.release()
 
 
+@pytest.mark.slow  # waits on real time or a real fio run (2-4 s): out of the fast tier
 def test_a_compactor_that_lost_its_lock_is_fenced_off(tmp_path: Path) -> None:
     store = LocalStore(tmp_path)
     stalled = try_acquire(store, ttl_s=1)
@@ -94,6 +96,7 @@ def test_a_compactor_that_lost_its_lock_is_fenced_off(tmp_path: Path) -> None:
         taker.release()
 
 
+@pytest.mark.slow  # waits on real time or a real fio run (2-4 s): out of the fast tier
 def test_compact_exits_1_while_another_runs_and_waits_with_wait(tmp_path: Path) -> None:
     lakegen.write_campaign(lakegen.local_store(tmp_path), "c1", {"a": {("j", "read"): {}}}, 2)
     store = LocalStore(tmp_path)

@@ -75,6 +75,7 @@ def test_prune_deletes_old_timeseries_rows_only(tmp_path: Path) -> None:
     assert (again.deleted_rows, again.generation) == (0, None)
 
 
+@pytest.mark.slow  # waits on real time or a real fio run (2-4 s): out of the fast tier
 def test_interrupted_prune_is_finished_by_compaction(tmp_path: Path) -> None:
     store = lakegen.local_store(tmp_path / "lake")
     build(store)

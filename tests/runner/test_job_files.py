@@ -76,6 +76,7 @@ def test_sweeps_have_the_promised_shape() -> None:
     assert expected_seconds(qd) == 48
 
 
+@pytest.mark.slow  # waits on real time or a real fio run (2-4 s): out of the fast tier
 def test_a_profile_runs_under_fio_with_overrides(tmp_path: Path) -> None:
     # web-server-assets has the most moving parts: nrfiles, bssplit, rwmixread.
     job = check_job_file(PROFILES["web-server-assets"].path.read_text())

@@ -223,6 +223,7 @@ def test_default_suite_runs_every_profile(tmp_path: Path) -> None:
     assert counted == len(DEFAULT_SUITE)
 
 
+@pytest.mark.slow  # waits on real time or a real fio run (2-4 s): out of the fast tier
 def test_progress_lines_show_elapsed_expected_and_fio_rates(tmp_path: Path) -> None:
     job = tmp_path / "three.fio"
     job.write_text(TINY.replace("runtime=2", "runtime=3"))
@@ -246,6 +247,7 @@ def test_progress_lines_show_elapsed_expected_and_fio_rates(tmp_path: Path) -> N
     json.loads(result.stdout)  # stdout stays pure data
 
 
+@pytest.mark.slow  # waits on real time or a real fio run (2-4 s): out of the fast tier
 def test_no_progress_when_stderr_is_not_a_terminal(tmp_path: Path, tiny_job: Path) -> None:
     result = invoke(
         "run",

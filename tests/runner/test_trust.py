@@ -210,6 +210,7 @@ def test_policy_refuses_a_job_that_cannot_finish_within_the_cap(text: str, optio
     apply_overrides(check_job_file(text), runtime_s=10, size_bytes=None, caps=Caps())
 
 
+@pytest.mark.slow  # waits on real time or a real fio run (2-4 s): out of the fast tier
 def test_a_job_stopped_by_the_injected_cap_is_flagged_cut_short(tmp_path: Path) -> None:
     job = tmp_path / "slow.fio"
     # 16384 O_SYNC writes take well over a second on a real disk; the estimate can't know.
@@ -225,6 +226,7 @@ def test_a_job_stopped_by_the_injected_cap_is_flagged_cut_short(tmp_path: Path) 
     assert "flagged" in result.stderr and "cut-short" in result.stderr
 
 
+@pytest.mark.slow  # waits on real time or a real fio run (2-4 s): out of the fast tier
 def test_another_fio_on_the_host_is_recorded(tmp_path: Path, job: Path) -> None:
     # Started through a shell that exits at once, so this fio is nobody's child here — like
     # a benchmark someone else started on the host.
