@@ -18,11 +18,11 @@ naming the file it is about.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fiolake.commits import REASON_CHARS, Commit, new_commit
+from fiolake.commits import Commit, new_commit
 from fiolake.errors import PolicyError
 from fiolake.runner import execute as ex
 from fiolake.runner import precondition as pc
@@ -99,6 +99,28 @@ def check(
     return Checked(measured, checked_fill, source)
 
 
+def check_all(
+    sources: Sequence[NamedJobFile],
+    *,
+    caps: Caps,
+    runtime_s: int | None = None,
+    size_bytes: int | None = None,
+    fio: str = "fio",
+) -> list[Checked]:
+    """`check` every job file; one PolicyError listing every refusal of every file."""
+    checked, problems = [], []
+    for source in sources:
+        try:
+            checked.append(
+                check(source, caps=caps, runtime_s=runtime_s, size_bytes=size_bytes, fio=fio)
+            )
+        except PolicyError as exc:
+            problems += exc.violations
+    if problems:
+        raise PolicyError(problems)
+    return checked
+
+
 def plan(checked: Checked, request: ex.RunRequest) -> Planned:
     """`checked` to run under `request`; the precondition run gets its own role and name."""
     fill = None
@@ -167,7 +189,7 @@ class Attempt:
             self.request.campaign_id,
             runner,
             status or self.outcome.status,
-            (self.outcome.error or "" if reason is None else reason)[:REASON_CHARS],
+            (self.outcome.error or "") if reason is None else reason,  # new_commit cuts it
             members,
         )
 

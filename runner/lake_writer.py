@@ -1,4 +1,5 @@
-"""Write one run attempt into the lake: raw output, a Parquet file per table, then the commit.
+"""Write one run attempt into the lake: raw output, a Parquet file per table, then the commit
+(the order and the durability rule are runner.attempt's).
 
 The commit marker goes last and create-only, so a reader never sees a committed
 run with missing tables, and a second attempt at the same job cannot overwrite it.
@@ -9,7 +10,7 @@ from __future__ import annotations
 import logging
 
 from fiolake import layout
-from fiolake.commits import Commit, log_commit, new_commit
+from fiolake.commits import Commit, log_commit
 from fiolake.errors import PreconditionFailed, StoreError
 from fiolake.runner.execute import RunOutcome
 from fiolake.runner.spool import put_with_retry
@@ -26,28 +27,6 @@ def outcome_objects(outcome: RunOutcome) -> dict[str, bytes]:
         key = layout.result_key(table, outcome.started_at, outcome.run_id)
         objects[key] = parquet_bytes(data)
     return objects
-
-
-def upload_outcome(store: ObjectStore, outcome: RunOutcome) -> None:
-    """Put every object of an attempt (idempotent: keys are unique per run id)."""
-    for key, data in outcome_objects(outcome).items():
-        store.put(key, data)
-
-
-def commit_outcome(
-    store: ObjectStore,
-    outcome: RunOutcome,
-    *,
-    job_id: str,
-    campaign_id: str,
-    runner: str,
-    with_runs: tuple[str, ...] = (),
-) -> Commit | None:
-    """Create the job's commit marker; None when another attempt already won the job.
-    `with_runs`: other runs of the attempt it commits too (its precondition run)."""
-    members = (outcome.run_id, *with_runs) if with_runs else ()
-    commit = new_commit(job_id, outcome.run_id, campaign_id, runner, outcome.status, "", members)
-    return commit_marker(store, commit)
 
 
 def commit_marker(store: ObjectStore, commit: Commit, **put_options: float) -> Commit | None:

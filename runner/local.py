@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fiolake.errors import PolicyError
 from fiolake.ids import new_job_id
 from fiolake.runner import attempt
 from fiolake.runner import execute as ex
@@ -36,19 +35,9 @@ def plan_local(
 ) -> list[attempt.Planned]:
     """Every attempt of the campaign, in run order; each job file (and its precondition
     job) is checked once, before anything runs (PolicyError lists every refusal)."""
-    checked = []
-    problems: list[str] = []
-    for source in sources:
-        try:
-            checked.append(
-                attempt.check(
-                    source, caps=caps, runtime_s=runtime_s, size_bytes=size_bytes, fio=fio
-                )
-            )
-        except PolicyError as exc:
-            problems += exc.violations
-    if problems:
-        raise PolicyError(problems)
+    checked = attempt.check_all(
+        sources, caps=caps, runtime_s=runtime_s, size_bytes=size_bytes, fio=fio
+    )
     order = [(rep, one) for rep in range(repeat) for one in checked]
     return [
         attempt.plan(

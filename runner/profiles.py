@@ -34,7 +34,7 @@ class Profile:
 
 # A line `# precondition: NAME` in a job file's leading comment block names the job that
 # runs on its files before it is measured (a shipped profile, or a path relative to the
-# job file). docs/preconditioning.md.
+# job file). docs/usage.md, "Preconditioning".
 PRECONDITION_KEY = "precondition:"
 
 

@@ -267,6 +267,10 @@ def precondition_option(fn: Any) -> Any:
     )(fn)
 
 
+# `--precondition none`: no precondition job, not even a job file's own header line.
+NO_PRECONDITION = "none"
+
+
 def resolve_jobs(job_files: tuple[str, ...], precondition: str | None) -> list[Any]:
     """Each job file (or the default suite) as a runner.attempt.NamedJobFile with its
     precondition job: `--precondition` for every file when given (`none`: no file's),
@@ -275,7 +279,7 @@ def resolve_jobs(job_files: tuple[str, ...], precondition: str | None) -> list[A
     from fiolake.runner.profiles import DEFAULT_SUITE, header_precondition, resolve_job_file
 
     given = None
-    if precondition is not None and precondition.lower() != "none":
+    if precondition is not None and precondition.lower() != NO_PRECONDITION:
         fill_path = resolve_job_file(precondition)
         given = NamedJobFile(fill_path.stem, fill_path.read_text())
     jobs = []

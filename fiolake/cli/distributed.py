@@ -13,6 +13,7 @@ import click
 
 from fiolake.cli import lake_option
 from fiolake.cli.common import (
+    NO_PRECONDITION,
     DurationParam,
     IdParam,
     caps_options,
@@ -27,7 +28,7 @@ from fiolake.cli.common import (
 )
 from fiolake.cli.status import wait_for
 from fiolake.commits import RERUNNABLE
-from fiolake.errors import FiolakeError, PolicyError
+from fiolake.errors import FiolakeError
 
 
 @click.command()
@@ -154,7 +155,7 @@ def publish(
         raise click.UsageError("--status selects jobs for --rerun — add --rerun CAMPAIGN")
     if not backends:
         raise click.UsageError("Missing option '--backend' (or --rerun CAMPAIGN).")
-    if precondition and precondition.lower() != "none" and gangs:
+    if precondition and precondition.lower() != NO_PRECONDITION and gangs:
         raise click.UsageError(
             "--precondition does not work with --gang — precondition the gang's storage "
             "with a solo campaign first"
@@ -172,14 +173,7 @@ def publish(
             "line) — precondition the gang's storage with a solo campaign first, or add "
             "--precondition none"
         )
-    problems: list[str] = []
-    for job in jobs:
-        try:
-            attempt.check(job, caps=caps, runtime_s=runtime, size_bytes=size)
-        except PolicyError as exc:
-            problems += exc.violations
-    if problems:
-        raise PolicyError(problems)
+    attempt.check_all(jobs, caps=caps, runtime_s=runtime, size_bytes=size)
     settings = Settings.from_env(lake=lake)
     signer = settings.signer()
     store = settings.store()

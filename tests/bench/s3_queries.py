@@ -35,7 +35,7 @@ from fiolake.aggregator.compare import compare
 from fiolake.aggregator.filters import RunFilter
 from fiolake.aggregator.lake import Lake, connect
 from fiolake.config import Settings
-from tests.bench.aggregator import upload
+from tests.bench.aggregator import timed, upload
 
 
 def _count_boto(counter: Counter[str]) -> None:
@@ -59,15 +59,6 @@ def _duckdb_requests(lake: Lake, fn: Callable[[], object]) -> Counter[str]:
     fn()
     rows = con.execute("SELECT request.type FROM duckdb_logs_parsed('HTTP')").fetchall()
     return Counter(r[0] for r in rows)
-
-
-def timed(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def cli(url: str, cache: str, *extra: str) -> float:
