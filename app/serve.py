@@ -1,12 +1,21 @@
-"""`python -m fiolake.app.serve run Home.py [streamlit flags]`: Streamlit, warmed.
+"""`python -m fiolake.app.serve run Home.py [streamlit flags]`: Streamlit, warmed before ready.
 
 `fiolake app` starts Streamlit through this module so that, while the server boots, a
-background thread imports what the pages import and opens the lake into the app's
-resource cache (`common._open`, shared by every session of this process). Without it
-the first visit of Home paid for all of it: at 100,000 runs 4.4 s to settle, of which
-the page's imports ~0.9 s and opening the lake 0.4-0.7 s (BENCHMARKS.md, issue 24).
-A visit that arrives first waits on the same cache entry instead of opening it twice
-(Streamlit's per-key compute lock). Errors are left for the page to show.
+background thread imports what the pages import, opens the lake into the app's resource
+cache (`common._open`, shared by every session of this process) and answers the landing
+page's questions into the app's data cache (`common.run_or_stop`, the same keys the page
+uses). Without it the first visit of Home paid for all of it: at 100,000 runs 4.4 s to
+settle, of which the page's imports ~0.9 s, opening the lake 0.4-0.7 s and the landing
+comparison ~0.6 s (BENCHMARKS.md, issue 24).
+
+The server says it is ready (`/_stcore/health` answers 200) only once that warm-up has
+ended, as a readiness probe expects: a load balancer, Kubernetes' readiness check, or a
+browser opened early (Streamlit's page polls the same endpoint and waits until it
+answers) sends its first visit to a warm server. A warm-up that fails still ends (the
+page shows the same error to its reader), and one that takes longer than `WARM_LIMIT_S`
+stops holding readiness back. Streamlit has no public hook for readiness: the check wraps
+`Runtime.is_ready_for_browser_connection` (Streamlit >= 1.67, pinned), and if that
+attribute ever goes away the server is ready as Streamlit says (logged).
 """
 
 from __future__ import annotations
@@ -14,28 +23,67 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+from typing import Any
 
 log = logging.getLogger(__name__)
 
+WARM_LIMIT_S = 60.0  # a lake this slow to open should not keep the app unreachable
+warmed = threading.Event()
+
 
 def warm() -> None:
-    """Import the pages' modules and open the lake of FIOLAKE_LAKE into the app's cache,
-    then run the Home page's comparison once (its files land in DuckDB's caches)."""
+    """Import the pages' modules, open the lake of FIOLAKE_LAKE into the app's cache and
+    answer the Home page's questions into the app's data cache; set `warmed` at the end."""
     try:
         import altair  # noqa: F401  (the charts)
 
         from fiolake.aggregator.headline import landing
+        from fiolake.aggregator.series import overview
         from fiolake.app import charts, common  # noqa: F401
 
         lake = common._open(common.lake_url())
-        landing(lake)
-    except Exception:  # noqa: BLE001 - the page reports the same error to its reader
-        log.debug("warming the app failed", exc_info=True)
+        # Through the page's own cached call: the same function, lake state and arguments
+        # give the same cache key, so the first visit reads these answers.
+        common.run_or_stop(landing, lake)
+        common.run_or_stop(overview, lake)
+    except BaseException:  # noqa: BLE001 - st.stop() outside a page, or the lake's error:
+        log.debug("warming the app failed", exc_info=True)  # the page reports it
+    finally:
+        warmed.set()
+
+
+def hold_readiness_until_warm() -> bool:
+    """Make Streamlit's health check answer "not ready" until `warmed` is set (or
+    WARM_LIMIT_S has passed). Returns False when this Streamlit has no such check."""
+    from streamlit.runtime.runtime import Runtime
+
+    original = Runtime.__dict__.get("is_ready_for_browser_connection")
+    if not isinstance(original, property) or original.fget is None:
+        log.warning("this Streamlit has no readiness check to hold: the app is ready cold")
+        return False
+    ready_as_streamlit_says = original.fget
+
+    async def ready(runtime: Any) -> tuple[bool, str]:
+        ok, message = await ready_as_streamlit_says(runtime)
+        if ok and not warmed.is_set():
+            return False, "warming up: opening the lake"
+        return ok, message
+
+    Runtime.is_ready_for_browser_connection = property(ready)  # type: ignore[method-assign,assignment]
+    return True
+
+
+def _release_after_limit() -> None:
+    if not warmed.wait(WARM_LIMIT_S):
+        log.warning("warming the app took over %.0f s: ready without it", WARM_LIMIT_S)
+        warmed.set()
 
 
 def main(argv: list[str]) -> None:
-    """Start the warm-up thread, then Streamlit's command line with `argv`."""
+    """Start the warm-up, hold readiness until it ends, then Streamlit's CLI with `argv`."""
     threading.Thread(target=warm, name="fiolake-warm", daemon=True).start()
+    threading.Thread(target=_release_after_limit, name="fiolake-warm-limit", daemon=True).start()
+    hold_readiness_until_warm()
     from streamlit.web import cli
 
     sys.argv = ["streamlit", *argv]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -85,15 +86,53 @@ def test_the_server_warm_up_opens_the_lake_for_the_first_visit(
     opened: list[str] = []
     real = common.open_lake
     monkeypatch.setattr(common, "open_lake", lambda url: opened.append(url) or real(url))
+    monkeypatch.setattr(serve, "warmed", threading.Event())
     common._open.clear()
     try:
         serve.warm()  # what `fiolake app` runs in the server while Streamlit starts
+        assert serve.warmed.is_set()
         assert opened == [str(tmp_path)]
         lake = common._open(common.lake_url())  # the first page's call: already open
         assert opened == [str(tmp_path)]
         assert lake.snapshot.commits.num_rows == 2
+        # Home's questions are answered too, under the keys Home asks with: a stand-in
+        # with the same name that fails if called gets the warm answer back.
+        for module, name in (("headline", "landing"), ("series", "overview")):
+
+            def not_again(_lake: Lake) -> None:
+                raise AssertionError("the first visit recomputed a warm answer")
+
+            not_again.__module__, not_again.__qualname__ = f"fiolake.aggregator.{module}", name
+            assert common.run_or_stop(not_again, lake) is not None
     finally:
         common._open.clear()
+
+
+def test_the_server_is_ready_only_once_warm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Streamlit's health check (what readiness probes and the page itself poll) says
+    "not ready" until the warm-up has ended, then what Streamlit says."""
+    import asyncio
+
+    from streamlit.runtime.runtime import Runtime, RuntimeState
+
+    from fiolake.app import serve
+
+    monkeypatch.setattr(serve, "warmed", threading.Event())
+    # monkeypatch puts Streamlit's own check back afterwards
+    original = Runtime.__dict__["is_ready_for_browser_connection"]
+    monkeypatch.setattr(Runtime, "is_ready_for_browser_connection", original)
+    assert serve.hold_readiness_until_warm()
+    runtime = Runtime.__new__(Runtime)  # the state is all the check reads
+    runtime._state = RuntimeState.NO_SESSIONS_CONNECTED
+
+    def ready() -> tuple[bool, str]:
+        return asyncio.run(runtime.is_ready_for_browser_connection)  # type: ignore[arg-type]
+
+    assert ready() == (False, "warming up: opening the lake")
+    serve.warmed.set()
+    assert ready() == (True, "ok")
+    runtime._state = RuntimeState.STOPPING  # Streamlit's own answer still counts
+    assert ready()[0] is False
 
 
 def test_fiolake_app_starts_streamlit_through_the_warm_up(
