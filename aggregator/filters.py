@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from fiolake.aggregator.lake import Lake
+from fiolake.aggregator.lake import Lake, literal, literals
 from fiolake.errors import LakeError, UsageProblem
 from fiolake.timetext import iso_utc
 
@@ -24,42 +23,34 @@ class RunFilter:
     status: str | None = "ok"  # only successful runs carry comparable numbers
     campaigns: tuple[str, ...] = ()  # any of these (the gate: new and baseline campaign)
 
-    def where(self, alias: str = "runs", *, any_role: bool = False) -> tuple[str, list[Any]]:
-        """A SQL condition on `runs` (aliased `alias`) and its bound parameters.
+    def where(self, alias: str = "runs", *, any_role: bool = False) -> str:
+        """A SQL condition on `runs` (aliased `alias`), its values written in as literals
+        (`lake.literal`: binding them would make DuckDB import pandas).
 
         Measured runs only: a precondition run (runs.role, runner.precondition) prepared
         the files and is never compared, gated or trended; NULL (runs written before the
         column) means measured. `any_role` lists every run (the Runs page, gang views).
         """
         conds: list[str] = ["true"]
-        params: list[Any] = []
         if not any_role:
             conds.append(f"coalesce({alias}.role, 'measure') = 'measure'")
         if self.status is not None:
-            conds.append(f"{alias}.status = ?")
-            params.append(self.status)
+            conds.append(f"{alias}.status = {literal(self.status)}")
         if self.campaign is not None:
-            conds.append(f"{alias}.campaign_id = ?")
-            params.append(self.campaign)
+            conds.append(f"{alias}.campaign_id = {literal(self.campaign)}")
         if self.campaigns:
-            conds.append(f"{alias}.campaign_id IN ({', '.join('?' * len(self.campaigns))})")
-            params += list(self.campaigns)
+            conds.append(f"{alias}.campaign_id IN ({literals(self.campaigns)})")
         if self.backends:
-            conds.append(f"{alias}.backend IN ({', '.join('?' * len(self.backends))})")
-            params += list(self.backends)
+            conds.append(f"{alias}.backend IN ({literals(self.backends)})")
         if self.profile is not None:
-            conds.append(f"{alias}.profile = ?")
-            params.append(self.profile)
+            conds.append(f"{alias}.profile = {literal(self.profile)}")
         if self.runs:
-            conds.append(f"{alias}.run_id IN ({', '.join('?' * len(self.runs))})")
-            params += list(self.runs)
+            conds.append(f"{alias}.run_id IN ({literals(self.runs)})")
         if self.since is not None:
-            conds.append(f"{alias}.started_at >= ?")
-            params.append(self.since)
+            conds.append(f"{alias}.started_at >= {literal(self.since)}")
         if self.until is not None:
-            conds.append(f"{alias}.started_at < ?")
-            params.append(self.until)
-        return " AND ".join(conds), params
+            conds.append(f"{alias}.started_at < {literal(self.until)}")
+        return " AND ".join(conds)
 
     def describe(self) -> str:
         """The filter in words, for error messages."""
@@ -81,8 +72,8 @@ class RunFilter:
 def _exists(lake: Lake, column: str, value: str) -> bool:
     cur = lake.cursor()
     try:
-        sql = f"SELECT EXISTS (SELECT 1 FROM runs WHERE {column} = ?)"
-        row = cur.execute(sql, [value]).fetchone()
+        sql = f"SELECT EXISTS (SELECT 1 FROM runs WHERE {column} = {literal(value)})"
+        row = cur.execute(sql).fetchone()
         return row is not None and bool(row[0])
     finally:
         cur.close()

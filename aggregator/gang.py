@@ -16,18 +16,20 @@ of every member is second k of the gang. Views (docs/gangs.md):
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Collection
+from typing import NamedTuple, Protocol
 
 import duckdb
 from duckdb.func import FunctionNullHandling
 
 from fiolake.fio_bins import bin_percentiles
+from fiolake.layout import TABLES
 
 
 class RunFilter(Protocol):
     """aggregator.filters.RunFilter (imported by name there would be a cycle via lake)."""
 
-    def where(self, alias: str = "runs", *, any_role: bool = False) -> tuple[str, list[Any]]: ...
+    def where(self, alias: str = "runs", *, any_role: bool = False) -> str: ...
 
 
 # Percentiles of `gang_results` (column -> percentile), fio's usual ones.
@@ -150,11 +152,19 @@ def register_functions(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def create_views(con: duckdb.DuckDBPyConnection) -> None:
-    """Create `gang_members`, `gang_seconds` and `gang_results` over the lake views."""
+# The lake tables each gang view reads (through the views before it).
+_READS = [{"runs"}, {"timeseries"}, set(), set(), {"results", "latency_bins"}]
+
+
+def create_views(con: duckdb.DuckDBPyConnection, tables: Collection[str] = TABLES) -> None:
+    """Create `gang_members`, `gang_seconds` and `gang_results` over the lake views of
+    `tables`: each view whose tables are all there (`gang_members` needs only `runs`)."""
     register_functions(con)
-    for sql in view_statements(percentile_columns()):
-        con.execute(sql)
+    present: set[str] = set()
+    for sql, reads in zip(view_statements(percentile_columns()), _READS, strict=True):
+        present |= reads
+        if present <= set(tables):
+            con.execute(sql)
 
 
 class GangRow(NamedTuple):
@@ -201,8 +211,8 @@ MEMBER_COLUMNS = MemberRow._fields
 
 def has_gangs(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> bool:
     """Whether the runs `filt` selects include gang members."""
-    where, params = filt.where("gang_members", any_role=True)
-    row = con.execute(f"SELECT count(*) > 0 FROM gang_members WHERE {where}", params).fetchone()
+    where = filt.where("gang_members", any_role=True)
+    row = con.execute(f"SELECT count(*) > 0 FROM gang_members WHERE {where}").fetchone()
     return row is not None and bool(row[0])
 
 
@@ -210,7 +220,7 @@ def gang_comparison(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[Gan
     """One row per gang job, by backend, gang size and job;
     `scaling` = first-done bandwidth over that of the smallest gang of the same backend,
     profile, job and direction (2.0 for 2 members that each got what one got alone)."""
-    where, params = filt.where("m", any_role=True)
+    where = filt.where("m", any_role=True)
     cols = ", ".join(f"g.{c}" for c in COMPARISON_COLUMNS if c != "scaling")
     query = f"""
         WITH g AS (
@@ -225,14 +235,14 @@ def gang_comparison(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[Gan
         FROM g JOIN base USING (backend, profile, job_name, direction)
         ORDER BY g.profile, g.job_name, g.direction, g.backend, g.gang_size, g.job_id
     """
-    return [GangRow(*row) for row in con.execute(query, params).fetchall()]
+    return [GangRow(*row) for row in con.execute(query).fetchall()]
 
 
 def gang_member_rows(con: duckdb.DuckDBPyConnection, filt: RunFilter) -> list[MemberRow]:
     """One row per member run of the gangs `filt` selects."""
-    where, params = filt.where("m", any_role=True)
+    where = filt.where("m", any_role=True)
     query = (
         f"SELECT {', '.join(MEMBER_COLUMNS)} FROM gang_members m WHERE {where} "
         "ORDER BY job_id, gang_attempt, gang_slot"
     )
-    return [MemberRow(*row) for row in con.execute(query, params).fetchall()]
+    return [MemberRow(*row) for row in con.execute(query).fetchall()]

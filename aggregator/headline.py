@@ -53,12 +53,11 @@ def landing_scope(lake: Lake) -> Scope:
            ORDER BY max(started_at) DESC, campaign_id LIMIT 1""",
     )
     campaign = found[0][0] if found else None
-    where, params = RunFilter(campaign=campaign).where("runs")
+    where = RunFilter(campaign=campaign).where("runs")
     backends = fetch(
         lake,
         f"""SELECT backend FROM runs WHERE {where}
             GROUP BY backend ORDER BY count(*) DESC, backend {"" if campaign else "LIMIT 2"}""",
-        params,
     )
     if not backends:
         raise LakeError("no successful runs in the lake: nothing to compare")

@@ -8,13 +8,18 @@ are seen by the next `connect()`.
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
 import duckdb
 import duckdb_extension_httpfs
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from fiolake.aggregator import gang
 from fiolake.aggregator.generations import Generation
@@ -28,6 +33,8 @@ from fiolake.schema import SCHEMAS
 from fiolake.store import ObjectStore, open_store
 
 INTERNAL_SCHEMA = "_fiolake"
+# What compare, trend and regressions read: the summaries, not the per-second rows.
+SUMMARY_TABLES = ("runs", "results")
 
 
 def _unreadable(exc: duckdb.Error) -> str:
@@ -50,6 +57,23 @@ def empty_lake_error(url: str) -> LakeError:
 def quote(text: str) -> str:
     """A SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
+
+
+def literal(value: str | datetime) -> str:
+    """A value as a SQL literal, written into a query instead of bound as a parameter:
+    DuckDB's Python client imports pandas (0.12 s) to bind any parameter, which a command
+    that only prints would pay for nothing (BENCHMARKS.md, issue 24). Strings are quoted
+    (`quote`: DuckDB reads no backslash escapes); times become TIMESTAMPTZ in UTC."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError(f"a naive time cannot be a literal: {value!r}")
+        return f"TIMESTAMPTZ {quote(value.astimezone(UTC).isoformat())}"
+    return quote(value)
+
+
+def literals(values: Iterable[str | datetime]) -> str:
+    """Comma-separated `literal`s, for `IN (…)`."""
+    return ", ".join(literal(v) for v in values)
 
 
 def extension_file(package: ModuleType, name: str) -> Path:
@@ -141,7 +165,24 @@ def _column_types(con: duckdb.DuckDBPyConnection, relation: str) -> dict[str, st
     return {row[0]: row[1] for row in con.execute(f"DESCRIBE {relation}").fetchall()}
 
 
-def _materialise(con: duckdb.DuckDBPyConnection, name: str, data: pa.Table) -> None:
+def _materialise(
+    con: duckdb.DuckDBPyConnection, name: str, data: pa.Table, scratch: Path | None
+) -> None:
+    """CREATE TABLE `name` holding `data`. Through a Parquet file in `scratch`, which
+    DuckDB reads natively: handing Arrow data to DuckDB's Python client makes it import
+    pyarrow.dataset and with it pandas, 0.2-0.3 s of every command that reads the lake
+    and needs neither (BENCHMARKS.md, issue 24). Types come out the same either way
+    (tests/aggregator/test_lake_materialise.py); without a scratch directory, Arrow."""
+    if scratch is not None:
+        path = scratch / f"{name}.parquet"
+        try:
+            pq.write_table(data, path)
+        except OSError:
+            pass  # a read-only or full temp directory: the Arrow way below
+        else:
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_parquet({quote(str(path))})")
+            path.unlink()
+            return
     con.register("_fiolake_arrow", data)
     try:
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM _fiolake_arrow")
@@ -149,12 +190,26 @@ def _materialise(con: duckdb.DuckDBPyConnection, name: str, data: pa.Table) -> N
         con.unregister("_fiolake_arrow")
 
 
-def _create_views(con: duckdb.DuckDBPyConnection, store: ObjectStore, snap: Snapshot) -> None:
+def _scratch() -> contextlib.AbstractContextManager[str | None]:
+    """A private temporary directory for `_materialise`, or None where none can be made."""
+    try:
+        return tempfile.TemporaryDirectory(prefix="fiolake-connect-")
+    except OSError:
+        return contextlib.nullcontext()
+
+
+def _create_views(
+    con: duckdb.DuckDBPyConnection, store: ObjectStore, snap: Snapshot, tables: Sequence[str]
+) -> None:
     con.execute(f"CREATE SCHEMA {INTERNAL_SCHEMA}")
-    _materialise(con, "commits", snap.commits)
-    for table in TABLES:
-        schema = SCHEMAS[table].append(pa.field("date", pa.date32()))
-        _materialise(con, f"{INTERNAL_SCHEMA}.empty_{table}", schema.empty_table())
+    with _scratch() as scratch:
+        where = Path(scratch) if scratch else None
+        _materialise(con, "commits", snap.commits, where)
+        for table in tables:
+            # from_batches, not empty_table(): that one imports pandas (0.15 s)
+            empty = pa.Table.from_batches([], SCHEMAS[table].append(pa.field("date", pa.date32())))
+            _materialise(con, f"{INTERNAL_SCHEMA}.empty_{table}", empty, where)
+    for table in tables:
         contract = _column_types(con, f"{INTERNAL_SCHEMA}.empty_{table}")
         # Merged files hold a physical `date`; per-run files get it from their path.
         sources = [
@@ -212,13 +267,22 @@ def connect(
     *,
     sandbox: bool = True,
     snapshot_cache: Path | None = None,
+    tables: Collection[str] | None = None,
 ) -> Lake:
     """Open `lake_url` (directory or s3://bucket[/prefix]) as DuckDB views of committed runs.
 
     With `sandbox`, queries can read only the lake and cannot change settings. The
     lake's snapshot is reused while its compaction generation is unchanged
     (`aggregator.snapcache`: in memory, and in `snapshot_cache` for later processes).
+    `tables` limits the views to those lake tables (default: every one): a view is bound
+    when it is created, which reads the footer of each of its files, so a command that
+    reads `runs` and `results` need not wait for the timeseries' (SUMMARY_TABLES). The
+    gang views over tables left out are left out too; `gang_members` needs only `runs`.
     """
+    unknown = set(tables or ()) - set(TABLES)
+    if unknown:
+        raise ValueError(f"not lake tables: {', '.join(sorted(unknown))}")
+    chosen = [t for t in TABLES if tables is None or t in tables]
     try:
         store = open_store(lake_url, s3)
         snap = cached_scan(store, snapshot_cache)
@@ -228,18 +292,21 @@ def connect(
         raise empty_lake_error(lake_url)
     con = new_connection(s3 if lake_url.startswith("s3://") else None)
     try:
-        _create_views(con, store, snap)
-        gang.create_views(con)
+        _create_views(con, store, snap, chosen)
+        gang.create_views(con, chosen)
         if sandbox:
             _sandbox(con, store, s3 if lake_url.startswith("s3://") else None)
     except duckdb.Error as exc:
         con.close()
         raise LakeError(f"cannot read lake {lake_url}: {_unreadable(exc)}") from exc
-    files = {t: snap.files(t) for t in TABLES}
+    files = {t: snap.files(t) for t in chosen}
     return Lake(lake_url, store, con, snap, files)
 
 
-def open_lake(lake_url: str | None = None) -> Lake:
-    """`connect` to the lake named by `lake_url`, else FIOLAKE_LAKE (S3 settings from env)."""
+def open_lake(lake_url: str | None = None, tables: Collection[str] | None = None) -> Lake:
+    """`connect` to the lake named by `lake_url`, else FIOLAKE_LAKE (S3 settings from env),
+    with the views of `tables` (default: every table)."""
     settings = Settings.from_env(lake=lake_url)
-    return connect(settings.lake, settings.lake_s3, snapshot_cache=settings.snapshot_cache)
+    return connect(
+        settings.lake, settings.lake_s3, snapshot_cache=settings.snapshot_cache, tables=tables
+    )

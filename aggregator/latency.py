@@ -54,14 +54,14 @@ class SweepPoint:
     runs: int
 
 
-def _scope(lake: Lake, filt: RunFilter) -> tuple[str, list]:
+def _scope(lake: Lake, filt: RunFilter) -> str:
     validate(lake, filt)
     return filt.where("r")
 
 
 def percentile_curves(lake: Lake, filt: RunFilter, lat_type: str = "clat") -> list[PercentilePoint]:
     """fio's percentiles (p1 … p99.99) per backend × job × direction, median over runs."""
-    where, params = _scope(lake, filt)
+    where = _scope(lake, filt)
     sql = f"""
         SELECT r.backend, p.job_name, p.direction, p.percentile,
                median(p.value_ns), count(DISTINCT p.run_id)
@@ -69,25 +69,25 @@ def percentile_curves(lake: Lake, filt: RunFilter, lat_type: str = "clat") -> li
         WHERE {where} AND p.lat_type = ? AND p.source = 'fio_json' AND p.value_ns > 0
         GROUP BY ALL ORDER BY ALL
     """
-    return [PercentilePoint(*row) for row in fetch_rows(lake, sql, [*params, lat_type])]
+    return [PercentilePoint(*row) for row in fetch_rows(lake, sql, [lat_type])]
 
 
 def bins(lake: Lake, filt: RunFilter, lat_type: str = "clat") -> list[Bin]:
     """fio's json+ latency buckets per backend × job × direction (counts over runs)."""
-    where, params = _scope(lake, filt)
+    where = _scope(lake, filt)
     sql = f"""
         SELECT r.backend, b.job_name, b.direction, b.value_ns, sum(b.count)::BIGINT
         FROM latency_bins b JOIN runs r USING (run_id)
         WHERE {where} AND b.lat_type = ?
         GROUP BY ALL ORDER BY ALL
     """
-    return [Bin(*row) for row in fetch_rows(lake, sql, [*params, lat_type])]
+    return [Bin(*row) for row in fetch_rows(lake, sql, [lat_type])]
 
 
 def sweep(lake: Lake, filt: RunFilter) -> list[SweepPoint]:
     """Per backend × job × direction: mean IOPS and latency over runs, with the job's
     iodepth and block size, ordered as the sweep runs (iodepth, then job name)."""
-    where, params = _scope(lake, filt)
+    where = _scope(lake, filt)
     sql = f"""
         WITH per_run AS (
             SELECT r.backend, x.job_name, x.direction, x.run_id,
@@ -102,7 +102,7 @@ def sweep(lake: Lake, filt: RunFilter) -> list[SweepPoint]:
         FROM per_run GROUP BY ALL
         ORDER BY backend, direction, max(iodepth), job_name
     """
-    return [SweepPoint(*row) for row in fetch_rows(lake, sql, params)]
+    return [SweepPoint(*row) for row in fetch_rows(lake, sql)]
 
 
 def sweep_profiles(lake: Lake) -> list[str]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from fiolake.aggregator.envdiff import ENV_COLUMNS
 from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.lake import Lake
+from fiolake.aggregator.lake import Lake, literals
 from fiolake.aggregator.series import fetch_rows
 
 STATUSES = ("ok", "failed", "rejected", "interrupted")
@@ -34,7 +34,7 @@ def list_runs(
 ) -> tuple[list[str], list[tuple[Any, ...]], int]:
     """(columns, rows newest first, how many match) of the runs `filt` and `statuses`
     select (`filt.status` is ignored: every status is listed unless `statuses` says)."""
-    where, params = RunFilter(
+    where = RunFilter(
         campaign=filt.campaign,
         backends=filt.backends,
         profile=filt.profile,
@@ -42,15 +42,14 @@ def list_runs(
         status=None,
     ).where("runs", any_role=True)
     if statuses:
-        where += f" AND status IN ({', '.join('?' * len(statuses))})"
-        params += list(statuses)
+        where += f" AND status IN ({literals(statuses)})"
     present = {r[0] for r in fetch_rows(lake, "DESCRIBE runs")}
     cols = [c for c in LIST_COLUMNS if c in present]
     select = ", ".join(f'"{c}"' for c in cols)
-    total = fetch_rows(lake, f"SELECT count(*) FROM runs WHERE {where}", params)[0][0]
+    total = fetch_rows(lake, f"SELECT count(*) FROM runs WHERE {where}")[0][0]
     rows = fetch_rows(
         lake,
         f"SELECT {select} FROM runs WHERE {where} ORDER BY started_at DESC, run_id LIMIT ?",
-        [*params, limit],
+        [limit],
     )
     return cols, rows, total

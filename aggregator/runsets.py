@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from fiolake.aggregator import columns, stats
 from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.lake import Lake
+from fiolake.aggregator.lake import Lake, literal, literals
 from fiolake.jobhash import effective_job_sha256
 
 
@@ -50,29 +49,31 @@ Case = tuple[str, str, str, str | None]  # profile, job_name, direction, effecti
 Data = dict[tuple[str, Case], dict[str, GroupStats]]
 
 
-def _legacy_hashes(lake: Lake, filt: RunFilter) -> tuple[str, list[Any], dict[str, str]]:
+def _legacy_hashes(lake: Lake, filt: RunFilter) -> tuple[str, dict[str, str]]:
     """SQL for each run's effective job: the recorded column, or for runs written before
     it existed, the hash of their canonical job file (computed here: one home)."""
-    where, params = filt.where("r")
+    where = filt.where("r")
     cur = lake.cursor()
     try:
         texts = [
             t
             for (t,) in cur.execute(
                 f"SELECT DISTINCT r.canonical_job_file FROM runs r WHERE {where} "
-                "AND r.effective_job_sha256 IS NULL AND r.canonical_job_file IS NOT NULL",
-                params,
+                "AND r.effective_job_sha256 IS NULL AND r.canonical_job_file IS NOT NULL"
             ).fetchall()
         ]
     finally:
         cur.close()
     if not texts:
-        return "r.effective_job_sha256", [], {}
+        return "r.effective_job_sha256", {}
     hashes = {t: effective_job_sha256(t) for t in texts}
-    cases = " ".join("WHEN ? THEN ?" for _ in texts)
-    args = [x for t in texts for x in (t, hashes[t])]
-    expr = f"coalesce(r.effective_job_sha256, CASE r.canonical_job_file {cases} END)"
-    return expr, args, {h: t for t, h in hashes.items() if h}
+    cases = " ".join(f"WHEN {literal(t)} THEN {literal(h)}" for t, h in hashes.items() if h)
+    expr = (
+        f"coalesce(r.effective_job_sha256, CASE r.canonical_job_file {cases} END)"
+        if cases
+        else "r.effective_job_sha256"
+    )
+    return expr, {h: t for t, h in hashes.items() if h}
 
 
 def summarise(
@@ -87,8 +88,8 @@ def summarise(
     """(group, case) -> metric -> GroupStats, all computed in DuckDB (one pass over the
     selected runs; log-space moments, robust z via window medians); and effective job ->
     its canonical text for the runs whose hash had to be computed."""
-    where, params = filt.where("r")
-    sha, sha_args, texts = ("NULL", [], {}) if allow_mixed else _legacy_hashes(lake, filt)
+    where = filt.where("r")
+    sha, texts = ("NULL", {}) if allow_mixed else _legacy_hashes(lake, filt)
     per_run = ", ".join(f'{columns.per_run_aggregate(m)} AS "m{i}"' for i, m in enumerate(metrics))
     idx = range(len(metrics))
     logs = ", ".join(
@@ -144,7 +145,7 @@ def summarise(
     """
     cur = lake.cursor()
     try:
-        rows = cur.execute(sql, [*params, *sha_args, *params]).fetchall()
+        rows = cur.execute(sql).fetchall()
     finally:
         cur.close()
     data: Data = {}
@@ -168,8 +169,8 @@ def per_run_values(
     lake: Lake, group_expr: str, filt: RunFilter, metrics: list[str]
 ) -> dict[tuple[str, Case], dict[str, list[RunValue]]]:
     """(group, case) -> metric -> one RunValue per run, oldest first (regressions)."""
-    where, params = filt.where("r")
-    sha, sha_args, _ = _legacy_hashes(lake, filt)
+    where = filt.where("r")
+    sha, _ = _legacy_hashes(lake, filt)
     per_run = ", ".join(f'{columns.per_run_aggregate(m)} AS "m{i}"' for i, m in enumerate(metrics))
     picked = ", ".join(f'p."m{i}"' for i in range(len(metrics)))
     sql = f"""
@@ -187,7 +188,7 @@ def per_run_values(
     """
     cur = lake.cursor()
     try:
-        rows = cur.execute(sql, [*params, *sha_args, *params]).fetchall()
+        rows = cur.execute(sql).fetchall()
     finally:
         cur.close()
     data: dict[tuple[str, Case], dict[str, list[RunValue]]] = defaultdict(lambda: defaultdict(list))
@@ -210,8 +211,7 @@ def job_texts(lake: Lake, hashes: set[str], known: dict[str, str]) -> dict[str, 
     try:
         found = cur.execute(
             "SELECT effective_job_sha256, any_value(canonical_job_file) FROM runs "
-            "WHERE effective_job_sha256 IN (SELECT unnest(?)) GROUP BY 1",
-            [wanted],
+            f"WHERE effective_job_sha256 IN ({literals(wanted)}) GROUP BY 1"
         ).fetchall()
     finally:
         cur.close()

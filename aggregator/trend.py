@@ -10,7 +10,7 @@ from fiolake.aggregator import columns
 from fiolake.aggregator.changepoints import change_points
 from fiolake.aggregator.compare import check_metrics
 from fiolake.aggregator.filters import RunFilter, validate
-from fiolake.aggregator.lake import Lake
+from fiolake.aggregator.lake import Lake, literal
 from fiolake.errors import LakeError, UsageProblem
 
 BUCKETS = ("run", "day")
@@ -31,10 +31,10 @@ class TrendPoint:
     change_point: bool = False  # the first point after a change (E-Divisive, see regressions)
 
 
-def _fetch(lake: Lake, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+def _fetch(lake: Lake, sql: str) -> list[tuple[Any, ...]]:
     cur = lake.cursor()
     try:
-        return cur.execute(sql, params).fetchall()
+        return cur.execute(sql).fetchall()
     finally:
         cur.close()
 
@@ -54,10 +54,9 @@ def trend(
     if bucket not in BUCKETS:
         raise UsageProblem(f"invalid bucket {bucket!r}: choose {' or '.join(BUCKETS)}")
     validate(lake, filt)
-    where, params = filt.where("r")
+    where = filt.where("r")
     if case is not None:
-        where += " AND x.job_name = ? AND x.direction = ?"
-        params += list(case)
+        where += f" AND x.job_name = {literal(case[0])} AND x.direction = {literal(case[1])}"
     per_run = f"""
         SELECT r.backend, r.profile, x.job_name, x.direction, r.started_at, x.run_id,
                {columns.per_run_aggregate(metric)} AS value
@@ -73,7 +72,7 @@ def trend(
                          date_trunc('day', started_at) AS day, avg(value), count(value), NULL
                   FROM ({per_run}) GROUP BY ALL
                   ORDER BY backend, profile, job_name, direction, day"""
-    points = [TrendPoint(*row) for row in _fetch(lake, sql, params)]
+    points = [TrendPoint(*row) for row in _fetch(lake, sql)]
     if not points:
         raise LakeError(f"no successful runs with results match {filt.describe()}")
     return _mark_change_points(points)

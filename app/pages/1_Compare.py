@@ -30,12 +30,12 @@ campaign = left.selectbox(
     bind="query-params",
 )
 scope = RunFilter(campaign=None if campaign == "(all)" else campaign)
-where, params = scope.where("runs")
-backends_all = run_or_stop(distinct, lake, "backend", where, params)
+where = scope.where("runs")
+backends_all = run_or_stop(distinct, lake, "backend", where)
 backends = mid.multiselect(
     "Backends", backends_all, default=backends_all, key="backend", bind="query-params"
 )
-profiles = run_or_stop(distinct, lake, "profile", where, params)
+profiles = run_or_stop(distinct, lake, "profile", where)
 profile = right.selectbox("Profile", ["(all)", *profiles], key="profile", bind="query-params")
 metrics = run_or_stop(metric_columns, lake)
 metric = left.selectbox(

@@ -111,12 +111,12 @@ class DurationParam(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-def connect(lake: str) -> Any:
-    """The lake's DuckDB views (aggregator.lake.open_lake, imported only when a command
-    reads the lake: `--help` stays light)."""
+def connect(lake: str, tables: tuple[str, ...] | None = None) -> Any:
+    """The lake's DuckDB views, of `tables` or all (aggregator.lake.open_lake, imported
+    only when a command reads the lake: `--help` stays light)."""
     from fiolake.aggregator.lake import open_lake
 
-    return open_lake(lake)
+    return open_lake(lake, tables)
 
 
 def target_options(fn: Any) -> Any:

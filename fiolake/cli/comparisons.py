@@ -171,27 +171,31 @@ def compare(
     from fiolake.aggregator.columns import format_value
     from fiolake.aggregator.compare import DEFAULT_METRICS
     from fiolake.aggregator.compare import compare as compare_runs
+    from fiolake.aggregator.lake import SUMMARY_TABLES
 
     filt = run_filter(campaign, backends, profile, since, runs)
-    with connect(lake) as handle:
-        con = handle.cursor()
-        if gang_mode in ("members", "aggregate") or (
-            gang_mode == "auto" and gang.has_gangs(con, filt)
-        ):
-            _emit_gangs(con, filt, members=gang_mode == "members", fmt=fmt)
-            return
-        result = compare_runs(
-            handle,
-            by=by,
-            baseline=baseline,
-            metrics=list(metrics) or list(DEFAULT_METRICS),
-            filt=filt,
-            min_effect=min_effect,
-            adjustment="fdr" if fdr else "holm",
-            allow_mixed=allow_mixed,
-            exclude_unsteady=exclude_unsteady,
-            family=family,
-        )
+    if gang_mode in ("members", "aggregate"):
+        _emit_gangs(lake, filt, members=gang_mode == "members", fmt=fmt)
+        return
+    with connect(lake, SUMMARY_TABLES) as handle:  # `gang_members` reads only `runs`
+        if gang_mode == "auto" and gang.has_gangs(handle.cursor(), filt):
+            result = None
+        else:
+            result = compare_runs(
+                handle,
+                by=by,
+                baseline=baseline,
+                metrics=list(metrics) or list(DEFAULT_METRICS),
+                filt=filt,
+                min_effect=min_effect,
+                adjustment="fdr" if fdr else "holm",
+                allow_mixed=allow_mixed,
+                exclude_unsteady=exclude_unsteady,
+                family=family,
+            )
+    if result is None:
+        _emit_gangs(lake, filt, members=False, fmt=fmt)
+        return
     if fmt != "table":
         fields = ["profile", "job_name", "direction", "metric", "baseline", "n", "n_baseline",
                   "geomean", "ratio", "ratio_ci_low", "ratio_ci_high", "p_value", "p_adjusted",
@@ -244,15 +248,18 @@ def _number(value: float | None, template: str) -> str:
     return MISSING if value is None else template.format(value)
 
 
-def _emit_gangs(con: Any, filt: Any, *, members: bool, fmt: str) -> None:
-    """The gang aggregate table (or member rows) of `compare`."""
+def _emit_gangs(lake: str, filt: Any, *, members: bool, fmt: str) -> None:
+    """The gang aggregate table (or member rows) of `compare`, from every table's views
+    (the gang views read the per-second rows and latency bins too)."""
     from fiolake.aggregator import gang
     from fiolake.aggregator.columns import format_value
 
-    if members:
-        emit(list(gang.MEMBER_COLUMNS), gang.gang_member_rows(con, filt), fmt)
-        return
-    rows = gang.gang_comparison(con, filt)
+    with connect(lake) as handle:
+        con = handle.cursor()
+        if members:
+            emit(list(gang.MEMBER_COLUMNS), gang.gang_member_rows(con, filt), fmt)
+            return
+        rows = gang.gang_comparison(con, filt)
     if fmt != "table":
         emit(list(gang.COMPARISON_COLUMNS), rows, fmt)
         return

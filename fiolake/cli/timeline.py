@@ -46,10 +46,11 @@ def trend(
 ) -> None:
     """A metric over time per backend, profile, job and direction; change points marked."""
     from fiolake.aggregator.columns import formatters
+    from fiolake.aggregator.lake import SUMMARY_TABLES
     from fiolake.aggregator.trend import trend as metric_trend
 
     filt = run_filter(campaign, backends, profile, since)
-    with connect(lake) as handle:
+    with connect(lake, SUMMARY_TABLES) as handle:
         points = metric_trend(handle, metric, filt=filt, bucket=bucket)
     at = "started_at" if bucket == "run" else "day"
     cols = ["backend", "profile", "job_name", "direction", at, metric, "n", "change_point",
@@ -115,11 +116,12 @@ def regressions(
       fiolake regressions --since 7d --backend nvme
     """
     from fiolake.aggregator.compare import DEFAULT_METRICS
+    from fiolake.aggregator.lake import SUMMARY_TABLES
     from fiolake.aggregator.regressions import regressions as find
 
     window = parse_window(since)
     filt = run_filter(campaign, backends, profile)
-    with connect(lake) as handle:
+    with connect(lake, SUMMARY_TABLES) as handle:
         report = find(
             handle,
             since=window,
