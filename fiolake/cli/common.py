@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from fiolake import layout
-from fiolake.errors import FiolakeError, UsageProblem
+from fiolake.errors import UsageProblem
 from fiolake.units import human_bytes, parse_duration, parse_size
 
 
@@ -36,7 +36,7 @@ class SizeParam(click.ParamType):
             return value
         try:
             return parse_size(str(value))
-        except FiolakeError as exc:
+        except UsageProblem as exc:  # the parser's only error: a bad value
             self.fail(str(exc), param, ctx)
 
 
@@ -107,7 +107,7 @@ class DurationParam(click.ParamType):
             return float(value)
         try:
             return parse_duration(str(value))
-        except FiolakeError as exc:
+        except UsageProblem as exc:  # the parser's only error: a bad value
             self.fail(str(exc), param, ctx)
 
 
