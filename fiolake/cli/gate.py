@@ -18,7 +18,7 @@ import click
 
 from fiolake.aggregator.columns import p_text, ratio_text
 from fiolake.aggregator.gate_report import gate_page_url
-from fiolake.aggregator.verdict_text import decider, label
+from fiolake.aggregator.verdict_text import BETTER, EQUIVALENT, WORSE, decider, label
 from fiolake.atomic import write_atomic
 from fiolake.cli import lake_option, problems_are_usage
 from fiolake.cli.common import connect, parse_labels
@@ -57,10 +57,10 @@ def junit_xml(result: GateResult) -> bytes:
             f"{ratio_text(r.metric, r.ratio, r.ratio_ci_low, r.ratio_ci_high)} vs "
             f"{result.baseline}, p adj {p_text(r.p_adjusted)}"
         )
-        if r.verdict == "worse":
+        if r.verdict == WORSE:
             failures += 1
-            ET.SubElement(case, "failure", message=f"worse: {numbers}", type="worse")
-        elif r.verdict not in ("better", "equivalent"):
+            ET.SubElement(case, "failure", message=f"{WORSE}: {numbers}", type=WORSE)
+        elif r.verdict not in (BETTER, EQUIVALENT):
             skipped += 1
             ET.SubElement(case, "skipped", message=f"{label(r, result.min_effect)}: {numbers}")
     suite.set("tests", str(len(result.rows)))
