@@ -296,3 +296,11 @@ def resolve_jobs(job_files: tuple[str, ...], precondition: str | None) -> list[A
             fill = NamedJobFile(fill_path.stem, fill_path.read_text())
         jobs.append(NamedJobFile(path.stem, text, fill))
     return jobs
+
+
+def label_option(fn: Any) -> Any:
+    """`--label KEY=VALUE` (repeatable), recorded in runs.labels by `run` and `runner`;
+    the command reads it with `parse_labels`."""
+    return click.option(
+        "--label", multiple=True, metavar="KEY=VALUE", help="Recorded in runs.labels."
+    )(fn)
