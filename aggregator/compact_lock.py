@@ -33,6 +33,7 @@ from fiolake import layout
 from fiolake.errors import CompactionBusy, LakeError, NotFound, PreconditionFailed, StoreError
 from fiolake.lease import lease_age_s
 from fiolake.store import ObjectInfo, ObjectStore
+from fiolake.timetext import now_iso
 
 TTL_S = 60.0  # renewed every TTL_S / 4, so a live compactor never lets it expire
 WAIT_POLL_S = 2.0
@@ -158,7 +159,7 @@ def try_acquire(store: ObjectStore, ttl_s: float = TTL_S) -> CompactionLock:
     me = LockBody(
         socket.gethostname(),
         os.getpid(),
-        time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        now_iso("seconds"),
         1,
         secrets.token_hex(8),
         ttl_s,

@@ -24,6 +24,7 @@ from fiolake.aggregator.runsets import Case, GroupStats, job_texts, summarise
 from fiolake.aggregator.verdict_text import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
 from fiolake.errors import LakeError, UsageProblem
 from fiolake.jobhash import job_differences
+from fiolake.timetext import iso_utc
 
 DEFAULT_METRICS = ("bw_bytes", "iops", "lat_mean_ns", "clat_p99_ns")
 NUMERIC_TYPES = ("BIGINT", "INTEGER", "DOUBLE", "FLOAT", "HUGEINT", "SMALLINT", "DECIMAL")
@@ -297,7 +298,7 @@ def _question_words(filt: RunFilter) -> str:
     if filt.runs:
         parts.append(f"{len(filt.runs)} runs")
     if filt.since:
-        parts.append(f"since {filt.since:%Y-%m-%d %H:%M}")
+        parts.append(f"since {iso_utc(filt.since, 'minutes')}")
     return ", ".join(parts) or "all runs"
 
 

@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 from fiolake import units
 from fiolake.aggregator.columns import format_value, nines, p_text, ratio_text
 from fiolake.aggregator.svg import Axis, Line, Whisker, line_chart, ratio_chart
-from fiolake.aggregator.verdict_text import WORSE, label
+from fiolake.aggregator.verdict_text import label
 
 if TYPE_CHECKING:
     from fiolake.aggregator.gate import GateResult
@@ -57,9 +57,8 @@ def html_report(result: GateResult, app_url: str | None, data: ReportData) -> st
         cells = [g.backend, r.profile, r.job_name, r.direction, r.metric,
                  ratio_text(r.metric, r.ratio, r.ratio_ci_low, r.ratio_ci_high),
                  p_text(r.p_adjusted)]  # fmt: skip
-        kind = "worse" if r.verdict == WORSE else r.verdict
         rows.append(
-            f'<tr class="{e(kind)}">' + "".join(f"<td>{e(str(c))}</td>" for c in cells)
+            f'<tr class="{e(r.verdict)}">' + "".join(f"<td>{e(str(c))}</td>" for c in cells)
             + f"<td>{cell}</td></tr>"
         )  # fmt: skip
     heads = ["backend", "profile", "job", "dir", "metric", "ratio [95% CI]", "p adj", "verdict"]

@@ -17,11 +17,10 @@ from fiolake.aggregator.compare import CompareRow, Comparison, compare
 from fiolake.aggregator.filters import RunFilter
 from fiolake.aggregator.lake import Lake
 from fiolake.aggregator.series import fetch_rows as fetch
-from fiolake.aggregator.verdict_text import decider, times, word
+from fiolake.aggregator.verdict_text import MIXED, decider, times, word
 from fiolake.errors import LakeError
 
 THROUGHPUT, LATENCY = "iops", "clat_p99_ns"
-MIXED = "mixed"  # a profile whose cases got different verdicts
 METRIC_WORDS = {"iops": "IOPS", "bw_bytes": "bandwidth", "clat_p99_ns": "p99 latency"}
 
 

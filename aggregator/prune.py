@@ -100,6 +100,7 @@ def _prune(store: ObjectStore, cutoff: date, lock: CompactionLock) -> PruneRepor
         )
     lock.fence()
     with delta.mapped_errors(store):
+        # A DATE literal for the partition column (not time text): 'YYYY-MM-DD'.
         metrics = dt.delete(f"date < '{cutoff.isoformat()}'")
         dt.update_incremental()
     deleted = int(metrics.get("num_deleted_rows") or 0)

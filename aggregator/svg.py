@@ -15,13 +15,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-# Verdict colours of the report's table, darker for lines on white.
-VERDICT_COLOURS = {
-    "worse": "#c62828",
-    "better": "#2e7d32",
-    "equivalent": "#546e7a",
-    "inconclusive": "#ef8f00",
-}
+from fiolake.aggregator.verdict_text import INCONCLUSIVE, VERDICT_COLOURS
+
 FONT = 'font-family="system-ui, sans-serif" font-size="11"'
 
 
@@ -145,7 +140,7 @@ def ratio_chart(rows: Sequence[Whisker], min_effect: float, width: int = 640) ->
     out.append(_text((left + width - right) / 2, bottom + 29, "new / baseline (log)", "middle"))
     for i, r in enumerate(rows):
         y = top + step * i + step / 2 - 4
-        colour = VERDICT_COLOURS.get(r.verdict, VERDICT_COLOURS["inconclusive"])
+        colour = VERDICT_COLOURS.get(r.verdict, VERDICT_COLOURS[INCONCLUSIVE])
         out.append(_text(left - 8, y + 4, r.label, "end"))
         tip = f"<title>{html.escape(r.tooltip)}</title>"
         if r.low is not None and r.high is not None and r.low > 0:

@@ -1,4 +1,4 @@
-"""Verdicts in words and marks: one vocabulary for the CLI, the app and the gate.
+"""Verdicts in words, marks and colours: one vocabulary for the CLI, the app and the gate.
 
 `mark` gives the table cell (▲ better, ▼ worse, = equivalent, inconclusive), `decider`
 what would settle an inconclusive row at the observed effect: the repetitions per side
@@ -12,6 +12,19 @@ from typing import Protocol
 
 # The verdicts themselves live here, not in compare, so the CLI can name them cheaply.
 BETTER, WORSE, EQUIVALENT, INCONCLUSIVE = "better", "worse", "equivalent", "inconclusive"
+MIXED = "mixed"  # the landing page's profile whose cases got different verdicts
+NOT_TESTED = "not tested"  # a ratio without a test (too few repetitions, no baseline)
+
+# One colour per verdict for every chart (the app's Vega charts, the report's SVG), so a
+# verdict looks the same wherever it is drawn. Diverging red-to-green with neutral greys.
+VERDICT_COLOURS = {
+    BETTER: "#1a9850",
+    WORSE: "#d73027",
+    EQUIVALENT: "#7f7f7f",
+    INCONCLUSIVE: "#fdae61",
+    MIXED: "#abd9e9",
+    NOT_TESTED: "#d9d9d9",
+}
 
 
 class JudgedRow(Protocol):

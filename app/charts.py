@@ -12,17 +12,9 @@ import streamlit as st
 
 from fiolake.aggregator.compare import BASELINE, Comparison
 from fiolake.aggregator.headline import ProfileRatio
-from fiolake.aggregator.verdict_text import mark
+from fiolake.aggregator.verdict_text import NOT_TESTED, VERDICT_COLOURS, mark
 from fiolake.timetext import MINUTES_FORMAT, iso_utc
 
-VERDICT_COLOURS = {
-    "better": "#1a9850",
-    "worse": "#d73027",
-    "equivalent": "#7f7f7f",
-    "inconclusive": "#fdae61",
-    "mixed": "#abd9e9",  # a profile whose job × direction cases differ
-    "not tested": "#d9d9d9",  # too few repetitions, no baseline: a ratio without a test
-}
 ROW_PX = 22  # height per bar / line label: labels never overlap
 LABEL_LIMIT = 420  # px of an axis label before Vega truncates it with …
 
@@ -99,7 +91,7 @@ def _ratio_row(
         "ratio": ratio,
         "low": low if low is not None else ratio,
         "high": high if high is not None else ratio,
-        "verdict": verdict if verdict in VERDICT_COLOURS else "not tested",
+        "verdict": verdict if verdict in VERDICT_COLOURS else NOT_TESTED,
         "p (adjusted)": None if p_adjusted is None else float(f"{p_adjusted:.2g}"),
         "runs": runs,
         "label": f"{backend} {mark(verdict)}",  # the verdict in words beside its bar

@@ -84,15 +84,28 @@ def current_attempt(store: ObjectStore, job_id: str) -> int:
     return newest + 1 if failure(store, job_id, newest) is not None else newest
 
 
-def slots(
-    store: ObjectStore, job_id: str, attempt: int, size: int
-) -> dict[int, tuple[Lease, ObjectInfo]]:
-    """The held slots of an attempt: slot -> (lease, its metadata with the store's clock)."""
+@dataclass(frozen=True)
+class HeldSlot:
+    """A held slot of an attempt: its member's lease, and the lease object's metadata,
+    whose modification time is the store's clock (what expiry is judged by)."""
+
+    lease: Lease
+    info: ObjectInfo
+
+    @property
+    def expired(self) -> bool:
+        """The holder stopped renewing (or released), by the store's clock."""
+        return is_expired(self.lease, self.info)
+
+
+def slots(store: ObjectStore, job_id: str, attempt: int, size: int) -> dict[int, HeldSlot]:
+    """The held slots of an attempt, by slot number."""
     held = {}
     for slot in range(size):
         found = read_lease(store, job_id, layout.gang_slot_key(job_id, attempt, slot))
         if found is not None:
-            held[slot] = found
+            lease, info = found
+            held[slot] = HeldSlot(lease, info)
     return held
 
 
@@ -102,7 +115,7 @@ def claim_slot(
     """Create the first free slot's lease: (slot, lease), or None when the gang is full
     or `runner` already holds a slot of it (a runner never holds two)."""
     held = slots(store, job_id, attempt, size)
-    if any(lease.runner == runner for lease, _ in held.values()):
+    if any(h.lease.runner == runner for h in held.values()):
         return None
     for slot in range(size):
         if slot in held:
@@ -114,9 +127,9 @@ def claim_slot(
     return None
 
 
-def dead_slots(held: dict[int, tuple[Lease, ObjectInfo]]) -> list[int]:
+def dead_slots(held: dict[int, HeldSlot]) -> list[int]:
     """Slots whose holder stopped renewing (or released): judged by the store's clock."""
-    return sorted(slot for slot, (lease, info) in held.items() if is_expired(lease, info))
+    return sorted(slot for slot, h in held.items() if h.expired)
 
 
 def fix_start(store: ObjectStore, job_id: str, attempt: int, proposed: GangStart) -> GangStart:
@@ -181,6 +194,6 @@ def gang_state(store: ObjectStore, job_id: str, size: int) -> GangState | None:
         return None
     attempt = current_attempt(store, job_id)
     held = slots(store, job_id, attempt, size)
-    live = {s: lease for s, (lease, info) in held.items() if not is_expired(lease, info)}
+    live = {s: h.lease for s, h in held.items() if not h.expired}
     runners = tuple(live[s].runner for s in sorted(live))
     return GangState(attempt, len(live), runners, read_start(store, job_id, attempt) is not None)

@@ -1,8 +1,9 @@
-"""Ids of campaigns and jobs: one scheme, made here and read back here.
+"""Ids of campaigns, jobs and runs: one scheme each, made here and read back here.
 
 A campaign id sorts by time (`c-YYYYMMDD-HHMMSS-xxxx`); a job id names its campaign,
 profile, backend and repetition, so a runner can order open jobs by repetition from their
-keys alone, without fetching their manifests.
+keys alone, without fetching their manifests; a run id (one attempt of a job) sorts by
+time too (`r-YYYYMMDDTHHMMSS-xxxxxxxxxx`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import uuid
 from datetime import UTC, datetime
 
 from fiolake import layout
@@ -19,6 +21,12 @@ def new_campaign_id(now: datetime | None = None) -> str:
     """A sortable, key-safe campaign id such as `c-20261122-014501-3fa9`."""
     now = now or datetime.now(UTC)
     return f"c-{now.astimezone(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(2)}"
+
+
+def new_run_id(now: datetime | None = None) -> str:
+    """A sortable, key-safe id for one run attempt, such as `r-20261122T014501-3fa9c0d1e2`."""
+    now = now or datetime.now(UTC)
+    return f"r-{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:10]}"
 
 
 _MAX_ID = 128  # layout.check_id's limit

@@ -2,9 +2,9 @@
 
 What programs read (commit markers, compaction records, runner notes, `--format csv|json`)
 keeps milliseconds: `2026-03-01T12:00:00.123Z`; what people read (tables, the app) stops
-at the minute: `2026-03-01T12:00Z`. Signed manifests use whole seconds. Reading takes
-every form `datetime.fromisoformat` takes, including the `+00:00` spelling older lakes
-hold; a time without a zone is UTC.
+at the minute: `2026-03-01T12:00Z`. Signed manifests and the compaction lock's holder note
+use whole seconds. Reading takes every form `datetime.fromisoformat` takes, including the
+`+00:00` spelling older lakes hold; a time without a zone is UTC.
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from fiolake import schema
 from fiolake.errors import FioError, FiolakeError
+from fiolake.ids import new_run_id
 from fiolake.jobhash import effective_job_sha256
 from fiolake.runner.fio.binary import find_fio
 from fiolake.runner.fio.process import FioRun, Progress, deadline_for, run_fio
@@ -30,7 +31,6 @@ from fiolake.runner.outcome import (
     base_run_row,
     empty_tables,
     failed_outcome,
-    new_run_id,
     outcome_without_fio,
     rejected_outcome,
     set_run_columns,
@@ -56,7 +56,6 @@ __all__ = [
     "check_job",
     "execute",
     "failed_outcome",
-    "new_run_id",
     "preflight",
     "rejected_outcome",
     "set_run_columns",

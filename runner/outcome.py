@@ -6,7 +6,6 @@ fills the same record; the callers upload it (`runner.lake_writer`).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,18 +15,13 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from fiolake import schema
+from fiolake.ids import new_run_id
 from fiolake.manifest import job_file_sha256
 from fiolake.runner.host import sysinfo
 from fiolake.runner.policy import check as policy
 
 if TYPE_CHECKING:
     from fiolake.runner.fio.process import FioRun
-
-
-def new_run_id(now: datetime | None = None) -> str:
-    """A sortable, key-safe id for one run attempt."""
-    now = now or datetime.now(UTC)
-    return f"r-{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:10]}"
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,12 @@ place, `LazyGroup.invoke`: commands let them propagate.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Any, NoReturn
 
@@ -49,6 +50,25 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 # only for "worse than the baseline" (docs/ci.md), letting CI tell a regression from a
 # broken pipeline ("nothing comparable" included).
 EVERY_PROBLEM_IS_USAGE = frozenset({"gate"})
+# Set in ctx.meta (shared by every context of one invocation) while a command does a part
+# of its work whose every problem is a usage problem; see `problems_are_usage`.
+_USAGE_PHASE = "fiolake.problems_are_usage"
+
+
+@contextlib.contextmanager
+def problems_are_usage() -> Iterator[None]:
+    """Within this block any `FiolakeError` exits 2 with the command's usage line, as for a
+    command in EVERY_PROBLEM_IS_USAGE. For a part of a command, not all of it: `report`
+    asks the gate's question (a comparison that cannot be made is bad input, exit 2) and
+    then writes a file (a failed write is a failure, exit 1).
+
+    The block only marks; `LazyGroup.invoke` maps. The mark is cleared only when the block
+    ends normally, so an error leaving it reaches the group with the mark still set.
+    """
+    meta = click.get_current_context().meta
+    meta[_USAGE_PHASE] = True
+    yield
+    meta[_USAGE_PHASE] = False
 
 # Commands that only read the lake and print. Once one has printed its answer nothing is
 # left to write, so the process ends without the interpreter's teardown, which frees
@@ -89,7 +109,8 @@ class LazyGroup(click.Group):
                 return ANSWERED  # main() ends the process at once
             return result
         except FiolakeError as exc:
-            usage = ctx.invoked_subcommand in EVERY_PROBLEM_IS_USAGE
+            in_phase = bool(ctx.meta.get(_USAGE_PHASE))  # a `problems_are_usage` block
+            usage = in_phase or ctx.invoked_subcommand in EVERY_PROBLEM_IS_USAGE
             raise fail(exc, _failing_context(exc.__traceback__), usage=usage) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:

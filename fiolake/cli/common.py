@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from fiolake import layout
-from fiolake.errors import FiolakeError, UsageProblem
+from fiolake.errors import UsageProblem
 from fiolake.units import human_bytes, parse_duration, parse_size
 
 
@@ -36,7 +36,7 @@ class SizeParam(click.ParamType):
             return value
         try:
             return parse_size(str(value))
-        except FiolakeError as exc:
+        except UsageProblem as exc:  # the parser's only error: a bad value
             self.fail(str(exc), param, ctx)
 
 
@@ -107,7 +107,7 @@ class DurationParam(click.ParamType):
             return float(value)
         try:
             return parse_duration(str(value))
-        except FiolakeError as exc:
+        except UsageProblem as exc:  # the parser's only error: a bad value
             self.fail(str(exc), param, ctx)
 
 
@@ -296,3 +296,11 @@ def resolve_jobs(job_files: tuple[str, ...], precondition: str | None) -> list[A
             fill = NamedJobFile(fill_path.stem, fill_path.read_text())
         jobs.append(NamedJobFile(path.stem, text, fill))
     return jobs
+
+
+def label_option(fn: Any) -> Any:
+    """`--label KEY=VALUE` (repeatable), recorded in runs.labels by `run` and `runner`;
+    the command reads it with `parse_labels`."""
+    return click.option(
+        "--label", multiple=True, metavar="KEY=VALUE", help="Recorded in runs.labels."
+    )(fn)

@@ -20,6 +20,7 @@ from fiolake.cli.common import (
     current_caps,
     host_lock,
     host_lock_options,
+    label_option,
     parse_labels,
     precondition_option,
     resolve_jobs,
@@ -236,7 +237,7 @@ def _publish_rerun(campaign: str, states: tuple[str, ...], expires: float, lake:
     show_default="HOST:PID",
     help="Name recorded in runs.runner.",
 )
-@click.option("--label", multiple=True, metavar="KEY=VALUE", help="Recorded in runs.labels.")
+@label_option
 @click.option(
     "--lease-ttl",
     type=click.FloatRange(2),

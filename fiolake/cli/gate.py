@@ -18,13 +18,12 @@ import click
 
 from fiolake.aggregator.columns import p_text, ratio_text
 from fiolake.aggregator.gate_report import gate_page_url
-from fiolake.aggregator.verdict_text import decider, label
+from fiolake.aggregator.verdict_text import BETTER, EQUIVALENT, WORSE, decider, label
 from fiolake.atomic import write_atomic
-from fiolake.cli import lake_option
+from fiolake.cli import lake_option, problems_are_usage
 from fiolake.cli.common import connect, parse_labels
 from fiolake.cli.comparisons import metric_option, min_effect_option
 from fiolake.cli.output import emit
-from fiolake.errors import FiolakeError, UsageProblem
 
 if TYPE_CHECKING:
     from fiolake.aggregator.gate import GateResult, GateRow
@@ -58,10 +57,10 @@ def junit_xml(result: GateResult) -> bytes:
             f"{ratio_text(r.metric, r.ratio, r.ratio_ci_low, r.ratio_ci_high)} vs "
             f"{result.baseline}, p adj {p_text(r.p_adjusted)}"
         )
-        if r.verdict == "worse":
+        if r.verdict == WORSE:
             failures += 1
-            ET.SubElement(case, "failure", message=f"worse: {numbers}", type="worse")
-        elif r.verdict not in ("better", "equivalent"):
+            ET.SubElement(case, "failure", message=f"{WORSE}: {numbers}", type=WORSE)
+        elif r.verdict not in (BETTER, EQUIVALENT):
             skipped += 1
             ET.SubElement(case, "skipped", message=f"{label(r, result.min_effect)}: {numbers}")
     suite.set("tests", str(len(result.rows)))
@@ -182,18 +181,16 @@ def _result(
     extra: Callable[[Lake, GateResult], Any] | None = None,
 ) -> tuple[GateResult, Any]:
     """The gate's result and `extra` of it (None without); every problem is a usage
-    error (exit 2), so that exit 1 keeps meaning "worse"."""
+    error (exit 2), so that gate's exit 1 keeps meaning "worse" — for `report` too, whose
+    own failed write afterwards stays a failure (exit 1)."""
     from fiolake.aggregator.compare import DEFAULT_METRICS
     from fiolake.aggregator.gate import gate as run_gate
 
-    try:
-        with connect(lake) as handle:
-            result = run_gate(handle, campaign, baseline, label=label, since=since,
-                              metrics=list(metrics) or list(DEFAULT_METRICS),
-                              min_effect=min_effect)  # fmt: skip
-            return result, extra(handle, result) if extra else None
-    except FiolakeError as exc:  # for `report` too (not in EVERY_PROBLEM_IS_USAGE: its
-        raise UsageProblem(str(exc)) from exc  # failed write is a failure, exit 1)
+    with problems_are_usage(), connect(lake) as handle:
+        result = run_gate(handle, campaign, baseline, label=label, since=since,
+                          metrics=list(metrics) or list(DEFAULT_METRICS),
+                          min_effect=min_effect)  # fmt: skip
+        return result, extra(handle, result) if extra else None
 
 
 @click.command()

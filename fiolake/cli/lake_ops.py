@@ -124,16 +124,19 @@ def prune(lake: str, keep: float) -> None:
 
       fiolake lake compact && fiolake lake prune --keep-timeseries 90d
     """
-    from datetime import timedelta
+    from datetime import UTC, datetime, time, timedelta
 
     from fiolake.aggregator.prune import prune_timeseries
     from fiolake.config import Settings
+    from fiolake.timetext import iso_utc
 
     store = Settings.from_env(lake=lake).store()
     report = prune_timeseries(store, timedelta(seconds=keep))
+    # The cutoff is a UTC day; said as the instant it starts, so no one reads local time.
+    cutoff = datetime.combine(report.cutoff, time(), tzinfo=UTC)
     click.echo(
         f"deleted {report.deleted_rows} timeseries row(s) of runs started before "
-        f"{report.cutoff.isoformat()}; {report.rows} row(s) kept"
+        f"{iso_utc(cutoff, 'minutes')}; {report.rows} row(s) kept"
         + (f"; generation {report.generation}" if report.generation is not None else ""),
         err=True,
     )

@@ -19,6 +19,7 @@ from fiolake.cli.common import (
     current_caps,
     host_lock,
     host_lock_options,
+    label_option,
     parse_labels,
     precondition_option,
     resolve_jobs,
@@ -130,7 +131,7 @@ class _RunPrinter:
     type=IdParam("campaign id"),
     help="Campaign id to record (default: a new one per invocation).",
 )
-@click.option("--label", multiple=True, metavar="KEY=VALUE", help="Recorded in runs.labels.")
+@label_option
 @click.option(
     "--progress/--no-progress",
     default=None,

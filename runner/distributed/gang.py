@@ -86,7 +86,7 @@ class Member:
         held = gangs.slots(self.store, job_id, self.attempt, self.size)
         dead = [s for s in gangs.dead_slots(held) if s not in done]
         if dead:
-            who = ", ".join(f"{held[s][0].runner} (slot {s})" for s in dead)
+            who = ", ".join(f"{held[s].lease.runner} (slot {s})" for s in dead)
             self.fail(f"member {who} stopped renewing its slot")
             raise GangFailed(gangs.failure(self.store, job_id, self.attempt) or "member lost")
 
@@ -104,7 +104,7 @@ class Member:
             self.check(heartbeat)
             held = gangs.slots(self.store, job_id, self.attempt, self.size)
             if len(held) == self.size:
-                runners = tuple(held[s][0].runner for s in range(self.size))
+                runners = tuple(held[s].lease.runner for s in range(self.size))
                 proposed = gangs.GangStart(clock.store_now() + START_LEAD_S, runners, self.me)
                 return gangs.fix_start(self.store, job_id, self.attempt, proposed)
             if clock.store_now() - joined > timeout_s:

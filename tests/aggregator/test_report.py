@@ -16,6 +16,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from fiolake import atomic
+from fiolake.aggregator.verdict_text import EQUIVALENT, VERDICT_COLOURS, WORSE
 from fiolake.cli import cli
 from tests.aggregator import lakegen
 
@@ -137,8 +138,8 @@ def test_the_report_draws_its_charts_as_inline_svg(lake: Path, tmp_path: Path) -
     assert text.count("<svg") == 5
     # A whisker (CI) and a dot (ratio) per row, coloured by verdict: 4 worse nvme rows.
     assert ratio.count('<g class="whisker"') == ratio.count('<circle class="ratio"') == 8
-    assert ratio.count('<g class="whisker" stroke="#c62828"') == 4
-    assert ratio.count('<g class="whisker" stroke="#546e7a"') == 4  # ceph: equivalent
+    assert ratio.count(f'<g class="whisker" stroke="{VERDICT_COLOURS[WORSE]}"') == 4
+    assert ratio.count(f'<g class="whisker" stroke="{VERDICT_COLOURS[EQUIVALENT]}"') == 4  # ceph
     assert ">1×</text>" in ratio  # the no-change line is labelled
     # Latency: new and baseline curves; per-second: the three runs of each side.
     for chart in latency:

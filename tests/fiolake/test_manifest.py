@@ -15,7 +15,7 @@ import pytest
 from fiolake import layout
 from fiolake.config import Settings
 from fiolake.errors import ManifestError
-from fiolake.ids import new_campaign_id, new_job_id, repetition_of
+from fiolake.ids import new_campaign_id, new_job_id, new_run_id, repetition_of
 from fiolake.manifest import (
     PAYLOAD_TYPE,
     Manifest,
@@ -131,6 +131,14 @@ def test_campaign_ids_are_key_safe_and_sort_by_time() -> None:
     b = new_campaign_id(NOW + timedelta(seconds=1))
     assert re.fullmatch(r"c-20261122-014501-[0-9a-f]{4}", a)
     assert layout.check_id("campaign id", a) == a
+    assert sorted([b, a]) == [a, b]
+
+
+def test_run_ids_are_key_safe_and_sort_by_time() -> None:
+    a = new_run_id(NOW)
+    b = new_run_id(NOW + timedelta(seconds=1))
+    assert re.fullmatch(r"r-20261122T014501-[0-9a-f]{10}", a)
+    assert layout.check_id("run id", a) == a
     assert sorted([b, a]) == [a, b]
 
 
