@@ -70,6 +70,7 @@ def problems_are_usage() -> Iterator[None]:
     yield
     meta[_USAGE_PHASE] = False
 
+
 # Commands that only read the lake and print. Once one has printed its answer nothing is
 # left to write, so the process ends without the interpreter's teardown, which frees
 # every object and module of numpy, scipy, pyarrow, pandas and DuckDB one by one: 0.1 s
