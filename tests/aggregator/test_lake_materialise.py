@@ -1,0 +1,123 @@
+"""What a connection holds goes into DuckDB without pandas, and only the views asked for.
+
+`lake.connect` puts the commit index and each table's empty contract into DuckDB through
+Parquet files, and binds filter values as literals: DuckDB's Python client imports
+pyarrow.dataset and pandas to take Arrow data or to bind a parameter (0.1-0.3 s of every
+command that reads the lake; BENCHMARKS.md, issue 24).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fiolake.aggregator import lake as lake_module
+from fiolake.aggregator.compact import compact
+from fiolake.aggregator.lake import SUMMARY_TABLES, connect, literal
+from fiolake.aggregator.snapshot import COMMITS_SCHEMA
+from fiolake.layout import TABLES
+from fiolake.schema import SCHEMAS
+from tests.aggregator import lakegen
+
+READ = ("job1", "read")
+
+
+def _described(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[str, str]]:
+    return [(r[0], r[1]) for r in con.execute(f"DESCRIBE {name}").fetchall()]
+
+
+@pytest.mark.parametrize("name", [*TABLES, "commits"])
+def test_through_parquet_the_types_are_those_of_arrow(name: str, tmp_path: Path) -> None:
+    schema = COMMITS_SCHEMA if name == "commits" else SCHEMAS[name]
+    rows = pa.Table.from_pylist([{f.name: None for f in schema}], schema=schema)
+    con = lake_module.new_connection(None)
+    lake_module._materialise(con, "via_parquet", rows, tmp_path)
+    lake_module._materialise(con, "via_arrow", rows, None)
+    assert _described(con, "via_parquet") == _described(con, "via_arrow")
+    assert con.execute("SELECT count(*) FROM via_parquet").fetchone() == (1,)
+    assert list(tmp_path.iterdir()) == []  # the file is gone once read
+
+
+def test_an_unwritable_scratch_directory_falls_back_to_arrow(tmp_path: Path) -> None:
+    con = lake_module.new_connection(None)
+    missing = tmp_path / "gone"  # pq.write_table raises OSError (FileNotFoundError)
+    lake_module._materialise(con, "commits", COMMITS_SCHEMA.empty_table(), missing)
+    assert _described(con, "commits")[0] == ("job_id", "VARCHAR")
+
+
+def test_comparing_a_campaign_imports_neither_pandas_nor_pyarrow_dataset(tmp_path: Path) -> None:
+    """With the snapshot from the cache (as `fiolake compare` run again finds it): a
+    process that reads the lake for the first time still builds Arrow arrays of Python
+    objects from what it lists, and pyarrow imports pandas for that."""
+    lake = tmp_path / "lake"
+    store = lakegen.local_store(lake)
+    metrics = {"nvme": {READ: {"iops": 1000}}, "ceph": {READ: {"iops": 500}}}
+    lakegen.write_campaign(store, "night-1", metrics, 3)
+    compact(store, grace=timedelta(0))
+    probe = f"""
+import json, sys
+from pathlib import Path
+from fiolake.aggregator.compare import compare
+from fiolake.aggregator.filters import RunFilter
+from fiolake.aggregator.lake import SUMMARY_TABLES, connect
+cache = Path({str(tmp_path / "cache")!r})
+with connect({str(lake)!r}, tables=SUMMARY_TABLES, snapshot_cache=cache) as lake:
+    rows = compare(lake, filt=RunFilter(campaign="night-1", backends=("nvme", "ceph"))).rows
+print(json.dumps([len(rows), sorted(m for m in ("pandas", "pyarrow.dataset") if m in sys.modules)]))
+"""
+    answers = []
+    for _ in range(2):  # the first fills the snapshot cache
+        done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        answers.append(json.loads(done.stdout))
+    assert answers[1] == [8, []]  # 2 backends × 4 metrics, nothing heavy imported
+
+
+def test_tables_limits_the_views_and_the_gang_views_that_need_the_rest(tmp_path: Path) -> None:
+    store = lakegen.local_store(tmp_path)
+    lakegen.write_campaign(store, "night-1", {"nvme": {READ: {"iops": 1000}}}, 2)
+    with connect(str(tmp_path), tables=SUMMARY_TABLES) as lake:
+        views = {r[0] for r in lake.con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
+        assert {"runs", "results", "gang_members"} <= views
+        assert not views & {"timeseries", "percentiles", "gang_seconds", "gang_results"}
+        assert set(lake.files) == set(SUMMARY_TABLES)
+        assert lake.con.execute("SELECT count(*) FROM results").fetchone() == (2,)
+    with connect(str(tmp_path)) as lake:  # by default every table and gang view
+        views = {r[0] for r in lake.con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
+        assert {*TABLES, "gang_members", "gang_seconds", "gang_results"} <= views
+    with pytest.raises(ValueError, match="not lake tables: runz"):
+        connect(str(tmp_path), tables=("runz",))
+
+
+@given(st.text())
+def test_a_string_literal_reads_back_as_itself(text: str) -> None:
+    text = text.replace("\x00", "")  # DuckDB strings hold no NUL
+    con = duckdb.connect()
+    assert con.execute(f"SELECT {literal(text)}").fetchone() == (text,)
+
+
+@given(
+    st.datetimes(
+        min_value=datetime(1970, 1, 1),
+        max_value=datetime(2200, 1, 1),
+        timezones=st.sampled_from([UTC, timezone(timedelta(hours=-7, minutes=-30))]),
+    )
+)
+def test_a_time_literal_is_that_instant(at: datetime) -> None:
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    assert con.execute(f"SELECT {literal(at)}").fetchone() == (at.astimezone(UTC),)
+
+
+def test_a_naive_time_is_refused() -> None:
+    with pytest.raises(ValueError, match="naive"):
+        literal(datetime(2026, 1, 1))
