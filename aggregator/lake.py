@@ -1,9 +1,10 @@
 """An in-process DuckDB connection whose views show only committed runs of a lake.
 
-`connect()` takes a snapshot of the lake (see `aggregator.snapshot`) and creates
-the views `runs`, `results`, `timeseries`, `percentiles` over exactly the Parquet
-files that hold committed run ids, plus the table `commits`. Files appearing later
-are seen by the next `connect()`.
+`connect()` takes a snapshot of the lake (see `aggregator.snapshot`) and creates one view
+per lake table (`layout.TABLES`: runs, results, timeseries, percentiles, disk_util,
+iodepth, latency_bins; or only those `tables` names) over exactly the Parquet files that
+hold committed run ids, the gang views over them (`aggregator.gang`), and the table
+`commits`. Files appearing later are seen by the next `connect()`.
 """
 
 from __future__ import annotations
