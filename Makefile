@@ -82,7 +82,7 @@ test-fast: fio venv lint lint-imports ## the fast tier: no MinIO, no OpenBao, no
 screenshots: fio venv ## the app in headless Chromium: browser tests, PNGs in build/test-artifacts/app/
 	$(BIN)/pytest -q -m browser tests/app/test_browser.py
 
-# The stage folders are symlinked into fiolake/, so the contract is checked on the tree itself.
+# The stage folders live in fiolake/ (the top-level names link to them), so the contract is checked on the tree itself.
 lint-imports: venv ## import-linter's layer contracts (pyproject.toml), from the repo root
 	$(BIN)/lint-imports --no-cache
 

@@ -1,6 +1,6 @@
 """`lint-imports` checks the layer contract in pyproject.toml against the installed code.
 
-`make lint-imports` checks the tree (the stage folders are symlinked into fiolake/); this
+`make lint-imports` checks the tree (the stage folders live in fiolake/); this
 checks the unpacked wheel, what users install, and that a planted forbidden import breaks it.
 """
 

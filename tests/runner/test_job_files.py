@@ -34,7 +34,7 @@ PROFILES = {p.name: p for p in list_profiles()}
 
 
 def test_profiles_dir_is_the_repos_job_files() -> None:
-    assert PROFILES_DIR.resolve() == REPO / "job_files"
+    assert PROFILES_DIR.resolve() == (REPO / "job_files").resolve()
     assert REQUIRED <= set(PROFILES)
 
 
