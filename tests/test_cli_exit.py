@@ -70,6 +70,18 @@ def test_a_reader_that_stops_reading_gets_no_traceback(lake: Path) -> None:
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
 
 
+def test_a_reader_started_without_stdout_exits_0_without_a_traceback(lake: Path) -> None:
+    done = subprocess.run(
+        f"{' '.join(FIOLAKE)} sql --lake {lake} 'SELECT 1' >&-",
+        shell=True,
+        capture_output=False,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "FIOLAKE_SNAPSHOT_CACHE": "off"},
+    )
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
 def test_an_error_keeps_its_message_and_code(lake: Path) -> None:
     done = run(*FIOLAKE, "compare", "--lake", str(lake), "--campaign", "nope")
     assert done.returncode == 1

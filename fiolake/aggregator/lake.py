@@ -56,8 +56,9 @@ def empty_lake_error(url: str) -> LakeError:
 
 
 def quote(text: str) -> str:
-    """A SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
+    """A SQL string literal (a NUL, which DuckDB's parser ends a literal at, as chr(0))."""
+    parts = ["'" + part.replace("'", "''") + "'" for part in text.split("\x00")]
+    return " || chr(0) || ".join(parts) if len(parts) > 1 else parts[0]
 
 
 def literal(value: str | datetime) -> str:
@@ -176,14 +177,18 @@ def _materialise(
     (tests/aggregator/test_lake_materialise.py); without a scratch directory, Arrow."""
     if scratch is not None:
         path = scratch / f"{name}.parquet"
+        # No hive partitioning: a `key=value` folder in the temp path (TMPDIR=/x/run_id=7)
+        # would otherwise become a column, or overwrite one.
+        source = f"read_parquet({quote(str(path))}, hive_partitioning = false)"
         try:
             pq.write_table(data, path)
-        except OSError:
+            con.execute(f"CREATE TABLE {name} AS SELECT * FROM {source}")
+        except (OSError, duckdb.Error):
             pass  # a read-only or full temp directory: the Arrow way below
         else:
-            con.execute(f"CREATE TABLE {name} AS SELECT * FROM read_parquet({quote(str(path))})")
-            path.unlink()
             return
+        finally:
+            path.unlink(missing_ok=True)
     con.register("_fiolake_arrow", data)
     try:
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM _fiolake_arrow")

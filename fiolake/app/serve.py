@@ -81,10 +81,11 @@ def _release_after_limit() -> None:
 
 def main(argv: list[str]) -> None:
     """Start the warm-up, hold readiness until it ends, then Streamlit's CLI with `argv`."""
+    from streamlit.web import cli  # imported before the warm-up thread imports the pages
+
+    hold_readiness_until_warm()
     threading.Thread(target=warm, name="fiolake-warm", daemon=True).start()
     threading.Thread(target=_release_after_limit, name="fiolake-warm-limit", daemon=True).start()
-    hold_readiness_until_warm()
-    from streamlit.web import cli
 
     sys.argv = ["streamlit", *argv]
     cli.main()

@@ -83,14 +83,14 @@ ANSWERED = object()  # what LazyGroup.invoke returns after an ENDS_AT_ONCE comma
 
 
 def _end_now() -> NoReturn:
-    """Exit 0 without the interpreter's teardown: logging and stdio flushed first (a
-    reader that closed the pipe early gets what the normal exit would give it)."""
+    """Exit 0 without the interpreter's teardown, logging and stdio flushed first. A
+    reader that closed the pipe early (`| head`), or a process started without stdout,
+    is no failure of the command: exit 0, no traceback."""
     logging.shutdown()
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BrokenPipeError:
-        pass
+    for stream in (sys.stdout, sys.stderr):  # None when started without that descriptor
+        if stream is not None:
+            with contextlib.suppress(OSError, ValueError):  # a closed pipe, a closed file
+                stream.flush()
     os._exit(0)
 
 

@@ -178,7 +178,7 @@ def compare(
         _emit_gangs(lake, filt, members=gang_mode == "members", fmt=fmt)
         return
     with connect(lake, SUMMARY_TABLES) as handle:  # `gang_members` reads only `runs`
-        if gang_mode == "auto" and gang.has_gangs(handle.cursor(), filt):
+        if gang_mode == "auto" and gang.has_gangs(handle.con, filt):
             result = None
         else:
             result = compare_runs(
@@ -254,8 +254,8 @@ def _emit_gangs(lake: str, filt: Any, *, members: bool, fmt: str) -> None:
     from fiolake.aggregator import gang
     from fiolake.aggregator.columns import format_value
 
-    with connect(lake) as handle:
-        con = handle.cursor()
+    with connect(lake) as handle:  # a new snapshot: commits since the check are shown too
+        con = handle.con
         if members:
             emit(list(gang.MEMBER_COLUMNS), gang.gang_member_rows(con, filt), fmt)
             return
