@@ -57,8 +57,7 @@ def empty_lake_error(url: str) -> LakeError:
 
 def quote(text: str) -> str:
     """A SQL string literal (a NUL, which DuckDB's parser ends a literal at, as chr(0))."""
-    parts = ["'" + part.replace("'", "''") + "'" for part in text.split("\x00")]
-    return " || chr(0) || ".join(parts) if len(parts) > 1 else parts[0]
+    return " || chr(0) || ".join("'" + part.replace("'", "''") + "'" for part in text.split("\x00"))
 
 
 def literal(value: str | datetime) -> str:

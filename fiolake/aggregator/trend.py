@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
 
 from fiolake.aggregator import columns
 from fiolake.aggregator.changepoints import change_points
 from fiolake.aggregator.compare import check_metrics
 from fiolake.aggregator.filters import RunFilter, validate
 from fiolake.aggregator.lake import Lake, literal
+from fiolake.aggregator.series import fetch_rows
 from fiolake.errors import LakeError, UsageProblem
 
 BUCKETS = ("run", "day")
@@ -29,14 +29,6 @@ class TrendPoint:
     n: int  # runs behind the value
     run_id: str | None  # set for bucket=run
     change_point: bool = False  # the first point after a change (E-Divisive, see regressions)
-
-
-def _fetch(lake: Lake, sql: str) -> list[tuple[Any, ...]]:
-    cur = lake.cursor()
-    try:
-        return cur.execute(sql).fetchall()
-    finally:
-        cur.close()
 
 
 def trend(
@@ -72,7 +64,7 @@ def trend(
                          date_trunc('day', started_at) AS day, avg(value), count(value), NULL
                   FROM ({per_run}) GROUP BY ALL
                   ORDER BY backend, profile, job_name, direction, day"""
-    points = [TrendPoint(*row) for row in _fetch(lake, sql)]
+    points = [TrendPoint(*row) for row in fetch_rows(lake, sql)]
     if not points:
         raise LakeError(f"no successful runs with results match {filt.describe()}")
     return _mark_change_points(points)
