@@ -226,6 +226,19 @@ def compaction_generation(key: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def generation_keys_key(generation: int, token: str) -> str:
+    """Create-only Parquet object of the ids a generation's tables cover (format 3), named
+    by a token of the compaction that wrote it: an interrupted try leaves its own, never
+    another body under the name the record gives."""
+    return f"{GENERATIONS_PREFIX}g{generation:08d}-keys-{check_id('token', token)}.parquet"
+
+
+def generation_object(key: str) -> int | None:
+    """The generation of a record's or a covered-ids object's key, else None (cleanup)."""
+    m = re.match(rf"^{GENERATIONS_PREFIX}g(\d{{8}})(\.json|-keys-[^/]+\.parquet)$", key)
+    return int(m.group(1)) if m else None
+
+
 def compacted_key(table: str, month: str, generation: int, token: str) -> str:
     """A merged Parquet file of one table × month (YYYY-MM), written by one compaction."""
     if table not in TABLES:

@@ -27,8 +27,13 @@ from deltalake import DeltaTable
 from fiolake import layout
 from fiolake.aggregator import delta
 from fiolake.aggregator.compact_lock import CompactionLock, compaction_lock
-from fiolake.aggregator.generations import DeltaState, Generation, latest_generation
-from fiolake.aggregator.snapshot import COMMITS_SCHEMA, Snapshot, read_all, scan
+from fiolake.aggregator.generations import (
+    DeltaState,
+    Generation,
+    latest_generation,
+    write_generation,
+)
+from fiolake.aggregator.snapshot import COMMITS_SCHEMA, Snapshot, read_all, read_index, scan
 from fiolake.commits import logged_job_ids
 from fiolake.errors import LakeError, NotFound, PreconditionFailed, StoreError
 from fiolake.schema import SCHEMAS
@@ -127,7 +132,7 @@ def _new_rows(
 
 def _state(store: ObjectStore, table: str, dt: DeltaTable, keys: set[str]) -> DeltaState:
     files, rows = delta.data_files(store, dt, table)
-    return DeltaState(table, dt.version(), tuple(files), frozenset(keys), rows)
+    return DeltaState.of(table, dt.version(), files, keys, rows)
 
 
 def _compact_table(
@@ -181,13 +186,15 @@ def _cleanup(store: ObjectStore, grace: timedelta, report: CompactionReport) -> 
                     layout.delta_table_prefix(table) + p for p in delta.vacuum(store, dt, grace)
                 ]
     live = {layout.generation_key(current.generation), *current.commit_files()}
+    if current.keys_file:
+        live.add(current.keys_file)
     live.add(layout.COMPACTION_LOCK_KEY)
     live |= {k for table in layout.TABLES for k in current.files(table)}
     cutoff = datetime.now(UTC) - grace
     for key in list(store.list(layout.COMPACTED_PREFIX)):
         if key in live or key.startswith(layout.DELTA_PREFIX):
             continue
-        gen = layout.compaction_generation(key)
+        gen = layout.generation_object(key)
         if gen is not None and gen > current.generation:
             continue  # a concurrent compaction's generation: not ours to judge
         try:
@@ -234,7 +241,9 @@ def _compact(
     # Taken before the listing: a marker it misses was written later, so its log entry
     # sorts after this instant (see fiolake.commits).
     listed_at = iso_utc(store.server_time())
-    snap = scan(store, full_listing=True)
+    # A record whose covered ids were deleted is mended from the tables' files.
+    ids = latest_generation(store, lambda table, files: delta.keys_in(store, table, files))
+    snap = scan(store, full_listing=True, indexed=read_index(store, ids))
     prev = snap.compacted
     report = CompactionReport(None, commits=snap.commits.num_rows)
     if prev is not None and prev.legacy:  # every table the old layout holds moves to Delta
@@ -250,6 +259,7 @@ def _compact(
         if merged is not None:
             report.merged.append(merged)
     changed = report.migrated or states != (prev.delta if prev else {})
+    changed = changed or (prev is not None and prev.mended)
     if changed:
         report.unlogged = _unlogged(store, snap)
         vouched = listed_at if report.unlogged == 0 else None
@@ -260,7 +270,7 @@ def _compact(
             hook("files-written")
         lock.fence()
         try:
-            store.put(layout.generation_key(gen), record.to_bytes(), if_none_match=True)
+            write_generation(store, record)
         except PreconditionFailed:
             raise LakeError(
                 f"another compaction wrote generation {gen} first: run `fiolake lake compact` again"

@@ -27,9 +27,8 @@ from datetime import date, timedelta
 
 from fiolake.aggregator import delta
 from fiolake.aggregator.compact_lock import CompactionLock, compaction_lock
-from fiolake.aggregator.generations import DeltaState, latest_generation
+from fiolake.aggregator.generations import DeltaState, latest_generation, write_generation
 from fiolake.errors import AccessDenied, LakeError, PreconditionFailed, UsageProblem
-from fiolake.layout import generation_key
 from fiolake.store import ObjectStore
 from fiolake.timetext import now_iso
 
@@ -107,14 +106,18 @@ def _prune(store: ObjectStore, cutoff: date, lock: CompactionLock) -> PruneRepor
     files, rows = delta.data_files(store, dt, TABLE)
     if set(files) == set(before.files):
         return PruneReport(cutoff, deleted, rows, None)
-    state = DeltaState(TABLE, dt.version(), tuple(files), before.keys, rows)
+    state = DeltaState(TABLE, dt.version(), tuple(files), before.key_array, rows)
     gen = prev.generation + 1
     next_gen = dataclasses.replace(
-        prev, generation=gen, created_at=now_iso(), delta={**prev.delta, TABLE: state}
+        prev,
+        generation=gen,
+        created_at=now_iso(),
+        delta={**prev.delta, TABLE: state},
+        keys_file=None,
     )
     lock.fence()
     try:
-        store.put(generation_key(gen), next_gen.to_bytes(), if_none_match=True)
+        write_generation(store, next_gen)
     except PreconditionFailed:
         raise LakeError(
             f"a compaction wrote generation {gen} first: run `fiolake lake prune` again"

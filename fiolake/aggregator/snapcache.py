@@ -1,8 +1,7 @@
 """Snapshots reused while the lake's compaction generation is unchanged.
 
 At 100,000 runs a `snapshot.scan` spends most of its time on what the newest
-generation fixes: parsing its record (every covered run id per table, as JSON) and
-reading its commit index. A generation record is create-only, so under one key and
+generation fixes: reading its record with the ids its tables cover, and its commit index. A generation record is create-only, so under one key and
 ETag it never changes; the commit index it names is immutable too. `cached_scan` keeps
 both per lake (in memory for the process, and optionally in a directory for short-lived
 processes such as the CLI) and re-reads on every call only what can change: the list
@@ -31,14 +30,20 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from fiolake import layout
-from fiolake.aggregator.generations import DeltaState, Generation, latest_generation_number
+from fiolake.aggregator.generations import (
+    DeltaState,
+    Generation,
+    latest_generation_number,
+    no_ids,
+    read_generation,
+)
 from fiolake.aggregator.snapshot import Indexed, Snapshot, read_index, scan, unindexed_job_ids
 from fiolake.errors import NotFound
 from fiolake.store import ObjectStore
 
 MEMORY_ENTRIES = 4  # lakes kept per process (the app shows one; tests open many)
 DISK_ENTRIES = 16  # files kept per cache directory, the least recently written dropped
-_FORMAT = 2
+_FORMAT = 3  # 3: the covered ids stay Arrow arrays (generations format 3)
 
 
 @dataclass
@@ -94,8 +99,7 @@ def cached_scan(store: ObjectStore, directory: Path | None = None) -> Snapshot:
     if entry is None and directory is not None:
         entry = _load(directory, ident)
     if entry is None:
-        data, got = store.get(key)
-        record = Generation.from_bytes(data, key)
+        record, got = read_generation(store, key)
         entry = _Entry(f"{_lake_id(store)}|{key}|{got.etag}", read_index(store, record))
     compacted = entry.indexed.compacted
     new = unindexed_job_ids(store, compacted, entry.indexed, full_listing=False)
@@ -136,7 +140,11 @@ def _save(directory: Path, entry: _Entry) -> None:
             "created_at": compacted.created_at,
             "commits": compacted.commits,
             "commits_listed_at": compacted.commits_listed_at,
-            "delta": [[d.table, d.version, list(d.files), d.rows, len(d.keys)] for d in states],
+            "delta": [
+                [d.table, d.version, list(d.files), d.rows, len(d.key_array)] for d in states
+            ],
+            "format": compacted.format,
+            "keys_file": compacted.keys_file,
         },
         "snapshot": None
         if snap is None
@@ -148,7 +156,7 @@ def _save(directory: Path, entry: _Entry) -> None:
         },
         "index_rows": entry.indexed.commits.num_rows,
     }
-    keys = pa.table({"key": pa.array([k for d in states for k in sorted(d.keys)], pa.string())})
+    keys = pa.table({"key": pa.concat_arrays([no_ids(), *(d.key_array for d in states)])})
     commits = snap.commits if snap is not None else entry.indexed.commits
     commits = commits.replace_schema_metadata({"fiolake": json.dumps(meta)})
     try:
@@ -190,9 +198,9 @@ def _load(directory: Path, ident: str) -> _Entry | None:
     start = 0
     # The keys were written table by table in this order: slices, not a filter per table.
     for table, version, files, rows, count in g["delta"]:
-        mine = keys.column("key").slice(start, count).to_pylist()
+        mine = keys.column("key").slice(start, count).combine_chunks()
         start += count
-        delta[table] = DeltaState(table, version, tuple(files), frozenset(mine), rows)
+        delta[table] = DeltaState(table, version, tuple(files), mine, rows)
     compacted = Generation(
         g["generation"],
         g["created_at"],
@@ -200,6 +208,8 @@ def _load(directory: Path, ident: str) -> _Entry | None:
         g["commits"],
         commits_listed_at=g["commits_listed_at"],
         delta=delta,
+        format=g["format"],
+        keys_file=g["keys_file"],
     )
     # The saved commits are the index plus the markers read since: the index is its head.
     indexed = Indexed(compacted, commits.slice(0, meta["index_rows"]))

@@ -40,7 +40,7 @@ from fiolake.aggregator import delta, snapcache
 from fiolake.aggregator.compact import compact
 from fiolake.aggregator.compare import compare
 from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.generations import DeltaState, Generation
+from fiolake.aggregator.generations import DeltaState, Generation, write_generation
 from fiolake.aggregator.lake import connect
 from fiolake.aggregator.regressions import regressions
 from fiolake.aggregator.series import per_second
@@ -224,18 +224,18 @@ def build_compacted(root: Path, runs: int, placeholders: bool) -> None:
         dt = delta.open_table(store, name)
         if dt is not None:
             files, rows = delta.data_files(store, dt, name)
-            states[name] = DeltaState(name, dt.version(), tuple(files), every, rows)
+            states[name] = DeltaState.of(name, dt.version(), files, every, rows)
     markers = [Commit.from_bytes(commit_bytes(i)) for i in range(runs)]
     dt = delta.append(store, delta.COMMITS, commits_table(markers), 1)
     files, rows = delta.data_files(store, dt, delta.COMMITS)
     jobs = frozenset(m.job_id for m in markers)
-    states[delta.COMMITS] = DeltaState(delta.COMMITS, dt.version(), tuple(files), jobs, rows)
+    states[delta.COMMITS] = DeltaState.of(delta.COMMITS, dt.version(), files, jobs, rows)
     for i in range(runs):
         write_file(root, layout.commit_key(f"job-{i:06d}"), commit_bytes(i))
     # As a compaction of a fleet whose runners all write the commit log leaves it.
     listed_at = datetime.now(UTC).isoformat()
     record = Generation(1, T0.isoformat(), None, runs, commits_listed_at=listed_at, delta=states)
-    write_file(root, layout.generation_key(1), record.to_bytes())
+    write_generation(store, record)
 
 
 def build_loose(root: Path, runs: int) -> None:
