@@ -184,16 +184,16 @@ class Generation:
 
     @classmethod
     def from_bytes(
-        cls, data: bytes, key: str, fetch: Callable[[str], bytes] | None = None
+        cls, data: bytes, key: str, ids: Callable[[dict], dict[str, pa.Array]] | None = None
     ) -> Generation:
         """Parse a generation record; LakeError when it is malformed or of a newer format.
-        `fetch` GETs the covered-ids object a format-3 record names (`read_generation`)."""
+        `ids` reads the covered ids a format-3 record names (`read_generation`)."""
         try:
             body = json.loads(data)
             if body["format"] == FORMAT:
-                if fetch is None:
+                if ids is None:
                     raise ValueError("a format-3 record needs its covered-ids object")
-                return cls._from_body(body, _split_ids(fetch(body["keys_file"]), body["delta"]))
+                return cls._from_body(body, ids(body))
             if body["format"] == INLINE_KEYS_FORMAT:
                 ids = {d["table"]: pa.array(d["keys"], pa.string()) for d in body["delta"]}
                 return cls._from_body(body, ids)
@@ -251,8 +251,9 @@ def _split_ids(data: bytes, tables: list[dict]) -> dict[str, pa.Array]:
     """The covered-ids object cut into each table's ids: written table by table in the
     record's order, so slices by the record's counts (no filter per table)."""
     ids = pq.ParquetFile(io.BytesIO(data)).read(columns=["key"]).column("key")
-    if len(ids) != sum(d["key_count"] for d in tables):
-        raise ValueError(f"its covered-ids object holds {len(ids)} ids, not the record's count")
+    counted = sum(d["key_count"] for d in tables)
+    if len(ids) != counted:
+        raise ValueError(f"it holds {len(ids)} ids where the record counts {counted}")
     out, start = {}, 0
     for d in tables:
         out[d["table"]] = ids.slice(start, d["key_count"]).combine_chunks()
@@ -269,32 +270,32 @@ def read_generation(
     store: ObjectStore, key: str, ids_of: IdsOf | None = None
 ) -> tuple[Generation, ObjectInfo]:
     """The generation record under `key` (and what the store says of it), with the
-    covered-ids object it names. Without that object: LakeError, unless `ids_of` reads the
-    ids from the table's files instead (compaction, which then writes a whole generation)."""
+    covered-ids object it names. When that object is missing or unreadable: LakeError,
+    unless `ids_of` reads the ids from the tables' files instead (compaction, which then
+    writes a whole generation: `Generation.mended`)."""
     data, info = store.get(key)
+    mended = False
 
-    def fetch(ids_key: str) -> bytes:
+    def ids(body: dict) -> dict[str, pa.Array]:
+        nonlocal mended
+        ids_key = body["keys_file"]
         try:
-            return store.get(ids_key)[0]
-        except NotFound:
-            raise ValueError(
-                f"its covered-ids object {ids_key} is missing; `fiolake lake compact` "
-                "reads them from the compacted tables and writes a whole generation"
-            ) from None
-
-    try:
-        return Generation.from_bytes(data, key, fetch), info
-    except LakeError:
-        if ids_of is None:
-            raise
-        body = json.loads(data)
-        if body.get("format") != FORMAT or store.head(body["keys_file"]) is not None:
-            raise
-        ids = {
+            return _split_ids(store.get(ids_key)[0], body["delta"])
+        except (NotFound, ValueError, pa.ArrowException) as exc:
+            if ids_of is None:
+                what = "is missing" if isinstance(exc, NotFound) else f"is unreadable ({exc})"
+                raise ValueError(
+                    f"its covered-ids object {ids_key} {what}; `fiolake lake compact` "
+                    "reads them from the compacted tables and writes a whole generation"
+                ) from None
+        mended = True
+        return {
             d["table"]: pa.array(sorted(ids_of(d["table"], d["files"])), pa.string())
             for d in body["delta"]
         }
-        return dataclasses.replace(Generation._from_body(body, ids), mended=True), info
+
+    record = Generation.from_bytes(data, key, ids)
+    return (dataclasses.replace(record, mended=True) if mended else record), info
 
 
 def write_generation(store: ObjectStore, record: Generation) -> None:

@@ -1,8 +1,9 @@
 """Snapshots reused while the lake's compaction generation is unchanged.
 
 At 100,000 runs a `snapshot.scan` spends most of its time on what the newest
-generation fixes: reading its record with the ids its tables cover, and its commit index. A generation record is create-only, so under one key and
-ETag it never changes; the commit index it names is immutable too. `cached_scan` keeps
+generation fixes: reading its record with the ids its tables cover, and its commit
+index. A generation record is create-only, so under one key and ETag it never changes;
+the ids object and the commit index it names are immutable too. `cached_scan` keeps
 both per lake (in memory for the process, and optionally in a directory for short-lived
 processes such as the CLI) and re-reads on every call only what can change: the list
 of generations (a newer one is a different key), the record's ETag, and the commit log

@@ -6,6 +6,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
@@ -265,8 +266,15 @@ def test_generation_records_name_their_covered_ids_and_format_2_still_reads(
         assert "later" in lake.compacted.covered("runs")
 
 
-def test_a_record_whose_covered_ids_are_gone_is_an_error_that_says_what_to_do(
-    tmp_path: Path,
+@pytest.mark.parametrize(
+    ("damage", "what"),
+    [
+        ("delete", "is missing"),
+        ("replace", "is unreadable (it holds 2 ids where the record counts 55)"),
+    ],
+)
+def test_a_record_whose_covered_ids_are_gone_is_an_error_that_compaction_mends(
+    tmp_path: Path, damage: str, what: str
 ) -> None:
     store = build(tmp_path)
     before = fingerprint(tmp_path)
@@ -274,13 +282,16 @@ def test_a_record_whose_covered_ids_are_gone_is_an_error_that_says_what_to_do(
     with connect(str(tmp_path)) as lake:
         covered = lake.compacted.covered("runs")
     ids_key = json.loads(store.get(layout.generation_key(1))[0])["keys_file"]
-    store.delete(ids_key)
+    if damage == "delete":
+        store.delete(ids_key)
+    else:  # a valid Parquet object, with other ids
+        pq.write_table(pa.table({"table": ["runs"] * 2, "key": ["x", "y"]}), tmp_path / ids_key)
     snapcache.clear_memory()  # as a new process finds it
     result = CliRunner().invoke(cli, ["compare", "--lake", str(tmp_path)])
     assert result.exit_code == 1
     assert result.stderr == (
         "Error: malformed compaction generation "
-        f"{layout.generation_key(1)}: its covered-ids object {ids_key} is missing; "
+        f"{layout.generation_key(1)}: its covered-ids object {ids_key} {what}; "
         "`fiolake lake compact` reads them from the compacted tables and writes a whole "
         "generation\n"
     )

@@ -37,9 +37,9 @@ def _fresh_memory(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     snapcache.clear_memory()
     parse = Generation.from_bytes.__func__  # type: ignore[attr-defined]
 
-    def counting(cls, data: bytes, key: str, fetch=None) -> Generation:  # noqa: ANN001
+    def counting(cls, data: bytes, key: str, ids=None) -> Generation:  # noqa: ANN001
         CountingStore.parses += 1
-        return parse(cls, data, key, fetch)
+        return parse(cls, data, key, ids)
 
     monkeypatch.setattr(Generation, "from_bytes", classmethod(counting))
     yield
