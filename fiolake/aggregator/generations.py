@@ -195,8 +195,8 @@ class Generation:
                     raise ValueError("a format-3 record needs its covered-ids object")
                 return cls._from_body(body, ids(body))
             if body["format"] == INLINE_KEYS_FORMAT:
-                ids = {d["table"]: pa.array(d["keys"], pa.string()) for d in body["delta"]}
-                return cls._from_body(body, ids)
+                inline = {d["table"]: pa.array(d["keys"], pa.string()) for d in body["delta"]}
+                return cls._from_body(body, inline)
             if body["format"] != LEGACY_FORMAT:
                 raise ValueError(f"format {body['format']} is not {FORMAT}, 2 or {LEGACY_FORMAT}")
             parts = {}
