@@ -22,13 +22,13 @@ import duckdb_extension_httpfs
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fiolake.aggregator import gang
+from fiolake.aggregator import gang, loose
 from fiolake.aggregator.generations import Generation
 from fiolake.aggregator.snapcache import cached_scan
 from fiolake.aggregator.snapshot import Snapshot
 from fiolake.config import Settings
 from fiolake.errors import LakeError, StoreError
-from fiolake.layout import TABLES
+from fiolake.layout import TABLES, parse_result_key
 from fiolake.s3client import S3Settings
 from fiolake.schema import SCHEMAS
 from fiolake.store import ObjectStore, open_store
@@ -203,10 +203,54 @@ def _scratch() -> contextlib.AbstractContextManager[str | None]:
         return contextlib.nullcontext()
 
 
+def _load_loose(
+    con: duckdb.DuckDBPyConnection, store: ObjectStore, table: str, keys: list[str], keep: Path
+) -> bool:
+    """CREATE TABLE _fiolake.loose_<table> with the rows of the per-run files `keys`:
+    those `keep` holds from an earlier connection (`aggregator.loose`), the rest from the
+    lake; then keep the result for the next. A kept file that cannot be read (damaged,
+    removed meanwhile) is passed over for the lake's files. False when those fail too (a
+    damaged file in the lake): the view then reads the files in place, where the error
+    names the lake's file."""
+    name = f"{INTERNAL_SCHEMA}.loose_{table}"
+    held = loose.kept(keep, table)
+    for trusted in (held.keys, frozenset()):
+        reused = [k for k in keys if k in trusted]
+        fresh = [k for k in keys if k not in trusted]
+        sources = []
+        if reused:
+            run_ids = [parsed[2] for parsed in map(parse_result_key, reused) if parsed]
+            sources.append(
+                f"SELECT * FROM read_parquet({quote(str(held.file))}, hive_partitioning = false)"
+                f" WHERE run_id IN ({literals(run_ids)})"
+            )
+        if fresh:
+            sources.append(f"SELECT * FROM {parquet_source([store.location(k) for k in fresh])}")
+        try:
+            con.execute(f"CREATE TABLE {name} AS {' UNION ALL BY NAME '.join(sources)}")
+            break
+        except duckdb.Error:
+            con.execute(f"DROP TABLE IF EXISTS {name}")
+            if not reused:
+                return False
+    if fresh or len(reused) != len(held.keys):
+        with contextlib.suppress(OSError, duckdb.Error):  # kept or not, the table is whole
+            file = loose.new_file(keep, table)
+            con.execute(f"COPY {name} TO {quote(str(file))} (FORMAT parquet)")
+            loose.commit(keep, table, file, keys)
+    return True
+
+
 def _create_views(
-    con: duckdb.DuckDBPyConnection, store: ObjectStore, snap: Snapshot, tables: Sequence[str]
+    con: duckdb.DuckDBPyConnection,
+    store: ObjectStore,
+    snap: Snapshot,
+    tables: Sequence[str],
+    keep: Path | None,
+    remote: bool,
 ) -> None:
     con.execute(f"CREATE SCHEMA {INTERNAL_SCHEMA}")
+    local: set[str] = set()  # tables whose loose files are read from local copies
     with _scratch() as scratch:
         where = Path(scratch) if scratch else None
         _materialise(con, "commits", snap.commits, where)
@@ -214,6 +258,10 @@ def _create_views(
             # from_batches, not empty_table(): that one imports pandas (0.15 s)
             empty = pa.Table.from_batches([], SCHEMAS[table].append(pa.field("date", pa.date32())))
             _materialise(con, f"{INTERNAL_SCHEMA}.empty_{table}", empty, where)
+            keys = snap.loose_files(table)
+            if remote and keep and keys and len(keys) <= loose.LOCAL_LIMIT:
+                if _load_loose(con, store, table, keys, keep):
+                    local.add(table)
     for table in tables:
         contract = _column_types(con, f"{INTERNAL_SCHEMA}.empty_{table}")
         # Merged files hold a physical `date`; per-run files get it from their path.
@@ -221,10 +269,12 @@ def _create_views(
             f"SELECT * FROM {parquet_source([store.location(k) for k in keys], hive=hive)}"
             for keys, hive in (
                 (snap.compacted_files(table), False),
-                (snap.loose_files(table), True),
+                ([] if table in local else snap.loose_files(table), True),
             )
             if keys
         ]
+        if table in local:
+            sources.append(f"SELECT * FROM {INTERNAL_SCHEMA}.loose_{table}")
         if not sources:
             con.execute(f"CREATE VIEW {table} AS SELECT * FROM {INTERNAL_SCHEMA}.empty_{table}")
             continue
@@ -290,20 +340,25 @@ def connect(
     chosen = [t for t in TABLES if tables is None or t in tables]
     try:
         store = open_store(lake_url, s3)
-        snap = cached_scan(store, snapshot_cache)
+        snap = cached_scan(store, snapshot_cache, chosen)
     except StoreError as exc:
         raise LakeError(f"cannot read lake {lake_url}: {exc}") from exc
     if snap.commits.num_rows == 0:
         raise empty_lake_error(lake_url)
-    con = new_connection(s3 if lake_url.startswith("s3://") else None)
+    remote = lake_url.startswith("s3://")
+    con = new_connection(s3 if remote else None)
     try:
-        _create_views(con, store, snap, chosen)
+        keep = loose.folder(snapshot_cache, store) if snapshot_cache else None
+        _create_views(con, store, snap, chosen, keep, remote)
         gang.create_views(con, chosen)
         if sandbox:
-            _sandbox(con, store, s3 if lake_url.startswith("s3://") else None)
+            _sandbox(con, store, s3 if remote else None)
     except duckdb.Error as exc:
         con.close()
         raise LakeError(f"cannot read lake {lake_url}: {_unreadable(exc)}") from exc
+    except StoreError as exc:  # a loose file gone since the listing
+        con.close()
+        raise LakeError(f"cannot read lake {lake_url}: {exc}") from exc
     files = {t: snap.files(t) for t in chosen}
     return Lake(lake_url, store, con, snap, files)
 

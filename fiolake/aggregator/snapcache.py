@@ -24,6 +24,7 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -52,6 +53,9 @@ class _Entry:
     ident: str  # lake, generation key and the record's ETag
     indexed: Indexed
     snapshot: Snapshot | None = None  # the last complete scan on top of `indexed`
+    # Rows of the markers beyond the index that the last scan read: markers are create-only,
+    # so the next scan GETs only markers new since (a night's 200 took 0.3-0.4 s to read).
+    markers: pa.Table | None = None
 
 
 _memory: OrderedDict[str, _Entry] = OrderedDict()
@@ -69,8 +73,13 @@ def _lake_id(store: ObjectStore) -> str:
     return f"{endpoint}|{store.url.rstrip('/')}"
 
 
-def _reusable(snap: Snapshot, new: list[str]) -> bool:
-    return snap.listed_new == tuple(new) and not snap.loose and len(snap.unindexed) == len(new)
+def _reusable(snap: Snapshot, new: list[str], tables: Sequence[str]) -> bool:
+    return (
+        snap.listed_new == tuple(new)
+        and not snap.loose
+        and len(snap.unindexed) == len(new)
+        and set(tables) <= set(snap.tables)
+    )
 
 
 def _copy(snap: Snapshot) -> Snapshot:
@@ -82,18 +91,21 @@ def _copy(snap: Snapshot) -> Snapshot:
     return fresh
 
 
-def cached_scan(store: ObjectStore, directory: Path | None = None) -> Snapshot:
-    """`snapshot.scan(store)`, reusing what the newest generation fixes (see module doc).
+def cached_scan(
+    store: ObjectStore, directory: Path | None = None, tables: Sequence[str] = layout.TABLES
+) -> Snapshot:
+    """`snapshot.scan(store, tables=tables)`, reusing what the newest generation fixes
+    (see module doc).
 
     `directory` also keeps the generation, index and snapshot on disk for the next process.
     """
     number = latest_generation_number(store)
     if number == 0:
-        return scan(store)  # never compacted: nothing immutable to keep
+        return scan(store, tables=tables)  # never compacted: nothing immutable to keep
     key = layout.generation_key(number)
     info = store.head(key)
     if info is None:  # removed between the listing and now: let scan report it
-        return scan(store)
+        return scan(store, tables=tables)
     ident = f"{_lake_id(store)}|{key}|{info.etag}"
     with _memory_lock:
         entry = _memory.get(ident)
@@ -104,11 +116,12 @@ def cached_scan(store: ObjectStore, directory: Path | None = None) -> Snapshot:
         entry = _Entry(f"{_lake_id(store)}|{key}|{got.etag}", read_index(store, record))
     compacted = entry.indexed.compacted
     new = unindexed_job_ids(store, compacted, entry.indexed, full_listing=False)
-    if entry.snapshot is not None and _reusable(entry.snapshot, new):
+    if entry.snapshot is not None and _reusable(entry.snapshot, new, tables):
         snap = _copy(entry.snapshot)
     else:
-        snap = scan(store, indexed=entry.indexed, new=new)
-        entry.snapshot = _copy(snap) if _reusable(snap, new) else None
+        snap = scan(store, indexed=entry.indexed, new=new, known=entry.markers, tables=tables)
+        entry.snapshot = _copy(snap) if _reusable(snap, new, tables) else None
+        entry.markers = snap.commits.slice(entry.indexed.commits.num_rows)
         if directory is not None and compacted is not None and not compacted.legacy:
             _save(directory, entry)
     with _memory_lock:
@@ -125,10 +138,10 @@ def _path(directory: Path, ident: str) -> Path:
 
 
 def _save(directory: Path, entry: _Entry) -> None:
-    """One Arrow IPC file per lake: the commit index, and the generation's covered keys in
-    a second batch; everything else as JSON in the schema metadata (no pickle: a cache
-    file is data, never code). Written atomically; a failure only costs the next process
-    a full scan."""
+    """One Arrow IPC file per lake: the commit index followed by the markers read since,
+    and the generation's covered keys in a second batch; everything else as JSON in the
+    schema metadata (no pickle: a cache file is data, never code). Written atomically; a
+    failure only costs the next process a full scan."""
     compacted = entry.indexed.compacted
     assert compacted is not None
     snap = entry.snapshot
@@ -153,12 +166,15 @@ def _save(directory: Path, entry: _Entry) -> None:
             "warnings": snap.warnings,
             "unindexed": sorted(snap.unindexed),
             "listed_new": list(snap.listed_new),
+            "tables": list(snap.tables),
             "orphan_files": snap.orphan_files,
         },
         "index_rows": entry.indexed.commits.num_rows,
     }
     keys = pa.table({"key": pa.concat_arrays([no_ids(), *(d.key_array for d in states)])})
-    commits = snap.commits if snap is not None else entry.indexed.commits
+    commits = entry.indexed.commits
+    if entry.markers is not None and entry.markers.num_rows:
+        commits = pa.concat_tables([commits, entry.markers])
     commits = commits.replace_schema_metadata({"fiolake": json.dumps(meta)})
     try:
         directory.mkdir(parents=True, exist_ok=True)
@@ -214,9 +230,10 @@ def _load(directory: Path, ident: str) -> _Entry | None:
     )
     # The saved commits are the index plus the markers read since: the index is its head.
     indexed = Indexed(compacted, commits.slice(0, meta["index_rows"]))
+    markers = commits.slice(meta["index_rows"])
     s = meta["snapshot"]
     if s is None:
-        return _Entry(ident, indexed)
+        return _Entry(ident, indexed, markers=markers)
     snap = Snapshot(
         compacted,
         commits,
@@ -224,5 +241,6 @@ def _load(directory: Path, ident: str) -> _Entry | None:
         unindexed=frozenset(s["unindexed"]),
         warnings=list(s["warnings"]),
         listed_new=tuple(s["listed_new"]),
+        tables=tuple(s["tables"]),
     )
-    return _Entry(ident, indexed, snap)
+    return _Entry(ident, indexed, snap, markers)

@@ -10,14 +10,16 @@ and compaction both start from a `Snapshot`.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from fiolake import layout
@@ -57,6 +59,8 @@ class Snapshot:
     # Job ids the commit log (or the listing of every marker) named beyond the index: a
     # cached snapshot is reused only while this listing is unchanged (aggregator.snapcache).
     listed_new: tuple[str, ...] = ()
+    # The tables whose result files were listed (`scan(tables=...)`): only theirs are known.
+    tables: tuple[str, ...] = layout.TABLES
 
     @cached_property
     def run_ids(self) -> frozenset[str]:
@@ -70,6 +74,8 @@ class Snapshot:
 
     def loose_files(self, table: str) -> list[str]:
         """Per-run files of `table` no merged file covers (`date` comes from their path)."""
+        if table not in self.tables:
+            raise ValueError(f"the snapshot did not list the files of {table}")
         return [
             runs[r]
             for (t, _), runs in sorted(self.loose.items())
@@ -82,19 +88,32 @@ class Snapshot:
         return self.compacted_files(table) + self.loose_files(table)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# The rows as pyarrow's JSON reader takes them: the time as epoch milliseconds.
+_ROWS_SCHEMA = COMMITS_SCHEMA.set(
+    COMMITS_SCHEMA.get_field_index("committed_at"), pa.field("committed_at", pa.int64())
+)
+
+
 def _commit_rows(commit: Commit) -> list[dict[str, object]]:
-    row = {name: getattr(commit, name) for name in COMMITS_SCHEMA.names}
-    row["committed_at"] = parse_iso(commit.committed_at)
+    row: dict[str, object] = {name: getattr(commit, name) for name in COMMITS_SCHEMA.names}
+    # Whole milliseconds, rounded down as Arrow stores a finer time in a ms column.
+    row["committed_at"] = (parse_iso(commit.committed_at) - _EPOCH) // timedelta(milliseconds=1)
     # A gang job commits every member run: one row each, so the views keep them all.
     return [{**row, "run_id": run_id} for run_id in commit.run_ids]
 
 
 def commits_table(commits: Iterable[Commit]) -> pa.Table:
-    """Commit markers as an Arrow table of COMMITS_SCHEMA (one row per committed run)."""
-    rows = [row for c in commits for row in _commit_rows(c)]
-    if not rows:  # from_batches: building from Python objects imports pandas (0.12 s)
+    """Commit markers as an Arrow table of COMMITS_SCHEMA (one row per committed run).
+
+    Through pyarrow's JSON reader: building Arrow from Python objects (`from_pylist`,
+    `pa.array`) imports pandas, 0.12 s of the first command after a night's commits."""
+    lines = [json.dumps(row) for c in commits for row in _commit_rows(c)]
+    if not lines:
         return pa.Table.from_batches([], COMMITS_SCHEMA)
-    return pa.Table.from_pylist(rows, schema=COMMITS_SCHEMA)
+    options = pa_json.ParseOptions(explicit_schema=_ROWS_SCHEMA)
+    rows = pa_json.read_json(io.BytesIO("\n".join(lines).encode()), parse_options=options)
+    return rows.select(COMMITS_SCHEMA.names).cast(COMMITS_SCHEMA)
 
 
 def read_parquet_object(store: ObjectStore, key: str) -> pa.Table:
@@ -167,11 +186,27 @@ def read_index(store: ObjectStore, compacted: Generation | None) -> Indexed:
 
 
 def load_commits(
-    store: ObjectStore, indexed: Indexed, new: list[str], warnings: list[str]
+    store: ObjectStore,
+    indexed: Indexed,
+    new: list[str],
+    warnings: list[str],
+    known: pa.Table | None = None,
 ) -> tuple[pa.Table, frozenset[str]]:
-    """Every commit marker: the compacted index plus the markers `new` names (read here).
-    Also returns the job ids of the markers read."""
-    loose = commits_table(_read_markers(store, [layout.commit_key(j) for j in new], warnings))
+    """Every commit marker: the compacted index plus the markers `new` names. Those in
+    `known` (rows of markers an earlier scan read: a marker is create-only and never
+    changes) are not read again, unless `new` no longer names one of them. Also returns
+    the job ids of the markers beyond the index."""
+    reused = known if known is not None and known.num_rows else None
+    have: set[str] = set()
+    if reused is not None:
+        have = set(reused.column("job_id").to_pylist())
+        if not have <= set(new):  # a marker left the listing: trust nothing kept
+            reused, have = None, set()
+    keys = [layout.commit_key(j) for j in new if j not in have]
+    fresh = commits_table(_read_markers(store, keys, warnings))
+    loose = pa.concat_tables([t for t in (reused, fresh) if t is not None])
+    # One order whatever was reused: the views' row order, and snapshots compare equal.
+    loose = loose.sort_by([("job_id", "ascending"), ("run_id", "ascending")])
     commits = pa.concat_tables([indexed.commits, loose])
     return commits, frozenset(loose.column("job_id").to_pylist())
 
@@ -223,13 +258,16 @@ def scan(
     full_listing: bool = False,
     indexed: Indexed | None = None,
     new: list[str] | None = None,
+    known: pa.Table | None = None,
+    tables: Sequence[str] = layout.TABLES,
 ) -> Snapshot:
     """Read the lake's commit markers, compaction generation and result-file listing.
 
     `full_listing` lists every commit marker even where the commit log would do
     (compaction does, to catch markers whose log entry is missing). `indexed` (the
     generation and its commit index) and `new` (`unindexed_job_ids`) when the caller
-    already has them (aggregator.snapcache).
+    already has them, and `known` markers an earlier scan read (aggregator.snapcache).
+    Only the result files of `tables` are listed (a comparison reads two of seven).
     """
     warnings: list[str] = []
     if indexed is None:
@@ -237,15 +275,21 @@ def scan(
     compacted = indexed.compacted
     if new is None:
         new = unindexed_job_ids(store, compacted, indexed, full_listing)
-    commits, unindexed = load_commits(store, indexed, new, warnings)
+    commits, unindexed = load_commits(store, indexed, new, warnings, known)
+    chosen = tuple(t for t in layout.TABLES if t in tables)
     snap = Snapshot(
-        compacted, commits, warnings=warnings, unindexed=unindexed, listed_new=tuple(new)
+        compacted,
+        commits,
+        warnings=warnings,
+        unindexed=unindexed,
+        listed_new=tuple(new),
+        tables=chosen,
     )
     committed = snap.run_ids
     # One listing per table (or per day partition): issued together, since each is a round
     # trip to the store and a compacted lake's listings are almost all empty.
-    with ThreadPoolExecutor(max_workers=len(layout.TABLES)) as pool:
-        listed = list(pool.map(lambda t: (t, _table_keys(store, snap, t)), layout.TABLES))
+    with ThreadPoolExecutor(max_workers=len(chosen)) as pool:
+        listed = list(pool.map(lambda t: (t, _table_keys(store, snap, t)), chosen))
     for table, keys in listed:
         covered = compacted.covered(table) if compacted and keys else frozenset()
         for key in keys:

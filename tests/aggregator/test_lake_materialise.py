@@ -74,14 +74,17 @@ def test_an_unwritable_scratch_directory_falls_back_to_arrow(tmp_path: Path) -> 
 
 def test_comparing_a_campaign_imports_neither_pandas_nor_pyarrow_dataset(tmp_path: Path) -> None:
     """With an empty snapshot cache (a CI runner's first command) and with the snapshot
-    from the cache: a compacted lake's covered ids arrive as Arrow arrays (generation
-    format 3), so nothing builds Arrow arrays of Python objects, for which pyarrow
+    from the cache, with runs committed since the compaction: a compacted lake's covered
+    ids arrive as Arrow arrays (generation format 3) and new markers become Arrow through
+    its JSON reader, so nothing builds Arrow arrays of Python objects, for which pyarrow
     imports pandas."""
     lake = tmp_path / "lake"
     store = lakegen.local_store(lake)
     metrics = {"nvme": {READ: {"iops": 1000}}, "ceph": {READ: {"iops": 500}}}
     lakegen.write_campaign(store, "night-1", metrics, 3)
     compact(store, grace=timedelta(0))
+    # A night since: markers to read and per-run files to list (commits_table, Arrow sets).
+    lakegen.write_campaign(store, "night-2", metrics, 1, start=lakegen.T0 + timedelta(days=1))
     probe = f"""
 import json, sys
 from pathlib import Path
