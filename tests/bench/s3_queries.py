@@ -2,7 +2,7 @@
 end and S3 requests per query.
 
     eval "$(fiolake stack env)"
-    .venv/bin/python -m tests.bench.s3_queries --lake <kept>/compacted-lake [--prefix P]
+    .venv/bin/python -m tests.bench.s3_queries --lake <kept>/compacted-lake [--prefix P] [--night N]
 
 Uploads the lake written by `tests.bench.aggregator --keep` (minus its empty per-run
 placeholders) to the bucket of FIOLAKE_LAKE under a fresh prefix, or reuses `--prefix`
@@ -10,6 +10,10 @@ when an earlier run uploaded it. Then, in this process: connect with no snapshot
 from the disk cache, and the queries; S3 requests counted on the wire for each (botocore's
 before-send events for fiolake's own reads, DuckDB's HTTP log for the views' reads). Then
 `fiolake compare` as a new process, end to end, cold (empty snapshot cache) and warm.
+With `--night N`, then N runs of a new campaign are written on top as runners leave them
+before the next compaction (per-run files, markers, commit-log entries), and `compare
+--campaign` of that night is timed the same way: the question a CI job asks after a
+nightly campaign.
 """
 
 from __future__ import annotations
@@ -24,18 +28,24 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import numpy as np
 
 if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path[0] = str(Path(__file__).resolve().parents[2])
 
+from fiolake import layout
 from fiolake import store as store_module
 from fiolake.aggregator import snapcache
 from fiolake.aggregator.compare import compare
 from fiolake.aggregator.filters import RunFilter
 from fiolake.aggregator.lake import Lake, connect
+from fiolake.commits import Commit
 from fiolake.config import Settings
-from tests.bench.aggregator import timed, upload
+from fiolake.store import open_store
+from tests.bench.aggregator import SPACING, T0, build_tables, parquet_bytes, timed, upload
 
 
 def _count_boto(counter: Counter[str]) -> None:
@@ -73,11 +83,53 @@ def cli(url: str, cache: str, *extra: str) -> float:
     return time.perf_counter() - start
 
 
+def write_night(url: str, settings: Settings, runs: int) -> str:
+    """`runs` runs of a new campaign on top of the lake, as runners leave them before the
+    next compaction: per-run files, markers and commit-log entries. Its campaign id."""
+    store = open_store(url, settings.s3)
+    first = sum(1 for _ in store.list(layout.COMMITS_PREFIX))  # run ids go on from there
+    campaign = f"camp-{first // 200:03d}"
+    rng = np.random.default_rng(first)
+    now = store.server_time()
+
+    def one(i: int) -> None:
+        for name, data in build_tables(i, 1, rng).items():
+            key = layout.result_key(name, T0 + SPACING * i, f"run-{i:06d}")
+            store.put(key, parquet_bytes(data))
+        body = Commit(
+            f"job-{i:06d}", f"run-{i:06d}", campaign, f"runner-{i % 7}", "ok", now.isoformat()
+        ).to_bytes()
+        store.put(layout.commit_key(f"job-{i:06d}"), body, if_none_match=True)
+        store.put(layout.commit_log_key(now, f"job-{i:06d}"), body)
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(one, range(first, first + runs)))
+    return campaign
+
+
+def end_to_end(url: str, label: str, extra: tuple[str, ...], cache: Path, repeat: int) -> None:
+    """`fiolake compare` as a new process: with an empty snapshot cache, and a warm one."""
+    empty = tempfile.mkdtemp(prefix="fiolake-snapcache-empty-")
+    cold_cli = statistics.median(cli(url, tempfile.mkdtemp(dir=empty), *extra) for _ in range(3))
+    cli(url, str(cache), *extra)
+    warm_cli = timed(lambda: cli(url, str(cache), *extra), repeat)
+    print(
+        f"  fiolake compare {label}, end to end: cold {cold_cli * 1000:.0f} ms, "
+        f"snapshot cached {warm_cli * 1000:.0f} ms (goal < 1 s)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lake", type=Path, required=True, help="a kept compacted lake")
     parser.add_argument("--prefix", help="reuse this prefix (uploaded by an earlier run)")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--night",
+        type=int,
+        default=0,
+        help="then add this many runs of a new campaign, not compacted, and compare it",
+    )
     args = parser.parse_args()
     settings = Settings.from_env()
     if settings.s3 is None:
@@ -125,17 +177,12 @@ def main() -> None:
             f"repeated {dict(again)}"
         )
     lake.close()
-    empty = tempfile.mkdtemp(prefix="fiolake-snapcache-empty-")
     for label, extra in (("all runs", ()), (f"--campaign {campaign}", ("--campaign", campaign))):
-        cold_cli = statistics.median(
-            cli(url, tempfile.mkdtemp(dir=empty), *extra) for _ in range(3)
-        )
-        cli(url, str(cache), *extra)
-        warm_cli = timed(lambda: cli(url, str(cache), *extra), args.repeat)  # noqa: B023
-        print(
-            f"  fiolake compare {label}, end to end: cold {cold_cli * 1000:.0f} ms, "
-            f"snapshot cached {warm_cli * 1000:.0f} ms (goal < 1 s)"
-        )
+        end_to_end(url, label, extra, cache, args.repeat)
+    if args.night:
+        night = write_night(url, settings, args.night)
+        print(f"\n{args.night} runs of {night} added, not compacted (as after a nightly campaign)")
+        end_to_end(url, f"--campaign {night}", ("--campaign", night), cache, args.repeat)
     print(f"load average after: {os.getloadavg()}")
 
 
