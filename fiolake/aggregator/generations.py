@@ -215,12 +215,10 @@ class Generation:
                 format=LEGACY_FORMAT,
             )
         except (ValueError, KeyError, TypeError, pa.ArrowException) as exc:
-            advice = (
-                ""
-                if "lake compact" in str(exc)
-                else ("; re-run `fiolake lake compact` to write a new generation")
-            )
-            raise LakeError(f"malformed compaction generation {key}: {exc}{advice}") from exc
+            raise LakeError(
+                f"malformed compaction generation {key}: {exc}; "
+                "re-run `fiolake lake compact` to write a new generation"
+            ) from exc
 
     @classmethod
     def _from_body(cls, body: dict, ids: dict[str, pa.Array]) -> Generation:
@@ -282,11 +280,12 @@ def read_generation(
         try:
             return _split_ids(store.get(ids_key)[0], body["delta"])
         except (NotFound, ValueError, pa.ArrowException) as exc:
-            if ids_of is None:
+            if ids_of is None:  # LakeError: from_bytes passes it on as it is
                 what = "is missing" if isinstance(exc, NotFound) else f"is unreadable ({exc})"
-                raise ValueError(
-                    f"its covered-ids object {ids_key} {what}; `fiolake lake compact` "
-                    "reads them from the compacted tables and writes a whole generation"
+                raise LakeError(
+                    f"malformed compaction generation {key}: its covered-ids object "
+                    f"{ids_key} {what}; `fiolake lake compact` reads them from the "
+                    "compacted tables and writes a whole generation"
                 ) from None
         mended = True
         return {

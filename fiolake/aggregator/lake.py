@@ -356,9 +356,6 @@ def connect(
     except duckdb.Error as exc:
         con.close()
         raise LakeError(f"cannot read lake {lake_url}: {_unreadable(exc)}") from exc
-    except StoreError as exc:  # a loose file gone since the listing
-        con.close()
-        raise LakeError(f"cannot read lake {lake_url}: {exc}") from exc
     files = {t: snap.files(t) for t in chosen}
     return Lake(lake_url, store, con, snap, files)
 

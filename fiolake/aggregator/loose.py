@@ -10,6 +10,8 @@ of the loose files into an in-memory table once and keeps that table as one Parq
 file in the snapshot cache directory, with the keys it holds. The next connection reads
 the kept file for the keys it still needs (the snapshot lists the lake every time: rows
 of a file that vanished or was compacted are left out) and only new files from the lake.
+Only for lakes on S3 (`lake.connect`): on a local file system there are no round trips
+to save.
 
 Written here, not found in a library: DuckDB's file caches live and die with one process.
 """
@@ -25,6 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from fiolake.aggregator.snapcache import lake_id
 from fiolake.store import ObjectStore
 
 LOCAL_LIMIT = 2_000  # loose files of one table, at most, loaded at connect (else in place)
@@ -32,9 +35,7 @@ LOCAL_LIMIT = 2_000  # loose files of one table, at most, loaded at connect (els
 
 def folder(cache: Path, store: ObjectStore) -> Path:
     """Where the kept rows of `store`'s loose files live below a cache directory."""
-    endpoint = store.settings.endpoint if store.settings else ""
-    lake = f"{endpoint}|{store.url.rstrip('/')}"
-    return cache / f"loose-{hashlib.sha256(lake.encode()).hexdigest()[:32]}"
+    return cache / f"loose-{hashlib.sha256(lake_id(store).encode()).hexdigest()[:32]}"
 
 
 @dataclass(frozen=True)

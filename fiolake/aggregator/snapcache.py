@@ -68,7 +68,8 @@ def clear_memory() -> None:
         _memory.clear()
 
 
-def _lake_id(store: ObjectStore) -> str:
+def lake_id(store: ObjectStore) -> str:
+    """What names one lake in a cache: its endpoint and URL."""
     endpoint = store.settings.endpoint if store.settings else ""
     return f"{endpoint}|{store.url.rstrip('/')}"
 
@@ -106,14 +107,14 @@ def cached_scan(
     info = store.head(key)
     if info is None:  # removed between the listing and now: let scan report it
         return scan(store, tables=tables)
-    ident = f"{_lake_id(store)}|{key}|{info.etag}"
+    ident = f"{lake_id(store)}|{key}|{info.etag}"
     with _memory_lock:
         entry = _memory.get(ident)
     if entry is None and directory is not None:
         entry = _load(directory, ident)
     if entry is None:
         record, got = read_generation(store, key)
-        entry = _Entry(f"{_lake_id(store)}|{key}|{got.etag}", read_index(store, record))
+        entry = _Entry(f"{lake_id(store)}|{key}|{got.etag}", read_index(store, record))
     compacted = entry.indexed.compacted
     new = unindexed_job_ids(store, compacted, entry.indexed, full_listing=False)
     if entry.snapshot is not None and _reusable(entry.snapshot, new, tables):
