@@ -45,7 +45,8 @@ ENV_VARS: dict[str, str] = {
     "VAULT_CACERT": "CA file that signed Vault's certificate",
     "FIOLAKE_STATE_DIR": "local stack state (default ~/.local/state/fiolake)",
     "FIOLAKE_CACHE_DIR": "where the MinIO binary is built (default ~/.cache/fiolake)",
-    "FIOLAKE_SNAPSHOT_CACHE": "where readers keep lake snapshots between processes (default "
+    "FIOLAKE_SNAPSHOT_CACHE": "where readers keep lake snapshots, and the rows of runs not yet "
+    "compacted, between processes (default "
     "~/.cache/fiolake/snapshots; off: none)",
     "FIOLAKE_POLICY_DIR": "replacement HCL/IAM policies for `stack up` (default: shipped)",
     "FIOLAKE_HOST_LOCK": "the host-wide fio lock file, as --host-lock (default "
