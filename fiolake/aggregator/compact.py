@@ -28,6 +28,7 @@ from fiolake import layout
 from fiolake.aggregator import delta
 from fiolake.aggregator.compact_lock import CompactionLock, compaction_lock
 from fiolake.aggregator.generations import (
+    INLINE_KEYS_FORMAT,
     DeltaState,
     Generation,
     latest_generation,
@@ -159,6 +160,20 @@ def _compact_table(
     return state, (merged if data is not None else None)
 
 
+def _ids_in(store: ObjectStore, table: str, files: list[str]) -> set[str]:
+    """The run ids a table's files hold, to mend a generation whose covered ids are gone;
+    LakeError for a table rows were deleted from (`lake prune`): its files no longer name
+    the runs it covers, and counting them uncovered would append their rows again."""
+    dt = delta.open_table(store, table)
+    if dt is not None and delta.has_deletes(store, dt):
+        raise LakeError(
+            f"the covered ids of the compacted {table} table cannot be rebuilt from its "
+            "files: `lake prune` deleted rows from it — restore the generation's covered-ids "
+            "object (e.g. from a bucket version), then run `fiolake lake compact` again"
+        )
+    return delta.keys_in(store, table, files)
+
+
 def _unlogged(store: ObjectStore, snap: Snapshot) -> int:
     """How many markers the index lacks that the commit log does not name either."""
     if not snap.unindexed:
@@ -242,7 +257,7 @@ def _compact(
     # sorts after this instant (see fiolake.commits).
     listed_at = iso_utc(store.server_time())
     # A record whose covered ids were deleted is mended from the tables' files.
-    ids = latest_generation(store, lambda table, files: delta.keys_in(store, table, files))
+    ids = latest_generation(store, lambda table, files: _ids_in(store, table, files))
     snap = scan(store, full_listing=True, indexed=read_index(store, ids))
     prev = snap.compacted
     report = CompactionReport(None, commits=snap.commits.num_rows)
@@ -259,7 +274,8 @@ def _compact(
         if merged is not None:
             report.merged.append(merged)
     changed = report.migrated or states != (prev.delta if prev else {})
-    changed = changed or (prev is not None and prev.mended)
+    # A mended record, or one of format 2 (ids inline), is rewritten even with nothing new.
+    changed = changed or (prev is not None and (prev.mended or prev.format == INLINE_KEYS_FORMAT))
     if changed:
         report.unlogged = _unlogged(store, snap)
         vouched = listed_at if report.unlogged == 0 else None

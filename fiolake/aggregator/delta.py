@@ -125,6 +125,12 @@ def open_table(store: ObjectStore, table: str) -> DeltaTable | None:
             return None
 
 
+def has_deletes(store: ObjectStore, dt: DeltaTable) -> bool:
+    """Whether rows were ever deleted from `dt` (`lake prune`), by its log's history."""
+    with mapped_errors(store):
+        return any(h.get("operation") == "DELETE" for h in dt.history())
+
+
 def data_files(store: ObjectStore, dt: DeltaTable, table: str) -> tuple[list[str], int]:
     """Object keys (relative to the lake) of the files in `dt`'s version, and their rows."""
     with mapped_errors(store):

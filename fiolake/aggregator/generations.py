@@ -14,9 +14,10 @@ which the record names. At 100,000 runs those ids are 500,000 strings: as JSON (
 2, which listed them inline) a reader spent ~0.1 s parsing them into Python sets and
 ~0.45 s more turning sets back into Arrow to compare them with the commit index; from
 Parquet they arrive as Arrow arrays, which is what the snapshot compares in.
-Format 2 is still read (its ids become Arrow on first use). Format 1 (before Delta): per
-table × month, one merged file of our own, plus a commit index file; still read, and
-folded into Delta by the next compaction.
+Format 2 is still read (its ids become Arrow as the record is parsed, which imports
+pandas) and the next compaction rewrites it as format 3, even with nothing new. Format 1
+(before Delta): per table × month, one merged file of our own, plus a commit index file;
+still read, and folded into Delta by the next compaction.
 """
 
 from __future__ import annotations
@@ -59,8 +60,20 @@ class DeltaState:
     table: str  # a lake table, or "commits"
     version: int
     files: tuple[str, ...]  # object keys of the data files of that version
-    key_array: pa.Array  # sorted run ids (job ids for commits) whose rows the files hold
-    rows: int
+    # Sorted run ids (job ids for commits) the table covers: their rows were appended (a
+    # run without rows here counts too; `lake prune` deletes rows, not the coverage).
+    key_array: pa.Array = field(hash=False)
+    rows: int = 0
+
+    def __post_init__(self) -> None:
+        # One representation, so that states compare by their ids (`compact` writes a new
+        # generation only when a state changed): a plain string array.
+        ids = self.key_array
+        if isinstance(ids, pa.ChunkedArray):
+            ids = ids.combine_chunks()
+        if ids.type != pa.string():
+            ids = ids.cast(pa.string())
+        object.__setattr__(self, "key_array", ids)
 
     @classmethod
     def of(
@@ -197,6 +210,12 @@ class Generation:
             if body["format"] == INLINE_KEYS_FORMAT:
                 inline = {d["table"]: pa.array(d["keys"], pa.string()) for d in body["delta"]}
                 return cls._from_body(body, inline)
+            if isinstance(body["format"], int) and body["format"] > FORMAT:
+                raise LakeError(
+                    f"compaction generation {key} is of format {body['format']}, written by a "
+                    f"newer fiolake (this one reads formats 1 to {FORMAT}) — upgrade fiolake "
+                    "here (readers before the compactor)"
+                )
             if body["format"] != LEGACY_FORMAT:
                 raise ValueError(f"format {body['format']} is not {FORMAT}, 2 or {LEGACY_FORMAT}")
             parts = {}
@@ -240,6 +259,11 @@ class Generation:
         )
 
 
+class CoveredIdsMissing(LakeError):
+    """A record's covered-ids object is gone: removed with its generation by a compaction's
+    cleanup just after this reader listed it (read the newer one), or deleted by hand."""
+
+
 def no_ids() -> pa.Array:
     """An empty array of ids (`pa.array([])` would import pandas: 0.12 s)."""
     return pa.nulls(0, pa.string())
@@ -280,9 +304,11 @@ def read_generation(
         try:
             return _split_ids(store.get(ids_key)[0], body["delta"])
         except (NotFound, ValueError, pa.ArrowException) as exc:
-            if ids_of is None:  # LakeError: from_bytes passes it on as it is
-                what = "is missing" if isinstance(exc, NotFound) else f"is unreadable ({exc})"
-                raise LakeError(
+            if ids_of is None:  # a LakeError: from_bytes passes it on as it is
+                missing = isinstance(exc, NotFound)
+                what = "is missing" if missing else f"is unreadable ({exc})"
+                error = CoveredIdsMissing if missing else LakeError
+                raise error(
                     f"malformed compaction generation {key}: its covered-ids object "
                     f"{ids_key} {what}; `fiolake lake compact` reads them from the "
                     "compacted tables and writes a whole generation"
@@ -298,10 +324,13 @@ def read_generation(
 
 
 def write_generation(store: ObjectStore, record: Generation) -> None:
-    """Create `record`'s objects, the record last (PreconditionFailed when another writer
-    created that generation first). The covered ids need not be new: a name of their own."""
-    for key, data in record.objects():
-        store.put(key, data, if_none_match=True)
+    """Create `record`'s objects, the record last and create-only (PreconditionFailed when
+    another writer created that generation first). The covered ids go first under a name
+    of their own (a random token): a plain PUT, which a retry after a lost answer repeats
+    harmlessly where create-only would answer 412."""
+    (ids_key, ids), (record_key, body) = record.objects()
+    store.put(ids_key, ids)
+    store.put(record_key, body, if_none_match=True)
 
 
 def latest_generation_number(store: ObjectStore) -> int:
@@ -314,6 +343,12 @@ def latest_generation(store: ObjectStore, ids_of: IdsOf | None = None) -> Genera
     """The newest generation, or None when the lake was never compacted (`ids_of`: see
     `read_generation`)."""
     generation = latest_generation_number(store)
-    if generation == 0:
-        return None
-    return read_generation(store, layout.generation_key(generation), ids_of)[0]
+    while generation:
+        try:
+            return read_generation(store, layout.generation_key(generation), ids_of)[0]
+        except CoveredIdsMissing:
+            newer = latest_generation_number(store)
+            if newer <= generation:
+                raise
+            generation = newer  # cleaned up behind a newer generation: read that one
+    return None

@@ -323,6 +323,7 @@ def connect(
     sandbox: bool = True,
     snapshot_cache: Path | None = None,
     tables: Collection[str] | None = None,
+    kept_rows: bool = True,
 ) -> Lake:
     """Open `lake_url` (directory or s3://bucket[/prefix]) as DuckDB views of committed runs.
 
@@ -333,6 +334,9 @@ def connect(
     when it is created, which reads the footer of each of its files, so a command that
     reads `runs` and `results` need not wait for the timeseries' (SUMMARY_TABLES). The
     gang views over tables left out are left out too; `gang_members` needs only `runs`.
+    With `kept_rows` (and a snapshot cache), the rows of per-run files not yet compacted
+    are read from what an earlier connection kept (`aggregator.loose`); `lake check`
+    reads them from the lake itself.
     """
     unknown = set(tables or ()) - set(TABLES)
     if unknown:
@@ -348,7 +352,7 @@ def connect(
     remote = lake_url.startswith("s3://")
     con = new_connection(s3 if remote else None)
     try:
-        keep = loose.folder(snapshot_cache, store) if snapshot_cache else None
+        keep = loose.folder(snapshot_cache, store) if snapshot_cache and kept_rows else None
         _create_views(con, store, snap, chosen, keep, remote)
         gang.create_views(con, chosen)
         if sandbox:
@@ -360,10 +364,16 @@ def connect(
     return Lake(lake_url, store, con, snap, files)
 
 
-def open_lake(lake_url: str | None = None, tables: Collection[str] | None = None) -> Lake:
+def open_lake(
+    lake_url: str | None = None, tables: Collection[str] | None = None, kept_rows: bool = True
+) -> Lake:
     """`connect` to the lake named by `lake_url`, else FIOLAKE_LAKE (S3 settings from env),
     with the views of `tables` (default: every table)."""
     settings = Settings.from_env(lake=lake_url)
     return connect(
-        settings.lake, settings.lake_s3, snapshot_cache=settings.snapshot_cache, tables=tables
+        settings.lake,
+        settings.lake_s3,
+        snapshot_cache=settings.snapshot_cache,
+        tables=tables,
+        kept_rows=kept_rows,
     )

@@ -82,9 +82,11 @@ def commit(where: Path, table: str, file: Path, keys: list[str]) -> None:
 
 def _trim(where: Path, table: str, current: str) -> None:
     # Every other file of this table: replaced, or a concurrent writer's that lost the
-    # race. A reader of a removed file fails its load and reads the lake's files instead
+    # race — but never the one the state names now (a concurrent writer's that won). A
+    # reader of a removed file fails its load and reads the lake's files instead
     # (`lake._load_loose`); one that has it open keeps reading it (POSIX).
+    named = kept(where, table).file
     for path in where.glob(f"{table}-*.parquet"):
-        if path.name != current:
+        if path.name != current and path != named:
             with contextlib.suppress(OSError):
                 path.unlink()

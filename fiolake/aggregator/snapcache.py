@@ -33,6 +33,7 @@ import pyarrow.ipc as ipc
 
 from fiolake import layout
 from fiolake.aggregator.generations import (
+    CoveredIdsMissing,
     DeltaState,
     Generation,
     latest_generation_number,
@@ -113,7 +114,12 @@ def cached_scan(
     if entry is None and directory is not None:
         entry = _load(directory, ident)
     if entry is None:
-        record, got = read_generation(store, key)
+        try:
+            record, got = read_generation(store, key)
+        except CoveredIdsMissing:
+            if latest_generation_number(store) <= number:
+                raise
+            return cached_scan(store, directory, tables)  # cleaned up behind a newer one
         entry = _Entry(f"{lake_id(store)}|{key}|{got.etag}", read_index(store, record))
     compacted = entry.indexed.compacted
     new = unindexed_job_ids(store, compacted, entry.indexed, full_listing=False)

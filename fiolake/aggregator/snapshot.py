@@ -288,7 +288,7 @@ def scan(
     committed = snap.run_ids
     # One listing per table (or per day partition): issued together, since each is a round
     # trip to the store and a compacted lake's listings are almost all empty.
-    with ThreadPoolExecutor(max_workers=len(chosen)) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, len(chosen))) as pool:
         listed = list(pool.map(lambda t: (t, _table_keys(store, snap, t)), chosen))
     for table, keys in listed:
         covered = compacted.covered(table) if compacted and keys else frozenset()

@@ -111,12 +111,12 @@ class DurationParam(click.ParamType):
             self.fail(str(exc), param, ctx)
 
 
-def connect(lake: str, tables: tuple[str, ...] | None = None) -> Any:
+def connect(lake: str, tables: tuple[str, ...] | None = None, kept_rows: bool = True) -> Any:
     """The lake's DuckDB views, of `tables` or all (aggregator.lake.open_lake, imported
     only when a command reads the lake: `--help` stays light)."""
     from fiolake.aggregator.lake import open_lake
 
-    return open_lake(lake, tables)
+    return open_lake(lake, tables, kept_rows)
 
 
 def target_options(fn: Any) -> Any:

@@ -149,7 +149,7 @@ def check(lake: str, fmt: str) -> None:
     """Check that every committed run has its rows and raw fio output (exit 1 if not)."""
     from fiolake.aggregator.check import check_lake
 
-    with connect(lake) as handle:
+    with connect(lake, kept_rows=False) as handle:  # the lake's own files, not copies
         problems = check_lake(handle)
         runs = handle.snapshot.commits.num_rows
     if not problems:

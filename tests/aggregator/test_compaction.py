@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from deltalake import DeltaTable
 
 from fiolake import layout
-from fiolake.aggregator import snapcache
+from fiolake.aggregator import generations, snapcache
 from fiolake.aggregator.compact import compact
 from fiolake.aggregator.lake import connect
 from fiolake.cli import cli
@@ -317,3 +317,72 @@ def test_covered_ids_an_interrupted_compaction_left_are_cleaned_up(tmp_path: Pat
 
 def fresh_ids(store: lakegen.LocalStore, generation: int) -> str:
     return json.loads(store.get(layout.generation_key(generation))[0])["keys_file"]
+
+
+def test_a_reader_that_listed_a_generation_cleaned_up_since_reads_the_newer_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cleanup removes a superseded generation's record and covered ids at once when they
+    are older than the grace period; a reader that listed it just before moves on."""
+    store = build(tmp_path)
+    compact(store, grace=ZERO)
+    lakegen.write_run(store, run_id="later", job_id="later")
+    compact(store, grace=timedelta(days=1))  # generation 2; generation 1 kept for now
+    first = json.loads(store.get(layout.generation_key(1))[0])["keys_file"]
+    store.delete(first)  # as the cleanup right after a reader's listing leaves it
+    listings = iter([1])  # this reader's listing saw generation 1 as the newest
+    real = generations.latest_generation_number
+    monkeypatch.setattr(
+        snapcache, "latest_generation_number", lambda s: next(listings, None) or real(s)
+    )
+    snapcache.clear_memory()
+    snap = snapcache.cached_scan(store)
+    assert snap.compacted is not None and snap.compacted.generation == 2
+    listings2 = iter([1])
+    monkeypatch.setattr(
+        generations, "latest_generation_number", lambda s: next(listings2, None) or real(s)
+    )
+    assert generations.latest_generation(store).generation == 2  # type: ignore[union-attr]
+
+
+def test_a_format_2_lake_is_rewritten_as_format_3_with_nothing_new(tmp_path: Path) -> None:
+    store = build(tmp_path)
+    compact(store, grace=ZERO)
+    record = json.loads(store.get(layout.generation_key(1))[0])
+    ids = pq.read_table(tmp_path / record["keys_file"])
+    per_table: dict[str, list[str]] = {}
+    for table, key in zip(ids["table"].to_pylist(), ids["key"].to_pylist(), strict=True):
+        per_table.setdefault(table, []).append(key)
+    old = {k: v for k, v in record.items() if k != "keys_file"} | {"format": 2, "generation": 2}
+    old["delta"] = [
+        {**{k: v for k, v in d.items() if k != "key_count"}, "keys": per_table[d["table"]]}
+        for d in record["delta"]
+    ]
+    store.put(layout.generation_key(2), json.dumps(old).encode())
+    assert compact(store, grace=ZERO).generation == 3
+    assert json.loads(store.get(layout.generation_key(3))[0])["format"] == 3
+    assert compact(store, grace=ZERO).generation is None  # and then nothing to do
+
+
+def test_a_newer_format_says_to_upgrade(tmp_path: Path) -> None:
+    store = build(tmp_path)
+    compact(store, grace=ZERO)
+    record = json.loads(store.get(layout.generation_key(1))[0])
+    store.put(layout.generation_key(2), json.dumps(record | {"format": 4}).encode())
+    snapcache.clear_memory()
+    result = CliRunner().invoke(cli, ["compare", "--lake", str(tmp_path)])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: compaction generation {layout.generation_key(2)} is of format 4, written by "
+        "a newer fiolake (this one reads formats 1 to 3) — upgrade fiolake here (readers "
+        "before the compactor)\n"
+    )
+
+
+def test_delta_states_compare_by_their_ids_whatever_the_array() -> None:
+    one = generations.DeltaState.of("runs", 1, ["f"], ["a", "b"], 2)
+    chunked = pa.chunked_array([pa.array(["a"]), pa.array(["b"])])
+    assert generations.DeltaState("runs", 1, ("f",), chunked, 2) == one
+    wide = pa.array(["a", "b"], pa.large_string())
+    assert generations.DeltaState("runs", 1, ("f",), wide, 2) == one
+    assert hash(one) == hash(generations.DeltaState("runs", 1, ("f",), chunked, 2))

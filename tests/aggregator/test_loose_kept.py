@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fiolake import layout
+from fiolake.aggregator import lake as lake_module
 from fiolake.aggregator import loose, snapcache
 from fiolake.aggregator.compact import compact
 from fiolake.aggregator.lake import SUMMARY_TABLES, connect
@@ -40,8 +41,9 @@ def _held(where: Path, table: str) -> list[str]:
 
 @pytest.mark.stack
 def test_loose_rows_are_kept_merged_and_read_again_only_where_new(
-    stack,
-    tmp_path: Path,  # noqa: ANN001
+    stack,  # noqa: ANN001
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     url = f"{stack.lake}/loose-{secrets.token_hex(4)}"
     s3 = stack.s3_settings("admin")
@@ -59,9 +61,22 @@ def test_loose_rows_are_kept_merged_and_read_again_only_where_new(
     assert all(len(keys) == 2 for keys in first.values())
     kept_files = sorted(p.name for p in where.glob("*.parquet"))
 
-    # Unchanged lake: the kept files answer, nothing is rewritten.
+    # Unchanged lake: the kept files answer (no per-run file is read), nothing is rewritten.
+    read: list[str] = []
+    real = lake_module.parquet_source
+
+    def reading(paths: list[str], *, hive: bool = True) -> str:
+        read.extend(p for p in paths if "/date=" in p)  # per-run files only
+        return real(paths, hive=hive)
+
+    monkeypatch.setattr(lake_module, "parquet_source", reading)
     assert _answer(url, s3, cache) == in_place
+    assert read == []
     assert sorted(p.name for p in where.glob("*.parquet")) == kept_files
+    snapcache.clear_memory()
+    with connect(url, s3, snapshot_cache=cache, kept_rows=False) as lake:  # as `lake check`
+        assert lake.con.sql(ANSWER).fetchone() == in_place
+    assert len(read) == 4 * 2  # every loose file of every table, from the lake
 
     # One run more: two read from the kept file, one from the lake; kept anew, once.
     lakegen.write_campaign(store, "c3", {"a": {READ: {"iops": 800}}}, 1, start=DAY3)
@@ -99,6 +114,9 @@ def test_a_connection_lists_only_the_tables_it_reads(tmp_path: Path) -> None:
             listed.append(prefix)
             return super().list(prefix, start_after=start_after)
 
+    snapcache.clear_memory()
+    with connect(str(tmp_path), tables=()) as lake:  # no table at all: commits only
+        assert lake.con.sql("SELECT count(*) FROM commits").fetchone() == (3,)
     snapcache.clear_memory()
     snap = cached_scan(Listing(tmp_path), tables=SUMMARY_TABLES)
     results = {p.split("/")[1] for p in listed if p.startswith(layout.RESULTS_PREFIX)}

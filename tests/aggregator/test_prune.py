@@ -7,6 +7,7 @@ and the runner and publisher roles are refused."""
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from datetime import UTC, datetime, timedelta
@@ -17,10 +18,12 @@ from click.testing import CliRunner
 
 from fiolake.aggregator import delta
 from fiolake.aggregator.compact import compact
+from fiolake.aggregator.generations import latest_generation_number
 from fiolake.aggregator.lake import connect
 from fiolake.aggregator.prune import prune_timeseries
 from fiolake.cli import cli
 from fiolake.errors import AccessDenied, LakeError, UsageProblem
+from fiolake.layout import generation_key
 from fiolake.store import ObjectStore, open_store
 from tests.aggregator import lakegen
 from tests.aggregator.test_delta_readers import read_duckdb
@@ -134,3 +137,21 @@ def test_prune_on_minio_roles(stack) -> None:  # noqa: ANN001
     with delta.mapped_errors(compactor):
         check_pruned(url, compactor, stack.s3_settings("analyst"))
     assert untouched(admin) == before
+
+
+def test_covered_ids_of_a_pruned_table_are_not_rebuilt_from_its_files(tmp_path: Path) -> None:
+    """A pruned table's files no longer name the runs it covers: rebuilding its ids from
+    them would append the pruned rows again, so compaction stops and says why."""
+    store = lakegen.local_store(tmp_path / "lake")
+    build(store)
+    assert prune_timeseries(store, KEEP).generation == 2
+    ids_key = json.loads(store.get(generation_key(2))[0])["keys_file"]
+    store.delete(ids_key)
+    with pytest.raises(LakeError) as caught:
+        compact(store, grace=timedelta(0))
+    assert str(caught.value) == (
+        "the covered ids of the compacted timeseries table cannot be rebuilt from its files: "
+        "`lake prune` deleted rows from it — restore the generation's covered-ids object "
+        "(e.g. from a bucket version), then run `fiolake lake compact` again"
+    )
+    assert latest_generation_number(store) == 2  # nothing written
