@@ -147,18 +147,28 @@ class Generation:
         ids = pa.table(
             {
                 "table": pa.array([d.table for d in states for _ in range(len(d.key_array))]),
-                "key": pa.concat_arrays([no_ids(), *(d.key_array for d in states)]),
+                "key": self.ids_in_order(),
             }
         )
         out = io.BytesIO()
         pq.write_table(ids, out, compression="zstd")
-        body = {
-            "format": FORMAT,
+        record = json.dumps(self.body(keys_key, FORMAT), sort_keys=True, separators=(",", ":"))
+        return [
+            (keys_key, out.getvalue()),
+            (layout.generation_key(self.generation), record.encode()),
+        ]
+
+    def body(self, keys_file: str | None, fmt: int) -> dict:
+        """The record's JSON body in format 3's shape (`from_body` reads it back): the
+        Delta states in table order, each with the count of its ids; the ids themselves
+        are `ids_in_order()`, kept beside it (`keys_file`, or a snapshot cache's batch)."""
+        return {
+            "format": fmt,
             "generation": self.generation,
             "created_at": self.created_at,
             "commits": self.commits,
             "commits_listed_at": self.commits_listed_at,
-            "keys_file": keys_key,
+            "keys_file": keys_file,
             "delta": [
                 {
                     "table": d.table,
@@ -167,11 +177,13 @@ class Generation:
                     "rows": d.rows,
                     "key_count": len(d.key_array),
                 }
-                for d in states
+                for _, d in sorted(self.delta.items())
             ],
         }
-        record = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-        return [(keys_key, out.getvalue()), (layout.generation_key(self.generation), record)]
+
+    def ids_in_order(self) -> pa.Array:
+        """Every state's covered ids, one after another in `body()`'s table order."""
+        return pa.concat_arrays([no_ids(), *(d.key_array for _, d in sorted(self.delta.items()))])
 
     def legacy_bytes(self) -> bytes:
         """Format 1 JSON bytes (tests build lakes of the earlier layout with it)."""
@@ -206,10 +218,10 @@ class Generation:
             if body["format"] == FORMAT:
                 if ids is None:
                     raise ValueError("a format-3 record needs its covered-ids object")
-                return cls._from_body(body, ids(body))
+                return cls.from_body(body, ids(body))
             if body["format"] == INLINE_KEYS_FORMAT:
                 inline = {d["table"]: pa.array(d["keys"], pa.string()) for d in body["delta"]}
-                return cls._from_body(body, inline)
+                return cls.from_body(body, inline)
             if isinstance(body["format"], int) and body["format"] > FORMAT:
                 raise LakeError(
                     f"compaction generation {key} is of format {body['format']}, written by a "
@@ -240,7 +252,8 @@ class Generation:
             ) from exc
 
     @classmethod
-    def _from_body(cls, body: dict, ids: dict[str, pa.Array]) -> Generation:
+    def from_body(cls, body: dict, ids: dict[str, pa.Array]) -> Generation:
+        """The generation a format-2 or -3 body describes, with each table's ids."""
         delta = {
             d["table"]: DeltaState(
                 d["table"], d["version"], tuple(d["files"]), ids[d["table"]], d["rows"]
@@ -270,9 +283,14 @@ def no_ids() -> pa.Array:
 
 
 def _split_ids(data: bytes, tables: list[dict]) -> dict[str, pa.Array]:
-    """The covered-ids object cut into each table's ids: written table by table in the
-    record's order, so slices by the record's counts (no filter per table)."""
-    ids = pq.ParquetFile(io.BytesIO(data)).read(columns=["key"]).column("key")
+    """The covered-ids object cut into each table's ids (`split_ids`)."""
+    return split_ids(pq.ParquetFile(io.BytesIO(data)).read(columns=["key"]).column("key"), tables)
+
+
+def split_ids(ids: pa.ChunkedArray, tables: list[dict]) -> dict[str, pa.Array]:
+    """`ids_in_order()` cut back into each table's ids: written table by table in the
+    body's order, so slices by its counts (no filter per table); ValueError when the
+    counts do not add up."""
     counted = sum(d["key_count"] for d in tables)
     if len(ids) != counted:
         raise ValueError(f"it holds {len(ids)} ids where the record counts {counted}")

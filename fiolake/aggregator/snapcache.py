@@ -34,11 +34,10 @@ import pyarrow.ipc as ipc
 from fiolake import layout
 from fiolake.aggregator.generations import (
     CoveredIdsMissing,
-    DeltaState,
     Generation,
     latest_generation_number,
-    no_ids,
     read_generation,
+    split_ids,
 )
 from fiolake.aggregator.snapshot import Indexed, Snapshot, read_index, scan, unindexed_job_ids
 from fiolake.errors import NotFound
@@ -152,21 +151,10 @@ def _save(directory: Path, entry: _Entry) -> None:
     compacted = entry.indexed.compacted
     assert compacted is not None
     snap = entry.snapshot
-    states = list(compacted.delta.values())
     meta = {
         "format": _FORMAT,
         "ident": entry.ident,
-        "generation": {
-            "generation": compacted.generation,
-            "created_at": compacted.created_at,
-            "commits": compacted.commits,
-            "commits_listed_at": compacted.commits_listed_at,
-            "delta": [
-                [d.table, d.version, list(d.files), d.rows, len(d.key_array)] for d in states
-            ],
-            "format": compacted.format,
-            "keys_file": compacted.keys_file,
-        },
+        "generation": compacted.body(compacted.keys_file, compacted.format),
         "snapshot": None
         if snap is None
         else {
@@ -178,7 +166,7 @@ def _save(directory: Path, entry: _Entry) -> None:
         },
         "index_rows": entry.indexed.commits.num_rows,
     }
-    keys = pa.table({"key": pa.concat_arrays([no_ids(), *(d.key_array for d in states)])})
+    keys = pa.table({"key": compacted.ids_in_order()})
     commits = entry.indexed.commits
     if entry.markers is not None and entry.markers.num_rows:
         commits = pa.concat_tables([commits, entry.markers])
@@ -218,23 +206,10 @@ def _load(directory: Path, ident: str) -> _Entry | None:
         return None
     commits = commits.replace_schema_metadata(None)
     g = meta["generation"]
-    delta = {}
-    start = 0
-    # The keys were written table by table in this order: slices, not a filter per table.
-    for table, version, files, rows, count in g["delta"]:
-        mine = keys.column("key").slice(start, count).combine_chunks()
-        start += count
-        delta[table] = DeltaState(table, version, tuple(files), mine, rows)
-    compacted = Generation(
-        g["generation"],
-        g["created_at"],
-        None,
-        g["commits"],
-        commits_listed_at=g["commits_listed_at"],
-        delta=delta,
-        format=g["format"],
-        keys_file=g["keys_file"],
-    )
+    try:
+        compacted = Generation.from_body(g, split_ids(keys.column("key"), g["delta"]))
+    except (KeyError, TypeError, ValueError):
+        return None
     # The saved commits are the index plus the markers read since: the index is its head.
     indexed = Indexed(compacted, commits.slice(0, meta["index_rows"]))
     markers = commits.slice(meta["index_rows"])
