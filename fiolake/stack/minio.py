@@ -99,15 +99,6 @@ def server_env(root_user: str, root_password: str) -> dict[str, str]:
     return env
 
 
-def live(endpoint: str, ca: Path) -> bool:
-    """True if MinIO answers its liveness probe over verified TLS."""
-    try:
-        resp = requests.get(f"{endpoint}/minio/health/live", verify=str(ca), timeout=2)
-    except requests.RequestException:
-        return False
-    return resp.status_code == 200
-
-
 def ready(endpoint: str, ca: Path) -> bool:
     """True if MinIO can serve reads and writes (its cluster health probe)."""
     try:

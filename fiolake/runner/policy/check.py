@@ -98,21 +98,14 @@ def apply_overrides(
     --size sets size= and drops filesize/io_size (they were relative to the old size; fio
     then splits size evenly over nrfiles). time_based stays as the job file had it.
     """
-    problems = []
-    if runtime_s is not None and not 1 <= runtime_s <= caps.max_runtime_s:
-        why = (
-            "must be at least 1"
-            if runtime_s < 1
-            else above(caps.max_runtime_s, "max_runtime_s", " s")
+    problems = [
+        f"{flag}={value}: {'must be at least 1' if value < 1 else above(cap, name, unit)}"
+        for flag, value, cap, name, unit in (
+            ("--runtime", runtime_s, caps.max_runtime_s, "max_runtime_s", " s"),
+            ("--size", size_bytes, caps.max_size_bytes, "max_size_bytes", "bytes"),
         )
-        problems.append(f"--runtime={runtime_s}: {why}")
-    if size_bytes is not None and not 1 <= size_bytes <= caps.max_size_bytes:
-        why = (
-            "must be at least 1"
-            if size_bytes < 1
-            else above(caps.max_size_bytes, "max_size_bytes", "bytes")
-        )
-        problems.append(f"--size={size_bytes}: {why}")
+        if value is not None and not 1 <= value <= cap
+    ]
     if problems:
         raise PolicyError(problems)
     sections = []
