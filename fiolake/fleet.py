@@ -1,6 +1,6 @@
 """The status object each runner publishes under `layout.fleet_key`: who it is, where it
 runs, what it has done and what it holds now. Written by fiolake.runner.distributed.fleet, read by
-fiolake.aggregator.fleet; this module owns its shape."""
+fiolake.aggregator.rows.fleet; this module owns its shape."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The seven lake tables (`layout.TABLES`, columns in `fiolake.schema`) are views over
 committed runs only; `commits` indexes those runs; the gang views
-(`fiolake.aggregator.gang`) aggregate gang members. `fiolake sql --help` and the docs
+(`fiolake.aggregator.lake.gang`) aggregate gang members. `fiolake sql --help` and the docs
 list them from here, and a test checks that a connected lake holds exactly these.
 Kept free of pyarrow and duckdb so `--help` stays light.
 """

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from fiolake.aggregator.headline import landing, profile_ratios, sentences
-from fiolake.aggregator.series import overview
+from fiolake.aggregator.report.headline import landing, profile_ratios, sentences
+from fiolake.aggregator.rows.series import overview
 from fiolake.app.charts import profile_ratio_frame, ratio_chart, show, when
 from fiolake.app.common import get_lake, human_frame, run_or_stop
 

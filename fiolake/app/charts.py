@@ -10,9 +10,9 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from fiolake.aggregator.compare import BASELINE, Comparison
-from fiolake.aggregator.headline import ProfileRatio
-from fiolake.aggregator.verdict_text import NOT_TESTED, VERDICT_COLOURS, mark
+from fiolake.aggregator.report.headline import ProfileRatio
+from fiolake.aggregator.stats.compare import BASELINE, Comparison
+from fiolake.aggregator.stats.verdict_text import NOT_TESTED, VERDICT_COLOURS, mark
 from fiolake.timetext import MINUTES_FORMAT, iso_utc
 
 ROW_PX = 22  # height per bar / line label: labels never overlap

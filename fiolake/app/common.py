@@ -8,8 +8,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from fiolake.aggregator.columns import format_value
-from fiolake.aggregator.lake import Lake, open_lake
+from fiolake.aggregator.lake.columns import format_value
+from fiolake.aggregator.lake.lake import Lake, open_lake
 from fiolake.config import Settings
 from fiolake.errors import FiolakeError
 

@@ -37,8 +37,8 @@ def warm() -> None:
     try:
         import altair  # noqa: F401  (the charts)
 
-        from fiolake.aggregator.headline import landing
-        from fiolake.aggregator.series import overview
+        from fiolake.aggregator.report.headline import landing
+        from fiolake.aggregator.rows.series import overview
         from fiolake.app import charts, common  # noqa: F401
 
         lake = common._open(common.lake_url())

@@ -45,8 +45,8 @@ known columns.
 )
 def sql(query: str, lake: str, fmt: str, max_rows: int, timeout_s: float) -> None:
     """Run one read-only SQL query over the lake views (help: SQL_HELP)."""
-    from fiolake.aggregator.columns import formatters
-    from fiolake.aggregator.query import run_query
+    from fiolake.aggregator.lake.columns import formatters
+    from fiolake.aggregator.lake.query import run_query
 
     with connect(lake) as handle:
         result = run_query(handle, query, row_limit=max_rows, timeout_s=timeout_s)
@@ -65,8 +65,8 @@ def sql(query: str, lake: str, fmt: str, max_rows: int, timeout_s: float) -> Non
 @click.option("--run", "runs", multiple=True, required=True, help="Run id (give exactly two).")
 def env_diff(lake: str, fmt: str, runs: tuple[str, ...]) -> None:
     """How the recorded environments of two runs differ (kernel, fs, device, labels…)."""
-    from fiolake.aggregator.columns import format_value
-    from fiolake.aggregator.envdiff import env_diff as diff_runs
+    from fiolake.aggregator.lake.columns import format_value
+    from fiolake.aggregator.rows.envdiff import env_diff as diff_runs
 
     if len(runs) != 2:
         raise click.UsageError(f"give exactly two --run options (got {len(runs)})")

@@ -112,9 +112,9 @@ class DurationParam(click.ParamType):
 
 
 def connect(lake: str, tables: tuple[str, ...] | None = None, kept_rows: bool = True) -> Any:
-    """The lake's DuckDB views, of `tables` or all (aggregator.lake.open_lake, imported
+    """The lake's DuckDB views, of `tables` or all (aggregator.lake.lake.open_lake, imported
     only when a command reads the lake: `--help` stays light)."""
-    from fiolake.aggregator.lake import open_lake
+    from fiolake.aggregator.lake.lake import open_lake
 
     return open_lake(lake, tables, kept_rows)
 

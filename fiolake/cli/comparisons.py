@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fiolake.aggregator.columns import p_text, ratio_text
-from fiolake.aggregator.verdict_text import label
+from fiolake.aggregator.lake.columns import p_text, ratio_text
+from fiolake.aggregator.stats.verdict_text import label
 from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import connect
 from fiolake.cli.output import emit
@@ -17,7 +17,7 @@ from fiolake.units import MISSING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from fiolake.aggregator.filters import RunFilter
+    from fiolake.aggregator.rows.filters import RunFilter
 
 
 def filter_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,7 +65,7 @@ def run_filter(
     runs: tuple[str, ...] = (),
 ) -> RunFilter:
     """The RunFilter the options describe."""
-    from fiolake.aggregator.filters import RunFilter
+    from fiolake.aggregator.rows.filters import RunFilter
     from fiolake.timetext import parse_time
 
     when = parse_time(since) if since else None
@@ -167,11 +167,11 @@ def compare(
       fiolake compare --run RUN_A --run RUN_B --format json
       fiolake compare --campaign c-20261123-113827-952b --gang members
     """
-    from fiolake.aggregator import gang
-    from fiolake.aggregator.columns import format_value
-    from fiolake.aggregator.compare import DEFAULT_METRICS
-    from fiolake.aggregator.compare import compare as compare_runs
-    from fiolake.aggregator.lake import SUMMARY_TABLES
+    from fiolake.aggregator.lake import gang
+    from fiolake.aggregator.lake.columns import format_value
+    from fiolake.aggregator.lake.lake import SUMMARY_TABLES
+    from fiolake.aggregator.stats.compare import DEFAULT_METRICS
+    from fiolake.aggregator.stats.compare import compare as compare_runs
 
     filt = run_filter(campaign, backends, profile, since, runs)
     if gang_mode in ("members", "aggregate"):
@@ -251,8 +251,8 @@ def _number(value: float | None, template: str) -> str:
 def _emit_gangs(lake: str, filt: Any, *, members: bool, fmt: str) -> None:
     """The gang aggregate table (or member rows) of `compare`, from every table's views
     (the gang views read the per-second rows and latency bins too)."""
-    from fiolake.aggregator import gang
-    from fiolake.aggregator.columns import format_value
+    from fiolake.aggregator.lake import gang
+    from fiolake.aggregator.lake.columns import format_value
 
     with connect(lake) as handle:  # a new snapshot: commits since the check are shown too
         con = handle.con

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from fiolake.aggregator.columns import p_text, ratio_text
-from fiolake.aggregator.gate_report import gate_page_url
-from fiolake.aggregator.verdict_text import BETTER, EQUIVALENT, WORSE, decider, label
+from fiolake.aggregator.lake.columns import p_text, ratio_text
+from fiolake.aggregator.report.gate_report import gate_page_url
+from fiolake.aggregator.stats.verdict_text import BETTER, EQUIVALENT, WORSE, decider, label
 from fiolake.atomic import write_atomic
 from fiolake.cli import lake_option, problems_are_usage
 from fiolake.cli.common import connect, parse_labels
@@ -26,8 +26,8 @@ from fiolake.cli.comparisons import metric_option, min_effect_option
 from fiolake.cli.output import emit
 
 if TYPE_CHECKING:
-    from fiolake.aggregator.gate import GateResult, GateRow
-    from fiolake.aggregator.lake import Lake
+    from fiolake.aggregator.lake.lake import Lake
+    from fiolake.aggregator.stats.gate import GateResult, GateRow
 
 FIELDS = ("profile", "job_name", "direction", "metric", "n", "n_baseline", "geomean", "ratio",
           "ratio_ci_low", "ratio_ci_high", "p_value", "p_adjusted", "p_equivalence",
@@ -183,8 +183,8 @@ def _result(
     """The gate's result and `extra` of it (None without); every problem is a usage
     error (exit 2), so that gate's exit 1 keeps meaning "worse" — for `report` too, whose
     own failed write afterwards stays a failure (exit 1)."""
-    from fiolake.aggregator.compare import DEFAULT_METRICS
-    from fiolake.aggregator.gate import gate as run_gate
+    from fiolake.aggregator.stats.compare import DEFAULT_METRICS
+    from fiolake.aggregator.stats.gate import gate as run_gate
 
     with problems_are_usage(), connect(lake) as handle:
         result = run_gate(handle, campaign, baseline, label=label, since=since,

@@ -59,7 +59,7 @@ def compact(lake: str, tables: tuple[str, ...], grace: str, wait: bool) -> None:
     """
     from datetime import timedelta
 
-    from fiolake.aggregator.compact import compact as run_compaction
+    from fiolake.aggregator.lake.compact import compact as run_compaction
     from fiolake.config import Settings
     from fiolake.units import parse_duration
 
@@ -126,7 +126,7 @@ def prune(lake: str, keep: float) -> None:
     """
     from datetime import UTC, datetime, time, timedelta
 
-    from fiolake.aggregator.prune import prune_timeseries
+    from fiolake.aggregator.lake.prune import prune_timeseries
     from fiolake.config import Settings
     from fiolake.timetext import iso_utc
 
@@ -147,7 +147,7 @@ def prune(lake: str, keep: float) -> None:
 @format_option()
 def check(lake: str, fmt: str) -> None:
     """Check that every committed run has its rows and raw fio output (exit 1 if not)."""
-    from fiolake.aggregator.check import check_lake
+    from fiolake.aggregator.lake.check import check_lake
 
     with connect(lake, kept_rows=False) as handle:  # the lake's own files, not copies
         problems = check_lake(handle)

@@ -1,5 +1,5 @@
 """`report`: the gate's answer as one self-contained HTML file to attach to a ticket
-(`aggregator.gate_report`), written whole or not at all (`fiolake.atomic`)."""
+(`aggregator.report.gate_report`), written whole or not at all (`fiolake.atomic`)."""
 
 from __future__ import annotations
 
@@ -8,19 +8,19 @@ from typing import TYPE_CHECKING
 
 import click
 
-from fiolake.aggregator.gate_report import html_report
+from fiolake.aggregator.report.gate_report import html_report
 from fiolake.atomic import write_atomic
 from fiolake.cli.gate import gate_question
 
 if TYPE_CHECKING:
-    from fiolake.aggregator.gate import GateResult
-    from fiolake.aggregator.lake import Lake
-    from fiolake.aggregator.report_data import ReportData
+    from fiolake.aggregator.lake.lake import Lake
+    from fiolake.aggregator.report.report_data import ReportData
+    from fiolake.aggregator.stats.gate import GateResult
 
 
 def _report_data(lake: Lake, result: GateResult) -> ReportData:
     """`report_data`, imported when the command runs (its DuckDB stays out of `--help`)."""
-    from fiolake.aggregator.report_data import report_data
+    from fiolake.aggregator.report.report_data import report_data
 
     return report_data(lake, result)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from fiolake.aggregator.verdict_text import MARKS
+from fiolake.aggregator.stats.verdict_text import MARKS
 from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import connect
 from fiolake.cli.comparisons import (
@@ -45,9 +45,9 @@ def trend(
     bucket: str,
 ) -> None:
     """A metric over time per backend, profile, job and direction; change points marked."""
-    from fiolake.aggregator.columns import formatters
-    from fiolake.aggregator.lake import SUMMARY_TABLES
-    from fiolake.aggregator.trend import trend as metric_trend
+    from fiolake.aggregator.lake.columns import formatters
+    from fiolake.aggregator.lake.lake import SUMMARY_TABLES
+    from fiolake.aggregator.stats.trend import trend as metric_trend
 
     filt = run_filter(campaign, backends, profile, since)
     with connect(lake, SUMMARY_TABLES) as handle:
@@ -115,9 +115,9 @@ def regressions(
     on both sides and what changed between them (kernel, fio, job…). Worst first.
       fiolake regressions --since 7d --backend nvme
     """
-    from fiolake.aggregator.compare import DEFAULT_METRICS
-    from fiolake.aggregator.lake import SUMMARY_TABLES
-    from fiolake.aggregator.regressions import regressions as find
+    from fiolake.aggregator.lake.lake import SUMMARY_TABLES
+    from fiolake.aggregator.stats.compare import DEFAULT_METRICS
+    from fiolake.aggregator.stats.regressions import regressions as find
 
     window = parse_window(since)
     filt = run_filter(campaign, backends, profile)

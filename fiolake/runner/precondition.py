@@ -12,7 +12,7 @@ runner.attempt checks the precondition job with the measured one and plans both 
 The two runs share one hold of the host lock and one data directory. The precondition
 run is recorded with role='precondition'; the measured run names it in
 `preconditioned_by`. Comparisons and the gate read measured runs only
-(aggregator.filters).
+(aggregator.rows.filters).
 """
 
 from __future__ import annotations

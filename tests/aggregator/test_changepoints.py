@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from fiolake.aggregator.changepoints import DEFAULT_MAX_PVALUE, change_points
+from fiolake.aggregator.stats.changepoints import DEFAULT_MAX_PVALUE, change_points
 
 
 def test_a_fifteen_percent_step_is_found_within_two_points() -> None:

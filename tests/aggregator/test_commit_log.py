@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from fiolake import layout
-from fiolake.aggregator.compact import compact
-from fiolake.aggregator.lake import connect
-from fiolake.aggregator.snapshot import scan
+from fiolake.aggregator.lake.compact import compact
+from fiolake.aggregator.lake.lake import connect
+from fiolake.aggregator.lake.snapshot import scan
 from fiolake.commits import COMMIT_LOG_SLACK, Commit, logged_job_ids
 from fiolake.runner.lake_writer import commit_marker
 from fiolake.store import LocalStore

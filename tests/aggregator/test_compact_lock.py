@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from fiolake import layout
-from fiolake.aggregator import delta
-from fiolake.aggregator.compact_lock import try_acquire
+from fiolake.aggregator.lake import delta
+from fiolake.aggregator.lake.compact_lock import try_acquire
 from fiolake.cli import cli
 from fiolake.errors import CompactionBusy, LakeError
 from fiolake.store import LocalStore, open_store
@@ -31,8 +31,8 @@ BUSY = re.compile(
 )
 HOLD = """
 import sys, time
-from fiolake.aggregator import delta
-from fiolake.aggregator.compact_lock import try_acquire
+from fiolake.aggregator.lake import delta
+from fiolake.aggregator.lake.compact_lock import try_acquire
 from fiolake.store import LocalStore
 lock = try_acquire(LocalStore(sys.argv[1]), ttl_s=float(sys.argv[2]))
 print(lock.token, flush=True)

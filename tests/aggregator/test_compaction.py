@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from deltalake import DeltaTable
 
 from fiolake import layout
-from fiolake.aggregator import generations, snapcache
-from fiolake.aggregator.compact import compact
-from fiolake.aggregator.lake import connect
+from fiolake.aggregator.lake import generations, snapcache
+from fiolake.aggregator.lake.compact import compact
+from fiolake.aggregator.lake.lake import connect
 from fiolake.cli import cli
 from tests.aggregator import lakegen
 

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from scipy import stats as scipy_stats
 from statsmodels.stats.multitest import multipletests
 
-from fiolake.aggregator.compare import compare
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.lake import connect
+from fiolake.aggregator.lake.lake import connect
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.stats.compare import compare
 from fiolake.cli import cli
 from fiolake.errors import LakeError, UsageProblem
 from fiolake.schema import parquet_bytes

@@ -20,11 +20,11 @@ import pytest
 from deltalake import DeltaTable
 
 from fiolake import layout
-from fiolake.aggregator import delta
-from fiolake.aggregator.compact import compact
-from fiolake.aggregator.generations import LEGACY_FORMAT, Generation, Partition
-from fiolake.aggregator.lake import configure_s3, connect, extension_file, quote
-from fiolake.aggregator.snapshot import read_parquet_object, scan
+from fiolake.aggregator.lake import delta
+from fiolake.aggregator.lake.compact import compact
+from fiolake.aggregator.lake.generations import LEGACY_FORMAT, Generation, Partition
+from fiolake.aggregator.lake.lake import configure_s3, connect, extension_file, quote
+from fiolake.aggregator.lake.snapshot import read_parquet_object, scan
 from fiolake.s3client import S3Settings
 from fiolake.schema import parquet_bytes
 from fiolake.store import LocalStore, ObjectStore, S3Store, open_store

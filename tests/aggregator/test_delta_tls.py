@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from fiolake.aggregator import delta
-from fiolake.aggregator.compact import compact
+from fiolake.aggregator.lake import delta
+from fiolake.aggregator.lake.compact import compact
 from fiolake.stack import minio
 from fiolake.stack.bootstrap_tls import ensure_bootstrap_tls
 from fiolake.stack.process import free_ports, wait_for

@@ -1,4 +1,4 @@
-"""docs/engines.md is what `aggregator.engines` renders, and its DuckDB SQL, run on a lake
+"""docs/engines.md is what `aggregator.lake.engines` renders, and its DuckDB SQL, run on a lake
 written by real fio, answers what `fiolake sql` and `compare` answer (Spark: test_spark.py)."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import duckdb_extension_delta
 import pyarrow as pa
 import pytest
 
-from fiolake.aggregator import engines, gang
-from fiolake.aggregator.compare import compare
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.lake import connect, extension_file, quote
+from fiolake.aggregator.lake import engines, gang
+from fiolake.aggregator.lake.lake import connect, extension_file, quote
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.stats.compare import compare
 from fiolake.errors import UsageProblem
 from tests.aggregator.conftest import FioLakes
 from tests.aggregator.rows import Rows, canonical
@@ -57,7 +57,8 @@ def _duckdb(statements: list[str]) -> duckdb.DuckDBPyConnection:
 
 def test_docs_engines_md_is_current() -> None:
     assert DOC.read_text() == engines.document(), (
-        "docs/engines.md is stale: .venv/bin/python -m fiolake.aggregator.engines > docs/engines.md"
+        "docs/engines.md is stale: "
+        ".venv/bin/python -m fiolake.aggregator.lake.engines > docs/engines.md"
     )
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from fiolake.aggregator.headline import landing, landing_scope, profile_ratios, sentences
-from fiolake.aggregator.lake import connect
+from fiolake.aggregator.lake.lake import connect
+from fiolake.aggregator.report.headline import landing, landing_scope, profile_ratios, sentences
 from tests.aggregator import lakegen
 
 READ, WRITE = ("job1", "read"), ("job1", "write")

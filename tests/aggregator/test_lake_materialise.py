@@ -21,10 +21,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fiolake.aggregator import lake as lake_module
-from fiolake.aggregator.compact import compact
-from fiolake.aggregator.lake import SUMMARY_TABLES, connect, literal
-from fiolake.aggregator.snapshot import COMMITS_SCHEMA
+from fiolake.aggregator.lake import lake as lake_module
+from fiolake.aggregator.lake.compact import compact
+from fiolake.aggregator.lake.lake import SUMMARY_TABLES, connect, literal
+from fiolake.aggregator.lake.snapshot import COMMITS_SCHEMA
 from fiolake.layout import TABLES
 from fiolake.schema import SCHEMAS
 from tests.aggregator import lakegen
@@ -88,9 +88,9 @@ def test_comparing_a_campaign_imports_neither_pandas_nor_pyarrow_dataset(tmp_pat
     probe = f"""
 import json, sys
 from pathlib import Path
-from fiolake.aggregator.compare import compare
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.lake import SUMMARY_TABLES, connect
+from fiolake.aggregator.stats.compare import compare
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.lake.lake import SUMMARY_TABLES, connect
 cache = Path({str(tmp_path / "cache")!r})
 with connect({str(lake)!r}, tables=SUMMARY_TABLES, snapshot_cache=cache) as lake:
     rows = compare(lake, filt=RunFilter(campaign="night-1", backends=("nvme", "ceph"))).rows

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fiolake.aggregator.lake import connect, new_connection
+from fiolake.aggregator.lake.lake import connect, new_connection
 from fiolake.cli import cli
 from fiolake.errors import LakeError
 from fiolake.s3client import S3Settings

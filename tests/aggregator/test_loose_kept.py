@@ -1,5 +1,5 @@
 """Rows of runs committed since the last compaction, kept merged on this machine
-(aggregator.loose), over a real MinIO; and the snapshot work a connection skips: the
+(aggregator.lake.loose), over a real MinIO; and the snapshot work a connection skips: the
 markers an earlier scan read, the listings of tables it does not read."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from fiolake import layout
-from fiolake.aggregator import lake as lake_module
-from fiolake.aggregator import loose, snapcache
-from fiolake.aggregator.compact import compact
-from fiolake.aggregator.lake import SUMMARY_TABLES, connect
-from fiolake.aggregator.snapcache import cached_scan
+from fiolake.aggregator.lake import lake as lake_module
+from fiolake.aggregator.lake import loose, snapcache
+from fiolake.aggregator.lake.compact import compact
+from fiolake.aggregator.lake.lake import SUMMARY_TABLES, connect
+from fiolake.aggregator.lake.snapcache import cached_scan
 from fiolake.store import LocalStore, open_store
 from tests.aggregator import lakegen
 

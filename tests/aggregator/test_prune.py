@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fiolake.aggregator import delta
-from fiolake.aggregator.compact import compact
-from fiolake.aggregator.generations import latest_generation_number
-from fiolake.aggregator.lake import connect
-from fiolake.aggregator.prune import prune_timeseries
+from fiolake.aggregator.lake import delta
+from fiolake.aggregator.lake.compact import compact
+from fiolake.aggregator.lake.generations import latest_generation_number
+from fiolake.aggregator.lake.lake import connect
+from fiolake.aggregator.lake.prune import prune_timeseries
 from fiolake.cli import cli
 from fiolake.errors import AccessDenied, LakeError, UsageProblem
 from fiolake.layout import generation_key

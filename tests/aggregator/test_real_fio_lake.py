@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 from scipy import stats as scipy_stats
 
-from fiolake.aggregator.check import check_lake
-from fiolake.aggregator.compare import compare
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.lake import connect
+from fiolake.aggregator.lake.check import check_lake
+from fiolake.aggregator.lake.lake import connect
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.stats.compare import compare
 from fiolake.cli import cli
 
 HAND = """

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from fiolake import atomic
-from fiolake.aggregator.verdict_text import EQUIVALENT, VERDICT_COLOURS, WORSE
+from fiolake.aggregator.stats.verdict_text import EQUIVALENT, VERDICT_COLOURS, WORSE
 from fiolake.cli import cli
 from tests.aggregator import lakegen
 

@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 
 from fiolake import layout
-from fiolake.aggregator.compact import compact
-from fiolake.aggregator.compare import compare
-from fiolake.aggregator.lake import connect
+from fiolake.aggregator.lake.compact import compact
+from fiolake.aggregator.lake.lake import connect
+from fiolake.aggregator.stats.compare import compare
 from fiolake.errors import AccessDenied
 from fiolake.store import open_store
 from tests.aggregator import lakegen

@@ -1,4 +1,4 @@
-"""Snapshots reused while the compaction generation is unchanged (aggregator.snapcache)."""
+"""Snapshots reused while the compaction generation is unchanged (aggregator.lake.snapcache)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from fiolake import layout
-from fiolake.aggregator import snapcache
-from fiolake.aggregator.compact import compact
-from fiolake.aggregator.generations import Generation
-from fiolake.aggregator.lake import connect
-from fiolake.aggregator.snapcache import cached_scan
-from fiolake.aggregator.snapshot import scan
+from fiolake.aggregator.lake import snapcache
+from fiolake.aggregator.lake.compact import compact
+from fiolake.aggregator.lake.generations import Generation
+from fiolake.aggregator.lake.lake import connect
+from fiolake.aggregator.lake.snapcache import cached_scan
+from fiolake.aggregator.lake.snapshot import scan
 from fiolake.store import LocalStore
 from tests.aggregator import lakegen
 
@@ -151,7 +151,7 @@ def test_a_damaged_cache_file_is_ignored(tmp_path: Path) -> None:
 def test_the_cli_keeps_snapshots_where_fiolake_snapshot_cache_says(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fiolake.aggregator.lake import open_lake
+    from fiolake.aggregator.lake.lake import open_lake
 
     lake, cache = tmp_path / "lake", tmp_path / "cache"
     store = LocalStore(lake)

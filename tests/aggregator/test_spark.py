@@ -12,8 +12,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from fiolake.aggregator import engines
-from fiolake.aggregator.prune import prune_timeseries
+from fiolake.aggregator.lake import engines
+from fiolake.aggregator.lake.prune import prune_timeseries
 from tests.aggregator import lakegen
 from tests.aggregator.conftest import FioLakes
 from tests.aggregator.rows import canonical

@@ -34,8 +34,8 @@ def test_table_shows_human_units_csv_and_json_raw(two_backends: Path) -> None:
 
 
 def test_bound_parameters_are_not_sql(two_backends: Path) -> None:
-    from fiolake.aggregator.lake import connect
-    from fiolake.aggregator.query import run_query
+    from fiolake.aggregator.lake.lake import connect
+    from fiolake.aggregator.lake.query import run_query
 
     with connect(str(two_backends)) as lake:
         res = run_query(lake, "SELECT count(*) FROM runs WHERE backend = ?", ["a' OR 'x'='x"])

@@ -10,7 +10,7 @@ from scipy import stats as scipy_stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestIndPower
 
-from fiolake.aggregator import stats
+from fiolake.aggregator.stats import stats
 
 
 def test_ratio_and_ci_are_welch_on_logs() -> None:
@@ -69,7 +69,7 @@ def test_the_statistics_never_import_scipy_stats() -> None:
     import sys
 
     code = (
-        "import sys, fiolake.aggregator.compare, fiolake.aggregator.changepoints; "
+        "import sys, fiolake.aggregator.stats.compare, fiolake.aggregator.stats.changepoints; "
         "print(any(m.startswith('scipy.stats') for m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

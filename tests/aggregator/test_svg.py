@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from fiolake.aggregator.svg import Axis, Line, Whisker, _ticks, line_chart, ratio_chart
+from fiolake.aggregator.report.svg import Axis, Line, Whisker, _ticks, line_chart, ratio_chart
 
 PLAIN = Axis(log=False, fmt=lambda v: f"{v:g}")
 LOG = Axis(log=True, fmt=lambda v: f"{v:g}")

@@ -11,12 +11,12 @@ import pytest
 from click.testing import CliRunner
 
 from fiolake import layout
-from fiolake.aggregator.check import check_lake
-from fiolake.aggregator.envdiff import env_diff
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.lake import connect
-from fiolake.aggregator.regressions import regressions
-from fiolake.aggregator.trend import trend
+from fiolake.aggregator.lake.check import check_lake
+from fiolake.aggregator.lake.lake import connect
+from fiolake.aggregator.rows.envdiff import env_diff
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.stats.regressions import regressions
+from fiolake.aggregator.stats.trend import trend
 from fiolake.cli import cli
 from tests.aggregator import lakegen
 

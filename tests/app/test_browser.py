@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fiolake.aggregator.lake import connect
-from fiolake.aggregator.verdict_text import mark
+from fiolake.aggregator.lake.lake import connect
+from fiolake.aggregator.stats.verdict_text import mark
 from fiolake.cli import cli
 from fiolake.runner.distributed.fleet import FleetStatus
 from fiolake.store import LocalStore

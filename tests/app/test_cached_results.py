@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fiolake.aggregator.compact import compact
-from fiolake.aggregator.lake import Lake, connect
+from fiolake.aggregator.lake.compact import compact
+from fiolake.aggregator.lake.lake import Lake, connect
 from fiolake.app import common
 from tests.aggregator import lakegen
 
@@ -97,7 +97,7 @@ def test_the_server_warm_up_opens_the_lake_for_the_first_visit(
         assert lake.snapshot.commits.num_rows == 2
         # Home's questions are answered too, under the keys Home asks with: a stand-in
         # with the same name that fails if called gets the warm answer back.
-        for module, name in (("headline", "landing"), ("series", "overview")):
+        for module, name in (("report.headline", "landing"), ("rows.series", "overview")):
 
             def not_again(_lake: Lake) -> None:
                 raise AssertionError("the first visit recomputed a warm answer")

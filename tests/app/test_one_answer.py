@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 from streamlit.testing.v1 import AppTest
 
-from fiolake.aggregator.compare import compare
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.headline import landing, sentences
-from fiolake.aggregator.lake import connect
-from fiolake.aggregator.verdict_text import label
+from fiolake.aggregator.lake.lake import connect
+from fiolake.aggregator.report.headline import landing, sentences
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.stats.compare import compare
+from fiolake.aggregator.stats.verdict_text import label
 from fiolake.cli import cli
 from tests.aggregator import lakegen
 

@@ -120,7 +120,7 @@ def test_gate_page_sets_the_newest_campaign_against_the_one_before(
     slower = {"nvme": {READ: {"iops": 700}}}
     lakegen.write_campaign(store, "night-2", slower, 3, jitter=0.02, start=later)
     monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "lake"))
-    from fiolake.aggregator import gate_report
+    from fiolake.aggregator.report import gate_report
 
     offered: list[str] = []  # the download's content, as the page builds it
     real = gate_report.html_report
@@ -136,7 +136,7 @@ def test_gate_page_sets_the_newest_campaign_against_the_one_before(
     iops = table[table["metric"] == "iops"]
     assert iops["verdict"].tolist() == ["▼ worse"]
     (download,) = at.get("download_button")
-    assert download.proto.label == "Download the HTML report"  # aggregator.gate_report
+    assert download.proto.label == "Download the HTML report"  # aggregator.report.gate_report
     assert download.proto.url.endswith(".html")
     (report,) = offered  # with the charts and environment the CLI's report has
     assert [report.count(f'<svg class="chart {k}"') for k in ("ratio", "latency", "series")] == [

@@ -36,16 +36,16 @@ if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path[0] = str(Path(__file__).resolve().parents[2])
 
 from fiolake import layout
-from fiolake.aggregator import delta, snapcache
-from fiolake.aggregator.compact import compact
-from fiolake.aggregator.compare import compare
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.generations import DeltaState, Generation, write_generation
-from fiolake.aggregator.lake import connect
-from fiolake.aggregator.regressions import regressions
-from fiolake.aggregator.series import per_second
-from fiolake.aggregator.snapshot import commits_table, scan
-from fiolake.aggregator.trend import trend
+from fiolake.aggregator.lake import delta, snapcache
+from fiolake.aggregator.lake.compact import compact
+from fiolake.aggregator.lake.generations import DeltaState, Generation, write_generation
+from fiolake.aggregator.lake.lake import connect
+from fiolake.aggregator.lake.snapshot import commits_table, scan
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.series import per_second
+from fiolake.aggregator.stats.compare import compare
+from fiolake.aggregator.stats.regressions import regressions
+from fiolake.aggregator.stats.trend import trend
 from fiolake.commits import Commit
 from fiolake.schema import SCHEMAS, parquet_bytes
 from fiolake.store import LocalStore, open_store

@@ -23,15 +23,15 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a file: make the repository importable
     sys.path[0] = str(Path(__file__).resolve().parents[2])
 
-from fiolake.aggregator import latency
-from fiolake.aggregator.compare import compare
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.fleet import fleet
-from fiolake.aggregator.headline import landing, landing_scope
-from fiolake.aggregator.lake import Lake, connect
-from fiolake.aggregator.runlist import list_runs
-from fiolake.aggregator.series import cases_of, per_second, recent_runs, steady_marks
-from fiolake.aggregator.trend import trend
+from fiolake.aggregator.lake.lake import Lake, connect
+from fiolake.aggregator.report.headline import landing, landing_scope
+from fiolake.aggregator.rows import latency
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.fleet import fleet
+from fiolake.aggregator.rows.runlist import list_runs
+from fiolake.aggregator.rows.series import cases_of, per_second, recent_runs, steady_marks
+from fiolake.aggregator.stats.compare import compare
+from fiolake.aggregator.stats.trend import trend
 from tests.app import browser
 from tests.bench.aggregator import build_compacted, timed
 

@@ -1,7 +1,7 @@
 """Cross-check: fiolake's change points against Apache Otava's, on the same series.
 
 apache-otava pins numpy 2.2.* and scipy < 1.17 (and pulls BigQuery and Slack clients), so
-it is never a dependency: run this in a throwaway venv. aggregator/changepoints.py needs
+it is never a dependency: run this in a throwaway venv. aggregator/stats/changepoints.py needs
 only numpy and scipy, so it is loaded by path. Prints JSON; docs/statistics.md records it.
 Not a test: a script that prints its figures.
 

@@ -134,7 +134,7 @@ def claim_latency(bench: Bench, trials: int) -> list[float]:
 def job_overhead(bench: Bench, jobs: int) -> list[float]:
     import duckdb  # noqa: F401 - via the aggregator
 
-    from fiolake.aggregator.lake import connect
+    from fiolake.aggregator.lake.lake import connect
 
     lake = f"{bench.stack.lake}/overhead"
     bench.publish(lake, TIMED_JOB, repeat=jobs)

@@ -26,10 +26,10 @@ if __package__ in (None, ""):  # run as a file: make the repository importable
 import duckdb
 import duckdb_extension_delta
 
-from fiolake.aggregator import engines
-from fiolake.aggregator.compact import compact
-from fiolake.aggregator.lake import connect, extension_file, quote
-from fiolake.aggregator.prune import prune_timeseries
+from fiolake.aggregator.lake import engines
+from fiolake.aggregator.lake.compact import compact
+from fiolake.aggregator.lake.lake import connect, extension_file, quote
+from fiolake.aggregator.lake.prune import prune_timeseries
 from fiolake.store import LocalStore
 from fiolake.units import parse_duration
 from tests.bench.aggregator import build_compacted, du

@@ -38,10 +38,10 @@ if __package__ in (None, ""):  # run as a file: make the repository importable
 
 from fiolake import layout
 from fiolake import store as store_module
-from fiolake.aggregator import snapcache
-from fiolake.aggregator.compare import compare
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.lake import Lake, connect
+from fiolake.aggregator.lake import snapcache
+from fiolake.aggregator.lake.lake import Lake, connect
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.stats.compare import compare
 from fiolake.commits import Commit
 from fiolake.config import Settings
 from fiolake.store import open_store

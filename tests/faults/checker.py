@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fiolake import layout
-from fiolake.aggregator.check import check_lake
-from fiolake.aggregator.lake import Lake
+from fiolake.aggregator.lake.check import check_lake
+from fiolake.aggregator.lake.lake import Lake
 from fiolake.campaign_progress import campaign_status
 from fiolake.commits import Commit
 from fiolake.errors import NotFound

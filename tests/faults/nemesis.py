@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fiolake.aggregator.lake import connect
+from fiolake.aggregator.lake.lake import connect
 from fiolake.runner.distributed.history import PAUSE_STEPS
 from fiolake.runner.distributed.service import UNJUDGED_MAX_S
 from fiolake.stack.local import restart_minio, start_openbao, stop_openbao

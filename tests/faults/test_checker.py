@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fiolake import layout
-from fiolake.aggregator.lake import connect
+from fiolake.aggregator.lake.lake import connect
 from fiolake.runner.distributed.config import RunnerConfig
 from fiolake.runner.distributed.history import History, HistoryStore
 from fiolake.runner.distributed.service import Runner

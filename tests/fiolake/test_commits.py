@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from fiolake.aggregator.snapshot import commits_table
+from fiolake.aggregator.lake.snapshot import commits_table
 from fiolake.commits import Commit, new_commit
 
 

@@ -8,7 +8,7 @@ import sys
 
 def test_reading_the_lake_loads_no_signing_library() -> None:
     code = (
-        "import sys, fiolake.config, fiolake.aggregator.lake, fiolake.cli.comparisons\n"
+        "import sys, fiolake.config, fiolake.aggregator.lake.lake, fiolake.cli.comparisons\n"
         "print(sorted(m for m in ('hvac', 'cryptography') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)

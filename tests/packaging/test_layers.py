@@ -55,7 +55,7 @@ def test_runner_importing_the_aggregator_breaks_the_contract(
     site = tmp_path / "site"
     shutil.copytree(unpacked_wheel, site)
     spool = site / "fiolake" / "runner" / "spool.py"
-    spool.write_text(spool.read_text() + "\nimport fiolake.aggregator.lake  # planted\n")
+    spool.write_text(spool.read_text() + "\nimport fiolake.aggregator.lake.lake  # planted\n")
     done = lint_imports(site, tmp_path)
     assert done.returncode == 1
     assert "BROKEN" in done.stdout and "fiolake.runner.spool" in done.stdout

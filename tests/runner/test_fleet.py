@@ -8,8 +8,8 @@ import socket
 from pathlib import Path
 
 from fiolake import layout
-from fiolake.aggregator.fleet import fleet
-from fiolake.aggregator.lake import connect
+from fiolake.aggregator.lake.lake import connect
+from fiolake.aggregator.rows.fleet import fleet
 from fiolake.fleet import RunnerStatus
 from fiolake.runner.distributed.config import RunnerConfig
 from fiolake.runner.distributed.fleet import FleetStatus

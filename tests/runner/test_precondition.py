@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.lake import open_lake
-from fiolake.aggregator.runlist import list_runs
+from fiolake.aggregator.lake.lake import open_lake
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.runlist import list_runs
 from fiolake.cli import cli
 from fiolake.runner.policy.check import check_job_file
 from fiolake.runner.precondition import on_files_of

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from fiolake import layout
-from fiolake.aggregator.compact import compact
-from fiolake.aggregator.generations import latest_generation
-from fiolake.aggregator.lake import connect
-from fiolake.aggregator.query import run_query
-from fiolake.aggregator.snapshot import scan
+from fiolake.aggregator.lake.compact import compact
+from fiolake.aggregator.lake.generations import latest_generation
+from fiolake.aggregator.lake.lake import connect
+from fiolake.aggregator.lake.query import run_query
+from fiolake.aggregator.lake.snapshot import scan
 from fiolake.campaign_progress import campaign_job_keys, campaign_status
 from fiolake.commits import Commit, logged_job_ids
 from fiolake.config import Settings

@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 from click.testing import CliRunner
 
 from fiolake import layout
-from fiolake.aggregator.compact import compact
+from fiolake.aggregator.lake.compact import compact
 from fiolake.cli import cli
 from fiolake.errors import AccessDenied, FiolakeError, NotFound, PreconditionFailed, StoreError
 from fiolake.s3client import S3Settings, s3_client

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from fiolake.aggregator.columns import format_value
-from fiolake.aggregator.compare import compare, metric_columns
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.headline import landing_scope
-from fiolake.aggregator.series import distinct
-from fiolake.aggregator.verdict_text import label
+from fiolake.aggregator.lake.columns import format_value
+from fiolake.aggregator.report.headline import landing_scope
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.series import distinct
+from fiolake.aggregator.stats.compare import compare, metric_columns
+from fiolake.aggregator.stats.verdict_text import label
 from fiolake.app.charts import ratio_chart, ratio_frame, show
 from fiolake.app.common import get_lake, run_or_stop
 

@@ -6,10 +6,10 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from fiolake.aggregator import latency
-from fiolake.aggregator.columns import display_scale, nines
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.series import distinct
+from fiolake.aggregator.lake.columns import display_scale, nines
+from fiolake.aggregator.rows import latency
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.series import distinct
 from fiolake.app.charts import backend_colour, show
 from fiolake.app.common import get_lake, run_or_stop
 
@@ -31,7 +31,7 @@ backends_all = run_or_stop(distinct, lake, "backend", "status = 'ok'")
 left, camp_col, mid, job_col, right = st.columns([2, 2, 3, 2, 1])
 profile = left.selectbox("Profile", profiles, key="profile", bind="query-params")
 # The newest campaign first (as Home): every run of a profile is one click away, but
-# an exact median over all of them is slow on a big lake (aggregator.latency.campaigns_of).
+# an exact median over all of them is slow on a big lake (aggregator.rows.latency.campaigns_of).
 campaigns = run_or_stop(latency.campaigns_of, lake, profile) if profile else []
 campaign = camp_col.selectbox(
     "Campaign", [*campaigns, ALL_CAMPAIGNS], key="campaign", bind="query-params"

@@ -7,9 +7,9 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from fiolake.aggregator.columns import display_scale
-from fiolake.aggregator.latency import profiles_by_runs
-from fiolake.aggregator.series import (
+from fiolake.aggregator.lake.columns import display_scale
+from fiolake.aggregator.rows.latency import profiles_by_runs
+from fiolake.aggregator.rows.series import (
     PERCENTILE_SERIES,
     SERIES_METRICS,
     per_second,

@@ -6,13 +6,13 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from fiolake.aggregator.columns import display_scale
-from fiolake.aggregator.compare import metric_columns
-from fiolake.aggregator.envdiff import env_diff
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.latency import profiles_by_runs
-from fiolake.aggregator.series import cases_of, distinct
-from fiolake.aggregator.trend import trend
+from fiolake.aggregator.lake.columns import display_scale
+from fiolake.aggregator.rows.envdiff import env_diff
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.latency import profiles_by_runs
+from fiolake.aggregator.rows.series import cases_of, distinct
+from fiolake.aggregator.stats.compare import metric_columns
+from fiolake.aggregator.stats.trend import trend
 from fiolake.app.charts import backend_colour, show, time_axis, when
 from fiolake.app.common import get_lake, run_or_stop
 

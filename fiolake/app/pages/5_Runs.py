@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.runlist import STATUSES, list_runs
-from fiolake.aggregator.series import distinct
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.runlist import STATUSES, list_runs
+from fiolake.aggregator.rows.series import distinct
 from fiolake.app.charts import when
 from fiolake.app.common import get_lake, human_frame, run_or_stop
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from fiolake.aggregator.fleet import SILENT_AFTER_S, fleet
+from fiolake.aggregator.rows.fleet import SILENT_AFTER_S, fleet
 from fiolake.app.charts import when
 from fiolake.app.common import call_or_stop, get_lake
 from fiolake.fleet import IDLE_EVERY_S, RUNNING

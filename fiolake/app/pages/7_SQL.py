@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from fiolake.aggregator.query import run_query
+from fiolake.aggregator.lake.query import run_query
 from fiolake.app.common import call_or_stop, get_lake, human_frame
 
 st.set_page_config(page_title="fiolake · SQL", layout="wide")

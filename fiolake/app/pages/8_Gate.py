@@ -1,17 +1,17 @@
 """The regression gate: a campaign against its baseline campaign, worst first — the same
-rows and verdicts as `fiolake gate` (aggregator.gate, through compare.compare)."""
+rows and verdicts as `fiolake gate` (aggregator.stats.gate, through compare.compare)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
-from fiolake.aggregator.columns import p_text, ratio_text
-from fiolake.aggregator.gate import gate
-from fiolake.aggregator.gate_report import html_report
-from fiolake.aggregator.report_data import report_data
-from fiolake.aggregator.series import distinct
-from fiolake.aggregator.verdict_text import label
+from fiolake.aggregator.lake.columns import p_text, ratio_text
+from fiolake.aggregator.report.gate_report import html_report
+from fiolake.aggregator.report.report_data import report_data
+from fiolake.aggregator.rows.series import distinct
+from fiolake.aggregator.stats.gate import gate
+from fiolake.aggregator.stats.verdict_text import label
 from fiolake.app.common import get_lake, run_or_stop
 
 st.set_page_config(page_title="fiolake · Gate", layout="wide")

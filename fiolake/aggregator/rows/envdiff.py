@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fiolake.aggregator.filters import RunFilter, validate
-from fiolake.aggregator.lake import Lake
+from fiolake.aggregator.lake.lake import Lake
+from fiolake.aggregator.rows.filters import RunFilter, validate
 from fiolake.errors import LakeError
 from fiolake.jobhash import effective_job_sha256, job_differences
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fiolake.aggregator.envdiff import ENV_COLUMNS
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.lake import Lake, literals
-from fiolake.aggregator.series import fetch_rows
+from fiolake.aggregator.lake.lake import Lake, literals
+from fiolake.aggregator.rows.envdiff import ENV_COLUMNS
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.series import fetch_rows
 
 STATUSES = ("ok", "failed", "rejected", "interrupted")
 # What a run is, then why it went wrong, then where and how it ran (envdiff's columns).

@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 
-from fiolake.aggregator.lake import Lake
+from fiolake.aggregator.lake.lake import Lake
 from fiolake.errors import LakeError
 
 # Statement types a user query may be; everything else could write or change settings.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from fiolake.aggregator.lake import Lake, literal, literals
+from fiolake.aggregator.lake.lake import Lake, literal, literals
 from fiolake.errors import LakeError, UsageProblem
 from fiolake.timetext import iso_utc
 

@@ -27,7 +27,7 @@ from fiolake.layout import TABLES
 
 
 class RunFilter(Protocol):
-    """aggregator.filters.RunFilter (imported by name there would be a cycle via lake)."""
+    """aggregator.rows.filters.RunFilter (imported by name there would be a cycle via lake)."""
 
     def where(self, alias: str = "runs", *, any_role: bool = False) -> str: ...
 

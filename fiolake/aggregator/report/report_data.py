@@ -10,15 +10,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fiolake.aggregator.envdiff import EnvDifference, env_diff, environment
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.gate import window_runs
-from fiolake.aggregator.latency import PercentilePoint, percentile_curves
-from fiolake.aggregator.series import SeriesPoint, fetch_rows, per_second
+from fiolake.aggregator.rows.envdiff import EnvDifference, env_diff, environment
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.latency import PercentilePoint, percentile_curves
+from fiolake.aggregator.rows.series import SeriesPoint, fetch_rows, per_second
+from fiolake.aggregator.stats.gate import window_runs
 
 if TYPE_CHECKING:
-    from fiolake.aggregator.gate import GateResult
-    from fiolake.aggregator.lake import Lake
+    from fiolake.aggregator.lake.lake import Lake
+    from fiolake.aggregator.stats.gate import GateResult
 
 NEW, BASELINE = 0, 1  # index of a side in the pairs below
 # Per-second lines per side and job: the newest few runs (a chart of 20 lines says less).

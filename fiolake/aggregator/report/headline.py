@@ -12,12 +12,12 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from fiolake.aggregator import columns
-from fiolake.aggregator.compare import CompareRow, Comparison, compare
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.lake import Lake
-from fiolake.aggregator.series import fetch_rows as fetch
-from fiolake.aggregator.verdict_text import MIXED, decider, times, word
+from fiolake.aggregator.lake import columns
+from fiolake.aggregator.lake.lake import Lake
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.series import fetch_rows as fetch
+from fiolake.aggregator.stats.compare import CompareRow, Comparison, compare
+from fiolake.aggregator.stats.verdict_text import MIXED, decider, times, word
 from fiolake.errors import LakeError
 
 THROUGHPUT, LATENCY = "iops", "clat_p99_ns"

@@ -17,11 +17,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fiolake.aggregator import columns, stats
-from fiolake.aggregator.filters import RunFilter, check_group_column, validate
-from fiolake.aggregator.lake import Lake, quote
-from fiolake.aggregator.runsets import Case, GroupStats, job_texts, summarise
-from fiolake.aggregator.verdict_text import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
+from fiolake.aggregator.lake import columns
+from fiolake.aggregator.lake.lake import Lake, quote
+from fiolake.aggregator.rows.filters import RunFilter, check_group_column, validate
+from fiolake.aggregator.stats import stats
+from fiolake.aggregator.stats.runsets import Case, GroupStats, job_texts, summarise
+from fiolake.aggregator.stats.verdict_text import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
 from fiolake.errors import LakeError, UsageProblem
 from fiolake.jobhash import job_differences
 from fiolake.timetext import iso_utc

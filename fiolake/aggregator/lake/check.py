@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fiolake import layout
-from fiolake.aggregator.lake import Lake
+from fiolake.aggregator.lake.lake import Lake
 
 
 @dataclass(frozen=True)

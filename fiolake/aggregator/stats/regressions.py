@@ -13,14 +13,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from fiolake.aggregator import columns, stats
-from fiolake.aggregator.changepoints import DEFAULT_MAX_PVALUE, change_points
-from fiolake.aggregator.compare import DEFAULT_METRICS, check_metrics
-from fiolake.aggregator.envdiff import env_diff
-from fiolake.aggregator.filters import RunFilter, validate
-from fiolake.aggregator.lake import Lake
-from fiolake.aggregator.runsets import RunValue, per_run_values
-from fiolake.aggregator.verdict_text import BETTER, WORSE
+from fiolake.aggregator.lake import columns
+from fiolake.aggregator.lake.lake import Lake
+from fiolake.aggregator.rows.envdiff import env_diff
+from fiolake.aggregator.rows.filters import RunFilter, validate
+from fiolake.aggregator.stats import stats
+from fiolake.aggregator.stats.changepoints import DEFAULT_MAX_PVALUE, change_points
+from fiolake.aggregator.stats.compare import DEFAULT_METRICS, check_metrics
+from fiolake.aggregator.stats.runsets import RunValue, per_run_values
+from fiolake.aggregator.stats.verdict_text import BETTER, WORSE
 from fiolake.errors import LakeError
 
 MIN_POINTS = 6  # two segments of MIN_SIZE

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fiolake.aggregator.lake import Lake
+from fiolake.aggregator.lake.lake import Lake
 from fiolake.errors import UsageProblem
 from fiolake.schema import SECOND_PERCENTILES
 

@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fiolake.aggregator.verdict_text import INCONCLUSIVE, VERDICT_COLOURS
+from fiolake.aggregator.stats.verdict_text import INCONCLUSIVE, VERDICT_COLOURS
 
 FONT = 'font-family="system-ui, sans-serif" font-size="11"'
 

@@ -4,7 +4,7 @@ One table per lake table plus `commits`, at `compacted/delta/<table>/`. The comp
 their only writer and only ever appends rows of committed runs, so any Delta reader
 (DuckDB `delta_scan`, polars `scan_delta`, Spark, Trino) sees exactly the runs compacted
 so far, never an orphan attempt. fiolake's own views do not need delta-rs: the compaction
-generation (`fiolake.aggregator.generations`) records each table's Delta version and its
+generation (`fiolake.aggregator.lake.generations`) records each table's Delta version and its
 data files.
 
 delta-rs talks to S3 through Rust's object_store, which has no storage option for a CA

@@ -25,16 +25,16 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from fiolake import layout
-from fiolake.aggregator import delta
-from fiolake.aggregator.compact_lock import CompactionLock, compaction_lock
-from fiolake.aggregator.generations import (
+from fiolake.aggregator.lake import delta
+from fiolake.aggregator.lake.compact_lock import CompactionLock, compaction_lock
+from fiolake.aggregator.lake.generations import (
     INLINE_KEYS_FORMAT,
     DeltaState,
     Generation,
     latest_generation,
     write_generation,
 )
-from fiolake.aggregator.snapshot import COMMITS_SCHEMA, Snapshot, read_all, read_index, scan
+from fiolake.aggregator.lake.snapshot import COMMITS_SCHEMA, Snapshot, read_all, read_index, scan
 from fiolake.commits import logged_job_ids
 from fiolake.errors import LakeError, NotFound, PreconditionFailed, StoreError
 from fiolake.schema import SCHEMAS

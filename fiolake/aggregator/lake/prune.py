@@ -25,9 +25,9 @@ import dataclasses
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from fiolake.aggregator import delta
-from fiolake.aggregator.compact_lock import CompactionLock, compaction_lock
-from fiolake.aggregator.generations import DeltaState, latest_generation, write_generation
+from fiolake.aggregator.lake import delta
+from fiolake.aggregator.lake.compact_lock import CompactionLock, compaction_lock
+from fiolake.aggregator.lake.generations import DeltaState, latest_generation, write_generation
 from fiolake.errors import AccessDenied, LakeError, PreconditionFailed, UsageProblem
 from fiolake.store import ObjectStore
 from fiolake.timetext import now_iso

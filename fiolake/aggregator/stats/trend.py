@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from fiolake.aggregator import columns
-from fiolake.aggregator.changepoints import change_points
-from fiolake.aggregator.compare import check_metrics
-from fiolake.aggregator.filters import RunFilter, validate
-from fiolake.aggregator.lake import Lake, literal
-from fiolake.aggregator.series import fetch_rows
+from fiolake.aggregator.lake import columns
+from fiolake.aggregator.lake.lake import Lake, literal
+from fiolake.aggregator.rows.filters import RunFilter, validate
+from fiolake.aggregator.rows.series import fetch_rows
+from fiolake.aggregator.stats.changepoints import change_points
+from fiolake.aggregator.stats.compare import check_metrics
 from fiolake.errors import LakeError, UsageProblem
 
 BUCKETS = ("run", "day")

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fiolake.aggregator import stats
-from fiolake.aggregator.compare import (
+from fiolake.aggregator.lake.lake import Lake
+from fiolake.aggregator.rows.envdiff import ENV_COLUMNS
+from fiolake.aggregator.rows.filters import RunFilter, runs_columns, validate
+from fiolake.aggregator.rows.series import fetch_rows
+from fiolake.aggregator.stats import stats
+from fiolake.aggregator.stats.compare import (
     DEFAULT_METRICS,
     INCONCLUSIVE,
     WORSE,
     CompareRow,
     compare,
 )
-from fiolake.aggregator.envdiff import ENV_COLUMNS
-from fiolake.aggregator.filters import RunFilter, runs_columns, validate
-from fiolake.aggregator.lake import Lake
-from fiolake.aggregator.series import fetch_rows
 from fiolake.errors import UsageProblem
 from fiolake.timetext import as_utc, iso_utc, parse_time
 

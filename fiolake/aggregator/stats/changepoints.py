@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from fiolake.aggregator.stats import pooled_t_pvalue
+from fiolake.aggregator.stats.stats import pooled_t_pvalue
 
 DEFAULT_MAX_PVALUE = 0.001
 WINDOW = 30  # points per E-Divisive window (windows overlap by half)

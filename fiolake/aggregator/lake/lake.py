@@ -1,9 +1,9 @@
 """An in-process DuckDB connection whose views show only committed runs of a lake.
 
-`connect()` takes a snapshot of the lake (see `aggregator.snapshot`) and creates one view
+`connect()` takes a snapshot of the lake (see `aggregator.lake.snapshot`) and creates one view
 per lake table (`layout.TABLES`: runs, results, timeseries, percentiles, disk_util,
 iodepth, latency_bins; or only those `tables` names) over exactly the Parquet files that
-hold committed run ids, the gang views over them (`aggregator.gang`), and the table
+hold committed run ids, the gang views over them (`aggregator.lake.gang`), and the table
 `commits`. Files appearing later are seen by the next `connect()`.
 """
 
@@ -22,10 +22,10 @@ import duckdb_extension_httpfs
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fiolake.aggregator import gang, loose
-from fiolake.aggregator.generations import Generation
-from fiolake.aggregator.snapcache import cached_scan
-from fiolake.aggregator.snapshot import Snapshot
+from fiolake.aggregator.lake import gang, loose
+from fiolake.aggregator.lake.generations import Generation
+from fiolake.aggregator.lake.snapcache import cached_scan
+from fiolake.aggregator.lake.snapshot import Snapshot
 from fiolake.config import Settings
 from fiolake.errors import LakeError, StoreError
 from fiolake.layout import TABLES, parse_result_key
@@ -207,7 +207,7 @@ def _load_loose(
     con: duckdb.DuckDBPyConnection, store: ObjectStore, table: str, keys: list[str], keep: Path
 ) -> bool:
     """CREATE TABLE _fiolake.loose_<table> with the rows of the per-run files `keys`:
-    those `keep` holds from an earlier connection (`aggregator.loose`), the rest from the
+    those `keep` holds from an earlier connection (`aggregator.lake.loose`), the rest from the
     lake; then keep the result for the next. A kept file that cannot be read (damaged,
     removed meanwhile) is passed over for the lake's files. False when those fail too (a
     damaged file in the lake): the view then reads the files in place, where the error
@@ -329,13 +329,13 @@ def connect(
 
     With `sandbox`, queries can read only the lake and cannot change settings. The
     lake's snapshot is reused while its compaction generation is unchanged
-    (`aggregator.snapcache`: in memory, and in `snapshot_cache` for later processes).
+    (`aggregator.lake.snapcache`: in memory, and in `snapshot_cache` for later processes).
     `tables` limits the views to those lake tables (default: every one): a view is bound
     when it is created, which reads the footer of each of its files, so a command that
     reads `runs` and `results` need not wait for the timeseries' (SUMMARY_TABLES). The
     gang views over tables left out are left out too; `gang_members` needs only `runs`.
     With `kept_rows` (and a snapshot cache), the rows of per-run files not yet compacted
-    are read from what an earlier connection kept (`aggregator.loose`); `lake check`
+    are read from what an earlier connection kept (`aggregator.lake.loose`); `lake check`
     reads them from the lake itself.
     """
     unknown = set(tables or ()) - set(TABLES)

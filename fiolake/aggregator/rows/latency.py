@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fiolake.aggregator.filters import RunFilter, validate
-from fiolake.aggregator.lake import Lake
-from fiolake.aggregator.series import fetch_rows
+from fiolake.aggregator.lake.lake import Lake
+from fiolake.aggregator.rows.filters import RunFilter, validate
+from fiolake.aggregator.rows.series import fetch_rows
 
 LAT_TYPES = ("clat", "lat", "slat")
 # fio's histogram: 64 log-linear buckets per power of two (runner/fio_bins.py), so a

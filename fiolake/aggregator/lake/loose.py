@@ -27,7 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from fiolake.aggregator.snapcache import lake_id
+from fiolake.aggregator.lake.snapcache import lake_id
 from fiolake.store import ObjectStore
 
 LOCAL_LIMIT = 2_000  # loose files of one table, at most, loaded at connect (else in place)

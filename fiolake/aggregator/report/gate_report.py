@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from fiolake import units
-from fiolake.aggregator.columns import format_value, nines, p_text, ratio_text
-from fiolake.aggregator.svg import Axis, Line, Whisker, line_chart, ratio_chart
-from fiolake.aggregator.verdict_text import label
+from fiolake.aggregator.lake.columns import format_value, nines, p_text, ratio_text
+from fiolake.aggregator.report.svg import Axis, Line, Whisker, line_chart, ratio_chart
+from fiolake.aggregator.stats.verdict_text import label
 
 if TYPE_CHECKING:
-    from fiolake.aggregator.gate import GateResult
-    from fiolake.aggregator.report_data import Case, ReportData
+    from fiolake.aggregator.report.report_data import Case, ReportData
+    from fiolake.aggregator.stats.gate import GateResult
 
 STYLE = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 2em; color: #1b1b1b; }
@@ -43,7 +43,7 @@ def html_report(result: GateResult, app_url: str | None, data: ReportData) -> st
     families the p-values were adjusted in, the ratio chart with CI whiskers, latency
     percentile curves and per-second series of both sides (`data`, from
     `report_data.report_data`), the environments and their differences, and the command
-    that reproduces it. Charts are inline SVG (`aggregator.svg`): no script, no fetch."""
+    that reproduces it. Charts are inline SVG (`aggregator.report.svg`): no script, no fetch."""
     e = html.escape
     worse, unsure = len(result.worse), len(result.inconclusive)
     verdict = "fails" if worse else "passes"

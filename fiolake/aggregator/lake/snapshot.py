@@ -23,7 +23,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from fiolake import layout
-from fiolake.aggregator.generations import Generation, latest_generation
+from fiolake.aggregator.lake.generations import Generation, latest_generation
 from fiolake.commits import Commit, logged_job_ids
 from fiolake.errors import NotFound
 from fiolake.store import ObjectStore
@@ -57,7 +57,7 @@ class Snapshot:
     unindexed: frozenset[str] = frozenset()  # job ids of markers the commit index lacks
     warnings: list[str] = field(default_factory=list)
     # Job ids the commit log (or the listing of every marker) named beyond the index: a
-    # cached snapshot is reused only while this listing is unchanged (aggregator.snapcache).
+    # cached snapshot is reused only while this listing is unchanged (aggregator.lake.snapcache).
     listed_new: tuple[str, ...] = ()
     # The tables whose result files were listed (`scan(tables=...)`): only theirs are known.
     tables: tuple[str, ...] = layout.TABLES
@@ -160,7 +160,7 @@ def unindexed_job_ids(
 @dataclass(frozen=True)
 class Indexed:
     """What one compaction generation fixes: its record and its commit index. Both are
-    immutable under the generation's key, so a cache may keep them (aggregator.snapcache)."""
+    immutable under the generation's key, so a cache may keep them (aggregator.lake.snapcache)."""
 
     compacted: Generation | None
     commits: pa.Table  # COMMITS_SCHEMA: the markers the index holds
@@ -266,7 +266,7 @@ def scan(
     `full_listing` lists every commit marker even where the commit log would do
     (compaction does, to catch markers whose log entry is missing). `indexed` (the
     generation and its commit index) and `new` (`unindexed_job_ids`) when the caller
-    already has them, and `known` markers an earlier scan read (aggregator.snapcache).
+    already has them, and `known` markers an earlier scan read (aggregator.lake.snapcache).
     Only the result files of `tables` are listed (a comparison reads two of seven).
     """
     warnings: list[str] = []

@@ -13,9 +13,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from fiolake.aggregator import columns, stats
-from fiolake.aggregator.filters import RunFilter
-from fiolake.aggregator.lake import Lake, literal, literals
+from fiolake.aggregator.lake import columns
+from fiolake.aggregator.lake.lake import Lake, literal, literals
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.stats import stats
 from fiolake.jobhash import effective_job_sha256
 
 

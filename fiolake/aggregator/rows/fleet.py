@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from fiolake import layout
-from fiolake.aggregator.lake import Lake
+from fiolake.aggregator.lake.lake import Lake
 from fiolake.errors import NotFound, StoreError
 from fiolake.fleet import IDLE_EVERY_S, STOPPED, RunnerStatus
 

@@ -32,14 +32,14 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from fiolake import layout
-from fiolake.aggregator.generations import (
+from fiolake.aggregator.lake.generations import (
     CoveredIdsMissing,
     Generation,
     latest_generation_number,
     read_generation,
     split_ids,
 )
-from fiolake.aggregator.snapshot import Indexed, Snapshot, read_index, scan, unindexed_job_ids
+from fiolake.aggregator.lake.snapshot import Indexed, Snapshot, read_index, scan, unindexed_job_ids
 from fiolake.errors import NotFound
 from fiolake.store import ObjectStore
 
