@@ -33,11 +33,10 @@ def load_changepoints():
 
 
 def main():
+    cp = load_changepoints()  # first: --help proves the module is still where it looks
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.parse_args()
     from otava.analysis import compute_change_points
-
-    cp = load_changepoints()
 
     def otava(series, window=50):
         points, _ = compute_change_points(
