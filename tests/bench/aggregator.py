@@ -3,11 +3,13 @@
     .venv/bin/python -m tests.bench.aggregator [--runs 10000] [--loose-runs 500]
 
 Builds a synthetic lake of --runs runs (8 jobs × 2 directions each, 60 s of per-second
-timeseries per job × direction) with pyarrow in bulk. That big lake is written
-*already compacted* (a Delta table per table and for the commit index, and a generation record,
-as `fiolake lake compact` leaves it), plus one commit marker per run and, so that listing
-costs are honest, an empty placeholder for every per-run file compaction would have
-covered (never read: the generation says so). A smaller --loose-runs lake is written the
+timeseries per job × direction) with pyarrow in bulk. That big lake is the lake users get
+after `fiolake lake compact`: its rows go into the Delta tables in bulk, one commit marker
+and commit-log entry per run are written as runners write them, and then compaction
+itself (`aggregator.compact`) rewrites the tables into few files and writes the
+generation record in the current format. So that listing costs are honest, it also holds
+an empty placeholder for every per-run file compaction would have covered (never read:
+the generation says so). A smaller --loose-runs lake is written the
 way runners write (one Parquet file per table per run) and measured before and after
 `compact`. With FIOLAKE_S3_ENDPOINT set (admin credentials in AWS_*), both lakes are
 also uploaded to the bucket of FIOLAKE_LAKE (under a fresh prefix) and measured there.
@@ -38,9 +40,9 @@ if __package__ in (None, ""):  # run as a file: make the repository importable
 from fiolake import layout
 from fiolake.aggregator.lake import delta, snapcache
 from fiolake.aggregator.lake.compact import compact
-from fiolake.aggregator.lake.generations import DeltaState, Generation, write_generation
+from fiolake.aggregator.lake.generations import latest_generation
 from fiolake.aggregator.lake.lake import connect
-from fiolake.aggregator.lake.snapshot import commits_table, scan
+from fiolake.aggregator.lake.snapshot import scan
 from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.series import per_second
 from fiolake.aggregator.stats.compare import compare
@@ -190,9 +192,14 @@ def commit_bytes(i: int) -> bytes:
     ).to_bytes()
 
 
-def build_compacted(root: Path, runs: int, placeholders: bool) -> None:
-    """The big lake, as `lake compact` leaves it (see the module docstring). Appended a
-    month at a time, so 100,000 runs (96 M timeseries rows) fit in memory."""
+def build_compacted(root: Path, runs: int, placeholders: bool) -> int:
+    """The big lake, as `lake compact` leaves it (see the module docstring); returns the
+    generation written. The rows are appended to the Delta tables a month at a time (so
+    100,000 runs, 96 M timeseries rows, fit in memory), as a compaction interrupted before
+    its record leaves them; the markers and their commit-log entries are written as
+    runners write them; then `compact` itself finishes the job the way it does for a
+    user's lake: it finds those rows, rewrites a table of many files into few, and writes
+    the generation record in the current format."""
     rng = np.random.default_rng(7)
     per_day = int(timedelta(days=1) / SPACING)
     store = LocalStore(root)
@@ -218,24 +225,19 @@ def build_compacted(root: Path, runs: int, placeholders: bool) -> None:
                 for run_id in ids:
                     write_file(root, f"results/{name}/date={day}/{run_id}.parquet", b"")
     flush()
-    states = {}
-    every = frozenset(run_ids(0, runs))
-    for name in SCHEMAS:
-        dt = delta.open_table(store, name)
-        if dt is not None:
-            files, rows = delta.data_files(store, dt, name)
-            states[name] = DeltaState.of(name, dt.version(), files, every, rows)
-    markers = [Commit.from_bytes(commit_bytes(i)) for i in range(runs)]
-    dt = delta.append(store, delta.COMMITS, commits_table(markers), 1)
-    files, rows = delta.data_files(store, dt, delta.COMMITS)
-    jobs = frozenset(m.job_id for m in markers)
-    states[delta.COMMITS] = DeltaState.of(delta.COMMITS, dt.version(), files, jobs, rows)
+    # Marker, then its commit-log entry (`commits.log_commit`'s key and bytes, without its
+    # fsync per object), keyed when the run ended, as its runner would have: compaction
+    # vouches for the log only when every marker has an entry, and readers list the log
+    # from just before the compaction on, which in a real lake holds few entries.
     for i in range(runs):
-        write_file(root, layout.commit_key(f"job-{i:06d}"), commit_bytes(i))
-    # As a compaction of a fleet whose runners all write the commit log leaves it.
-    listed_at = datetime.now(UTC).isoformat()
-    record = Generation(1, T0.isoformat(), None, runs, commits_listed_at=listed_at, delta=states)
-    write_generation(store, record)
+        job_id = f"job-{i:06d}"
+        ended = T0 + SPACING * i + timedelta(seconds=SECONDS * len(JOBS))
+        write_file(root, layout.commit_key(job_id), commit_bytes(i))
+        write_file(root, layout.commit_log_key(ended, job_id), commit_bytes(i))
+    report = compact(store, grace=timedelta(0))
+    if report.generation is None or report.unlogged:
+        raise RuntimeError(f"compaction of the synthetic lake did not vouch for it: {report}")
+    return report.generation
 
 
 def build_loose(root: Path, runs: int) -> None:
@@ -337,10 +339,16 @@ def upload(root: Path, bucket: str, prefix: str) -> int:
     from fiolake.s3client import s3_client
 
     client = s3_client(Settings.from_env().s3)  # type: ignore[arg-type]
+    # Nor the commit log: readers list it from just before the generation's
+    # commits_listed_at on (a keyed range), so older entries would cost only upload time.
+    log = root / layout.COMMIT_LOG_PREFIX
     files = [
         p
         for p in root.rglob("*")
-        if p.is_file() and not p.name.startswith(".") and p.stat().st_size > 0
+        if p.is_file()
+        and not p.name.startswith(".")
+        and p.stat().st_size > 0
+        and not p.is_relative_to(log)
     ]
 
     def put(path: Path) -> None:
@@ -368,7 +376,7 @@ def main() -> None:
     try:
         big, small = work / "compacted-lake", work / "loose-lake"
         start = time.perf_counter()
-        build_compacted(big, args.runs, placeholders=True)
+        generation = build_compacted(big, args.runs, placeholders=True)
         built = time.perf_counter() - start
         data = du(big / "compacted")
         shape = f"{args.runs} runs × {len(JOBS)} jobs × {len(DIRECTIONS)} directions"
@@ -382,6 +390,8 @@ def main() -> None:
             f"  size on disk (compacted Parquet, zstd): {data / 2**20:.1f} MiB "
             f"({data / args.runs / 1024:.1f} KiB per run)"
         )
+        record = latest_generation(LocalStore(big))
+        print(f"  compacted by `compact`: generation {generation}, record format {record.format}")
         local_big = measure("local, compacted", str(big))
 
         build_loose(small, args.loose_runs)
