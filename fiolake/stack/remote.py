@@ -72,9 +72,39 @@ def init_remote(out: Path, topo: RemoteTopology) -> StackEnv:
 
 
 def _init_remote(out: Path, topo: RemoteTopology) -> StackEnv:
+    """`init_remote` step by step, each service set up before the next one needs it."""
     out.mkdir(parents=True, exist_ok=True)
     bao_dir, sec = out / "openbao", out / "secrets"
     sec.mkdir(mode=0o700, exist_ok=True)
+    bootstrap_ca = _write_openbao_config(bao_dir, topo)
+    root = _minio_root(sec / "minio-root.env")
+    root_token = _set_up_openbao(topo, bootstrap_ca, sec / "bao-init.json")
+    ca = _write_ca_bundle(out / "ca.crt", topo, bootstrap_ca, root_token)
+    _issue_minio_cert(out / "minio-certs", topo, bootstrap_ca, root_token)
+    log.info("waiting for MinIO at %s", topo.minio_endpoint)
+    _wait(lambda: minio.ready(topo.minio_endpoint, ca), "MinIO", topo.timeout_s)
+    roles = _set_up_minio_users(topo, ca, root_token, root)
+    env = StackEnv(
+        state_dir=out,
+        endpoint=topo.minio_endpoint,
+        ca_bundle=ca,
+        bucket=topo.bucket,
+        lake=f"s3://{topo.bucket}",
+        vault_addr=topo.bao_addr,
+        vault_cacert=ca,
+        root_token=root_token,
+        transit_key=openbao.TRANSIT_KEY,
+        roles=roles,
+    )
+    for role in roles:
+        lines = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.environ(role).items())
+        write_private(out / "env" / f"{role}.env", lines)
+    return env
+
+
+def _write_openbao_config(bao_dir: Path, topo: RemoteTopology) -> Path:
+    """Write OpenBao's bootstrap TLS and bao.hcl (listening per `topo`); the bootstrap
+    CA certificate, which clients trust until OpenBao's own PKI exists."""
     bootstrap_ca, cert, key = ensure_bootstrap_tls(bao_dir / "tls", topo.bao_names)
     host = topo.bao_addr.split("://", 1)[1].rsplit(":", 1)[0]
     cluster_port = topo.bao_cluster_listen.rsplit(":", 1)[1]
@@ -89,12 +119,17 @@ def _init_remote(out: Path, topo: RemoteTopology) -> StackEnv:
             cluster_addr=f"https://{host}:{cluster_port}",
         )
     )
-    root = _minio_root(sec / "minio-root.env")
+    return bootstrap_ca
+
+
+def _set_up_openbao(topo: RemoteTopology, bootstrap_ca: Path, init_file: Path) -> str:
+    """Wait for OpenBao, init and unseal it (keys kept in `init_file`), configure PKI,
+    policies and roles; the root token."""
     log.info("waiting for OpenBao at %s", topo.bao_addr)
     _wait(
         lambda: openbao.health(topo.bao_addr, bootstrap_ca) is not None, "OpenBao", topo.timeout_s
     )
-    root_token = openbao.init_and_unseal(topo.bao_addr, bootstrap_ca, sec / "bao-init.json")
+    root_token = openbao.init_and_unseal(topo.bao_addr, bootstrap_ca, init_file)
     openbao.configure(
         topo.bao_addr,
         bootstrap_ca,
@@ -102,11 +137,22 @@ def _init_remote(out: Path, topo: RemoteTopology) -> StackEnv:
         server_names=topo.minio_names,
         policies=openbao.policy_dir(),
     )
-    ca = out / "ca.crt"
+    return root_token
+
+
+def _write_ca_bundle(ca: Path, topo: RemoteTopology, bootstrap_ca: Path, root_token: str) -> Path:
+    """Write the CA bundle every client trusts: OpenBao's PKI CA, then the bootstrap CA."""
     ca.write_text(
         openbao.pki_ca_pem(topo.bao_addr, bootstrap_ca, root_token) + bootstrap_ca.read_text()
     )
-    certs = out / "minio-certs"
+    return ca
+
+
+def _issue_minio_cert(
+    certs: Path, topo: RemoteTopology, bootstrap_ca: Path, root_token: str
+) -> None:
+    """Issue MinIO's server certificate from OpenBao's PKI into `certs` when there is
+    none or it expires within 30 days."""
     if cert_expires_within(certs / "public.crt", dt.timedelta(days=30)):
         chain, server_key = openbao.issue_server_cert(
             topo.bao_addr, bootstrap_ca, root_token, names=topo.minio_names
@@ -114,9 +160,14 @@ def _init_remote(out: Path, topo: RemoteTopology) -> StackEnv:
         certs.mkdir(exist_ok=True)
         write_private(certs / "private.key", server_key)
         (certs / "public.crt").write_text(chain)
-    log.info("waiting for MinIO at %s", topo.minio_endpoint)
-    _wait(lambda: minio.ready(topo.minio_endpoint, ca), "MinIO", topo.timeout_s)
 
+
+def _set_up_minio_users(
+    topo: RemoteTopology, ca: Path, root_token: str, root: dict[str, str]
+) -> dict[str, RoleCredentials]:
+    """Each service role's MinIO keys (kept in OpenBao; made once), the bucket and the
+    MinIO users with their policies; per role its keys and an AppRole token, admin the
+    MinIO root user with the root token."""
     creds: dict[str, dict[str, str]] = {}
     for role in SERVICE_ROLES:
         creds[role] = openbao.get_role_secret(topo.bao_addr, ca, root_token, role) or {}
@@ -137,19 +188,4 @@ def _init_remote(out: Path, topo: RemoteTopology) -> StackEnv:
     for role in SERVICE_ROLES:
         token = openbao.approle_token(topo.bao_addr, ca, root_token, role)
         roles[role] = RoleCredentials(creds[role]["access_key"], creds[role]["secret_key"], token)
-    env = StackEnv(
-        state_dir=out,
-        endpoint=topo.minio_endpoint,
-        ca_bundle=ca,
-        bucket=topo.bucket,
-        lake=f"s3://{topo.bucket}",
-        vault_addr=topo.bao_addr,
-        vault_cacert=ca,
-        root_token=root_token,
-        transit_key=openbao.TRANSIT_KEY,
-        roles=roles,
-    )
-    for role in roles:
-        lines = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.environ(role).items())
-        write_private(out / "env" / f"{role}.env", lines)
-    return env
+    return roles

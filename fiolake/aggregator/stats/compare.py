@@ -12,7 +12,7 @@ p-values are adjusted across the whole table, then one rule gives the verdict
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -21,11 +21,11 @@ from fiolake.aggregator.lake import columns
 from fiolake.aggregator.lake.lake import Lake, quote
 from fiolake.aggregator.rows.filters import RunFilter, check_group_column, validate
 from fiolake.aggregator.stats import stats
-from fiolake.aggregator.stats.runsets import Case, GroupStats, job_texts, summarise
+from fiolake.aggregator.stats.family_words import family_words
+from fiolake.aggregator.stats.job_versions import version_notes
+from fiolake.aggregator.stats.runsets import Case, Data, GroupStats, summarise
 from fiolake.aggregator.stats.verdict_text import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
 from fiolake.errors import LakeError, UsageProblem
-from fiolake.jobhash import job_differences
-from fiolake.timetext import iso_utc
 
 DEFAULT_METRICS = ("bw_bytes", "iops", "lat_mean_ns", "clat_p99_ns")
 NUMERIC_TYPES = ("BIGINT", "INTEGER", "DOUBLE", "FLOAT", "HUGEINT", "SMALLINT", "DECIMAL")
@@ -119,35 +119,6 @@ def check_metrics(lake: Lake, metrics: list[str] | tuple[str, ...]) -> list[str]
     return list(metrics)
 
 
-def _order_groups(found: set[str], preferred: list[str], baseline: str | None) -> list[str]:
-    groups = [g for g in preferred if g in found] + sorted(found - set(preferred))
-    if baseline is not None:
-        groups.remove(baseline)
-        groups.insert(0, baseline)
-    return groups
-
-
-def _mixed_notes(cases: set[Case], texts: dict[str, str]) -> dict[Case, list[str]]:
-    """For a profile × job × direction run as several effective jobs: what differs, set
-    against the job most runs ran."""
-    by_job: dict[tuple[str, str, str], list[str | None]] = defaultdict(list)
-    for profile, job, direction, sha in cases:
-        by_job[(profile, job, direction)].append(sha)
-    notes: dict[Case, list[str]] = {}
-    for key, hashes in by_job.items():
-        if len(hashes) < 2:
-            continue
-        for sha in hashes:
-            others = [h for h in hashes if h != sha]
-            diffs: list[str] = []
-            for other in others:
-                if sha in texts and other in texts:
-                    diffs += job_differences(texts[sha], texts[other])
-            what = "; ".join(dict.fromkeys(diffs)) or "the job files differ"
-            notes[(*key, sha)] = [f"not pooled with {len(others)} other job version(s): {what}"]
-    return notes
-
-
 def _decide(row: CompareRow, metric: str, min_effect: float) -> str:
     higher = columns.higher_is_better(metric)
     if row.p_adjusted is not None and row.p_adjusted < stats.ALPHA and row.ratio is not None:
@@ -188,28 +159,8 @@ def compare(
     validate(lake, filt)
     if family not in FAMILIES:
         raise UsageProblem(f"unknown family {family!r}: choose from {', '.join(FAMILIES)}")
-    if filt.runs and not pools:
-        if len(set(filt.runs)) < 2:
-            raise UsageProblem("give two or more --run to compare runs directly")
-        by = "run_id"
-    by = check_group_column(lake, by)
-    group_expr = f'CAST(r."{by}" AS VARCHAR)'
-    if pools:  # the runs of the named sets, each set one group
-        filt = replace(filt, runs=tuple(r for ids in pools.values() for r in ids))
-        group_expr = (
-            "CASE "
-            + " ".join(
-                f"WHEN r.run_id IN ({', '.join(map(quote, ids))}) THEN {quote(name)}"
-                for name, ids in pools.items()
-            )
-            + " END"
-        )
-    # The question: display filters (backends, profile, metrics) only hide rows after.
-    # Backends are a display filter only when they are the groups; grouped by anything
-    # else (the gate: by campaign) the backend selection is part of the question.
-    kept = filt.backends if by != "backend" else ()
-    question = filt if family == "table" else replace(filt, backends=kept, profile=None)
-    asked = metrics if family == "table" else _question_metrics(metrics)
+    by, filt, group_expr = _grouping(lake, by, filt, pools)
+    question, asked = _question(filt, by, family, metrics)
     data, texts = summarise(
         lake,
         group_expr,
@@ -221,12 +172,64 @@ def compare(
     if not any(_shown(g, c[0], filt, by) for g, c in data):
         raise LakeError(f"no successful runs with results match {filt.describe()}")
     cases = {c for _, c in data}
-    notes: dict[Case, list[str]] = {}
-    if not allow_mixed:
-        several = _jobs_run_as_several_versions(cases)
-        if several:
-            notes = _mixed_notes(several, job_texts(lake, {c[3] for c in several if c[3]}, texts))
-    found = {g for g, _ in data}
+    notes = {} if allow_mixed else version_notes(lake, cases, texts)
+    groups = _ordered_groups({g for g, _ in data}, filt, by, pools, baseline)
+    base_name = groups[0]
+    rows = _rows(data, cases, asked, groups, notes, min_effect, allow_mixed=allow_mixed)
+    tests = _judge(rows, adjustment, family, min_effect)
+    shown = [
+        r for r in rows if r.metric in metrics and _shown(r.group, r.profile, filt, by, base_name)
+    ]
+    shown_groups = [g for g in groups if any(r.group == g for r in shown)]
+    words = family_words(question, base_name, tests, adjustment, family)
+    return Comparison(
+        by, base_name, shown_groups, metrics, shown, adjustment, min_effect, tests, words
+    )
+
+
+def _grouping(
+    lake: Lake, by: str, filt: RunFilter, pools: Mapping[str, Sequence[str]] | None
+) -> tuple[str, RunFilter, str]:
+    """How the runs are grouped: (the group column, the filter, the SQL giving a run its
+    group). Two or more `filt.runs` (without pools) are compared themselves, by run_id;
+    with `pools` each named set of run ids is one group and the filter selects them all."""
+    if filt.runs and not pools:
+        if len(set(filt.runs)) < 2:
+            raise UsageProblem("give two or more --run to compare runs directly")
+        by = "run_id"
+    by = check_group_column(lake, by)
+    if not pools:
+        return by, filt, f'CAST(r."{by}" AS VARCHAR)'
+    pooled = replace(filt, runs=tuple(r for ids in pools.values() for r in ids))
+    whens = " ".join(
+        f"WHEN r.run_id IN ({', '.join(map(quote, ids))}) THEN {quote(name)}"
+        for name, ids in pools.items()
+    )
+    return by, pooled, f"CASE {whens} END"
+
+
+def _question(
+    filt: RunFilter, by: str, family: str, metrics: list[str]
+) -> tuple[RunFilter, list[str]]:
+    """The runs and metrics the p-values are adjusted across. Display filters (backends,
+    profile, metrics) only hide rows after, unless `family` is "table". Backends are a
+    display filter only when they are the groups; grouped by anything else (the gate: by
+    campaign) the backend selection is part of the question."""
+    if family == "table":
+        return filt, metrics
+    kept = filt.backends if by != "backend" else ()
+    return replace(filt, backends=kept, profile=None), _question_metrics(metrics)
+
+
+def _ordered_groups(
+    found: set[str],
+    filt: RunFilter,
+    by: str,
+    pools: Mapping[str, Sequence[str]] | None,
+    baseline: str | None,
+) -> list[str]:
+    """The groups found, baseline first: then in the order the pools, runs or backends
+    were given, then by name; LakeError when `baseline` is not among them."""
     preferred = (
         list(pools) if pools else list(filt.runs) if filt.runs
         else list(filt.backends) if by == "backend" else []
@@ -236,12 +239,30 @@ def compare(
             f"baseline '{baseline}' is not among the compared {by} values: "
             f"{', '.join(sorted(found))}"
         )
-    groups = _order_groups(found, preferred, baseline)
+    groups = [g for g in preferred if g in found] + sorted(found - set(preferred))
+    if baseline is not None:
+        groups.remove(baseline)
+        groups.insert(0, baseline)
+    return groups
+
+
+def _rows(
+    data: Data,
+    cases: set[Case],
+    metrics: list[str],
+    groups: list[str],
+    notes: dict[Case, list[str]],
+    min_effect: float,
+    *,
+    allow_mixed: bool,
+) -> list[CompareRow]:
+    """One row per case × metric × group that ran the case, set against the baseline
+    group (the first), carrying the case's notes; verdicts not yet decided."""
     base_name = groups[0]
     rows: list[CompareRow] = []
     for case in sorted(cases, key=lambda c: (c[0], c[1], c[2], c[3] or "")):
         base = data.get((base_name, case))
-        for metric in asked:
+        for metric in metrics:
             for group in groups:
                 got = data.get((group, case))
                 if got is None:
@@ -251,19 +272,18 @@ def compare(
                 if allow_mixed:
                     row.notes.append("pooled on purpose (--allow-mixed): job versions mixed")
                 rows.append(row)
+    return rows
+
+
+def _judge(rows: list[CompareRow], adjustment: str, family: str, min_effect: float) -> int:
+    """Adjust the p-values across the family, then give each row not decided already its
+    verdict and the runs per side that would decide it; returns the number of tests."""
     tests = _adjust(rows, adjustment, family)
     for row in rows:
         if row.verdict == "":
             row.verdict = _decide(row, row.metric, min_effect)
         _runs_needed(row, min_effect)
-    shown = [
-        r for r in rows if r.metric in metrics and _shown(r.group, r.profile, filt, by, base_name)
-    ]
-    shown_groups = [g for g in groups if any(r.group == g for r in shown)]
-    words = _family_words(question, base_name, tests, adjustment, family)
-    return Comparison(
-        by, base_name, shown_groups, metrics, shown, adjustment, min_effect, tests, words
-    )
+    return tests
 
 
 def _question_metrics(metrics: list[str]) -> list[str]:
@@ -278,34 +298,6 @@ def _shown(group: str, profile: str, filt: RunFilter, by: str, baseline: str | N
     if by == "backend" and filt.backends and group != baseline:
         return group in filt.backends
     return True
-
-
-def _family_words(filt: RunFilter, baseline: str, tests: int, adjustment: str, family: str) -> str:
-    """`campaign C vs disk, 18 tests, Holm`: what the p-values were adjusted across."""
-    method = "Benjamini–Hochberg" if adjustment == "fdr" else "Holm"
-    where = filt.describe() if family == "table" else _question_words(filt)
-    within = {"metric": ", within each metric", "profile": ", within each profile"}
-    return f"{where} vs {baseline}, {tests} tests, {method}{within.get(family, '')}" + (
-        " (the shown table only)" if family == "table" else ""
-    )
-
-
-def _question_words(filt: RunFilter) -> str:
-    parts = []
-    if filt.campaign:
-        parts.append(f"campaign {filt.campaign}")
-    parts += [f"campaign {c}" for c in filt.campaigns]
-    parts += [f"backend {b}" for b in filt.backends]
-    if filt.runs:
-        parts.append(f"{len(filt.runs)} runs")
-    if filt.since:
-        parts.append(f"since {iso_utc(filt.since, 'minutes')}")
-    return ", ".join(parts) or "all runs"
-
-
-def _jobs_run_as_several_versions(cases: set[Case]) -> set[Case]:
-    seen = Counter((p, j, d) for p, j, d, _ in cases)
-    return {c for c in cases if seen[c[:3]] > 1}
 
 
 def _row(

@@ -129,6 +129,10 @@ def window_runs(lake: Lake, campaign: str, since: str) -> dict[str, list[str]]:
     return {str(b): [str(r) for r in ids] for b, ids in found}
 
 
+# Per backend: the backend, the runs to compare and, for a window, the two pools of run ids.
+_Question = tuple[str, RunFilter, dict[str, list[str]] | None]
+
+
 def _order(g: GateRow) -> tuple[int, float]:
     rank = {WORSE: 0, INCONCLUSIVE: 1}.get(g.row.verdict, 2)
     size = stats.effect_size(g.row.ratio) if g.row.ratio else 0.0
@@ -158,37 +162,12 @@ def gate(
             "baseline — give one of them"
         )
     validate(lake, RunFilter(campaign=campaign))
-    # Per backend: the runs to compare and, for a window, the two pools of run ids.
-    asked: list[tuple[str, RunFilter, dict[str, list[str]] | None]]
     if since is not None:
         name = f"since:{since}"
-        news = dict(
-            fetch_rows(
-                lake,
-                "SELECT backend, list(run_id ORDER BY run_id) FROM runs "
-                "WHERE campaign_id = ? AND status = 'ok' GROUP BY backend",
-                [campaign],
-            )
-        )
-        asked = [
-            (str(b), RunFilter(backends=(b,)), {name: ids, campaign: news[b]})
-            for b, ids in window_runs(lake, campaign, since).items()
-        ]
+        asked = _window_questions(lake, campaign, since, name)
     else:
         name = baseline or default_baseline(lake, campaign, label)
-        validate(lake, RunFilter(campaign=name))
-        if name == campaign:
-            raise UsageProblem(f"campaign '{campaign}' is its own baseline: choose an earlier one")
-        asked = [
-            (str(b), RunFilter(campaigns=(name, campaign), backends=(b,)), None)
-            for (b,) in fetch_rows(
-                lake,
-                "SELECT DISTINCT backend FROM runs WHERE campaign_id = ? AND status = 'ok' AND "
-                "backend IN (SELECT backend FROM runs WHERE campaign_id = ? AND status = 'ok')"
-                " ORDER BY backend",
-                [campaign, name],
-            )
-        ]
+        asked = _campaign_questions(lake, campaign, name)
     rows: list[GateRow] = []
     families: list[str] = []
     for backend, filt, pools in asked:
@@ -204,3 +183,38 @@ def gate(
         )
     kind = "window" if since is not None else "campaign"
     return GateResult(campaign, name, sorted(rows, key=_order), families, min_effect, kind)
+
+
+def _window_questions(lake: Lake, campaign: str, since: str, name: str) -> list[_Question]:
+    """Per backend with comparable runs in the window: the window's runs (pool `name`)
+    against the new campaign's ok runs of that backend (pool `campaign`)."""
+    news = dict(
+        fetch_rows(
+            lake,
+            "SELECT backend, list(run_id ORDER BY run_id) FROM runs "
+            "WHERE campaign_id = ? AND status = 'ok' GROUP BY backend",
+            [campaign],
+        )
+    )
+    return [
+        (str(b), RunFilter(backends=(b,)), {name: ids, campaign: news[b]})
+        for b, ids in window_runs(lake, campaign, since).items()
+    ]
+
+
+def _campaign_questions(lake: Lake, campaign: str, name: str) -> list[_Question]:
+    """Per backend with ok runs in both campaigns: the two campaigns' runs of it.
+    UsageProblem when the baseline campaign `name` is unknown or is `campaign` itself."""
+    validate(lake, RunFilter(campaign=name))
+    if name == campaign:
+        raise UsageProblem(f"campaign '{campaign}' is its own baseline: choose an earlier one")
+    return [
+        (str(b), RunFilter(campaigns=(name, campaign), backends=(b,)), None)
+        for (b,) in fetch_rows(
+            lake,
+            "SELECT DISTINCT backend FROM runs WHERE campaign_id = ? AND status = 'ok' AND "
+            "backend IN (SELECT backend FROM runs WHERE campaign_id = ? AND status = 'ok')"
+            " ORDER BY backend",
+            [campaign, name],
+        )
+    ]

@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from fiolake.aggregator.lake import columns
 from fiolake.aggregator.lake.lake import Lake, literal, literals
 from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.series import fetch_rows
 from fiolake.aggregator.stats import stats
 from fiolake.jobhash import effective_job_sha256
 
@@ -91,32 +93,61 @@ def summarise(
     its canonical text for the runs whose hash had to be computed."""
     where = filt.where("r")
     sha, texts = ("NULL", {}) if allow_mixed else _legacy_hashes(lake, filt)
-    per_run = ", ".join(f'{columns.per_run_aggregate(m)} AS "m{i}"' for i, m in enumerate(metrics))
-    idx = range(len(metrics))
-    logs = ", ".join(
-        f'p."m{i}", CASE WHEN p."m{i}" > 0 THEN ln(p."m{i}") END AS "l{i}"' for i in idx
-    )
-    steady_only = "AND p.steady IS NOT FALSE" if exclude_unsteady else ""
-    moments = ", ".join(
+    sql = _summary_sql(group_expr, where, sha, metrics, exclude_unsteady=exclude_unsteady)
+    return _group_stats(fetch_rows(lake, sql), metrics), texts
+
+
+def _per_run_columns(metrics: list[str]) -> str:
+    """SQL columns "m0", "m1", …: each metric of one run × job × direction, its threads
+    folded by `columns.per_run_aggregate`."""
+    return ", ".join(f'{columns.per_run_aggregate(m)} AS "m{i}"' for i, m in enumerate(metrics))
+
+
+def _moment_columns(count: int) -> str:
+    """SQL aggregates per group and metric i: runs "n", log-space mean and variance,
+    range, runs with a value ≤ 0 ("bad": no logs), and the median and MAD of the logs."""
+    return ", ".join(
         f'count("m{i}") AS "n{i}", avg("l{i}") AS "mean{i}", var_samp("l{i}") AS "var{i}", '
         f'min("m{i}") AS "lo{i}", max("m{i}") AS "hi{i}", '
         f'count(*) FILTER (WHERE "m{i}" <= 0) AS "bad{i}", '
         f'median("l{i}") AS "med{i}", mad("l{i}") AS "mad{i}"'
-        for i in idx
+        for i in range(count)
     )
-    # robust z = 0.6745 (l − median) / MAD above OUTLIER_Z
+
+
+def _outlier_columns(count: int) -> str:
+    """SQL aggregates per group and metric i: the run ids ("odd") whose robust z on logs,
+    0.6745 (l − median) / MAD, is above OUTLIER_Z."""
     cut = stats.OUTLIER_Z / 0.6745
-    odd = ", ".join(
+    return ", ".join(
         f'list(j.run_id ORDER BY j.run_id) FILTER (WHERE g."mad{i}" > 0 '
         f'AND abs(j."l{i}" - g."med{i}") > {cut} * g."mad{i}") AS "odd{i}"'
-        for i in idx
+        for i in range(count)
     )
+
+
+def _summary_sql(
+    group_expr: str, where: str, sha: str, metrics: list[str], *, exclude_unsteady: bool
+) -> str:
+    """The one query of `summarise`: per run its values and their logs (j), per group
+    the counts and moments (g) and the outliers (o); one row per group × case with 11
+    columns of counts, then 7 per metric (n, mean, var, lo, hi, bad, odd)."""
+    idx = range(len(metrics))
+    per_run, moments, odd = (
+        _per_run_columns(metrics),
+        _moment_columns(len(metrics)),
+        _outlier_columns(len(metrics)),
+    )
+    logs = ", ".join(
+        f'p."m{i}", CASE WHEN p."m{i}" > 0 THEN ln(p."m{i}") END AS "l{i}"' for i in idx
+    )
+    steady_only = "AND p.steady IS NOT FALSE" if exclude_unsteady else ""
     keys = "grp, profile, job_name, direction, sha"
     picked = ", ".join(
         f'g."n{i}", g."mean{i}", g."var{i}", g."lo{i}", g."hi{i}", g."bad{i}", o."odd{i}"'
         for i in idx
     )
-    sql = f"""
+    return f"""
         WITH per_run AS (
             SELECT x.run_id, x.job_name, x.direction, bool_and(x.steady_state) AS steady,
                    {per_run}
@@ -144,11 +175,11 @@ def summarise(
         SELECT {keys}, g.steady, g.unsteady, g.unknown, g.flagged, g.fios, g.pre, {picked}
         FROM g JOIN o USING ({keys})
     """
-    cur = lake.cursor()
-    try:
-        rows = cur.execute(sql).fetchall()
-    finally:
-        cur.close()
+
+
+def _group_stats(rows: list[tuple[Any, ...]], metrics: list[str]) -> Data:
+    """The rows of `_summary_sql` as (group, case) -> metric -> GroupStats: logs only
+    when every value is positive, outliers only from OUTLIER_MIN_N runs up."""
     data: Data = {}
     for row in rows:
         group, profile, job, direction, sha_value, steady, unsteady, unknown, flagged, fios, pre = (
@@ -163,7 +194,7 @@ def summarise(
                 steady, unsteady, unknown, flagged, sorted(v for v in fios if v), pre,
             )  # fmt: skip
         data[(str(group), (profile, job, direction, sha_value or None))] = out
-    return data, texts
+    return data
 
 
 def per_run_values(
@@ -172,7 +203,7 @@ def per_run_values(
     """(group, case) -> metric -> one RunValue per run, oldest first (regressions)."""
     where = filt.where("r")
     sha, _ = _legacy_hashes(lake, filt)
-    per_run = ", ".join(f'{columns.per_run_aggregate(m)} AS "m{i}"' for i, m in enumerate(metrics))
+    per_run = _per_run_columns(metrics)
     picked = ", ".join(f'p."m{i}"' for i in range(len(metrics)))
     sql = f"""
         WITH per_run AS (

@@ -176,17 +176,15 @@ def run_member(runner: Runner, manifest: Manifest, request: ex.RunRequest) -> st
 def _take_part(
     runner: Runner, member: Member, heartbeat: Heartbeat, request: ex.RunRequest
 ) -> str | None:
+    """This member's part once its slot is held: plan the job, meet the others, run at
+    the gang's instant, record the run, then commit once every member is done."""
     store, cfg, job_id = runner.store, runner.config, member.manifest.job_id
     # Members upload with retries and keep no spool: a member that cannot upload fails
     # the gang's attempt as a whole, and a later attempt runs it again.
     durability = attempt.Retried(cfg.upload_deadline_s)
     clock = measure_offset(store)
     log.info("store clock offset %+.1f ms (±%.1f)", clock.offset_s * 1e3, clock.error_s * 1e3)
-    try:
-        planned: attempt.Planned | None = attempt.prepare(request, None, cfg.fio)
-    except PolicyError as exc:
-        planned = None
-        refused = attempt.refusal(exc)
+    planned = _plan(request, cfg.fio)
     try:
         start = member.wait_for_all(heartbeat, clock)
     except TimeoutError as exc:
@@ -194,32 +192,67 @@ def _take_part(
         timed_out = attempt.Attempt(request, ex.failed_outcome(request, str(exc)))
         return _commit(runner, member, timed_out, durability, upload=True)
     local_start = clock.to_local(start.start_at)
+    done, started_local = _run_at_start(runner, member, heartbeat, request, planned, local_start)
+    if member.failed.is_set():
+        raise GangFailed(gangs.failure(store, job_id, member.attempt) or "attempt failed")
+    _record_run(runner, member, done, durability, start, clock, clock.to_store(started_local))
+    return _commit_when_all_done(runner, member, heartbeat, done, durability)
+
+
+def _plan(request: ex.RunRequest, fio: str) -> attempt.Planned | str:
+    """The job planned to run, or the policy's refusal of it in one line (a refused job
+    still meets the gang and is recorded as refused)."""
+    try:
+        return attempt.prepare(request, None, fio)
+    except PolicyError as exc:
+        return attempt.refusal(exc)
+
+
+def _run_at_start(
+    runner: Runner,
+    member: Member,
+    heartbeat: Heartbeat,
+    request: ex.RunRequest,
+    planned: attempt.Planned | str,
+    local_start: float,
+) -> tuple[attempt.Attempt, float]:
+    """Run the job starting at `local_start` (or record its refusal then) while watching
+    the other members; the attempt and when fio started, on this host's clock."""
+    cfg = runner.config
     stop_watching = threading.Event()
     watcher = member.watch(heartbeat, stop_watching)
     try:
-        if planned is None:
+        if isinstance(planned, str):
             _sleep_until(local_start)
-            done = attempt.refused(request, refused)
-            started_local = local_start
-        else:
-            done = attempt.conduct(
-                planned,
-                fio=cfg.fio,
-                should_stop=member.failed.is_set,
-                grace_s=cfg.grace_s,
-                before_start=lambda: _sleep_until(local_start),
-                # Shared: the members run together, but no solo job runs beside them.
-                host_lock=runner.host_lock(shared=True),
-            )
-            fio_started = done.outcome.fio_run.started_at if done.outcome.fio_run else None
-            started_local = fio_started.timestamp() if fio_started else local_start
+            return attempt.refused(request, planned), local_start
+        done = attempt.conduct(
+            planned,
+            fio=cfg.fio,
+            should_stop=member.failed.is_set,
+            grace_s=cfg.grace_s,
+            before_start=lambda: _sleep_until(local_start),
+            # Shared: the members run together, but no solo job runs beside them.
+            host_lock=runner.host_lock(shared=True),
+        )
+        fio_started = done.outcome.fio_run.started_at if done.outcome.fio_run else None
+        return done, fio_started.timestamp() if fio_started else local_start
     finally:
         stop_watching.set()
         watcher.join()
-    if member.failed.is_set():
-        raise GangFailed(gangs.failure(store, job_id, member.attempt) or "attempt failed")
-    started = clock.to_store(started_local)
-    outcome = done.outcome
+
+
+def _record_run(
+    runner: Runner,
+    member: Member,
+    done: attempt.Attempt,
+    durability: attempt.Retried,
+    start: gangs.GangStart,
+    clock: ClockOffset,
+    started: float,
+) -> None:
+    """Stamp this member's run with its gang columns (slot, instant, skew, clock offset),
+    upload it and mark the slot done; `started` is when fio started, on the store's clock."""
+    outcome, job_id = done.outcome, member.manifest.job_id
     ex.set_run_columns(
         outcome,
         {
@@ -232,17 +265,17 @@ def _take_part(
             "clock_offset_error_ms": clock.error_s * 1e3,
         },
     )
-    attempt.upload(store, done, durability)
+    attempt.upload(runner.store, done, durability)
     member_done = gangs.MemberDone(
         member.slot,
-        cfg.runner_id,
+        runner.config.runner_id,
         outcome.run_id,
         outcome.status,
         (outcome.error or "")[:REASON_CHARS],
         started,
         started - start.start_at,
     )
-    gangs.mark_done(store, job_id, member.attempt, member_done)
+    gangs.mark_done(runner.store, job_id, member.attempt, member_done)
     log.info(
         "gang %s slot %d: run %s %s, started %+.1f ms from the gang's instant",
         job_id,
@@ -251,7 +284,6 @@ def _take_part(
         outcome.status,
         member_done.skew_s * 1e3,
     )
-    return _commit_when_all_done(runner, member, heartbeat, done, durability)
 
 
 def _commit_when_all_done(
