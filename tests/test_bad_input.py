@@ -66,7 +66,7 @@ RUNS_COLUMNS = (
     "signer_keyid, other_fio_procs, outside_cpu_pct, steal_pct, page_cache_bytes, "
     "host_lock_wait_ms, flags, "
     "gang_size, gang_slot, gang_attempt, gang_start_at, start_skew_ms, clock_offset_ms, "
-    "clock_offset_error_ms, date"
+    "clock_offset_error_ms, origin, source_file, source_sha256, date"
 )
 NO_LAKE = "Error: no results in lake {tmp}/no-lake: run `fiolake run` (or start runners) first\n"
 
