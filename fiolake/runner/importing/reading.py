@@ -18,7 +18,7 @@ from typing import Any
 
 from fiolake.errors import FioError
 from fiolake.runner.importing import eras
-from fiolake.runner.report.document import DIRECTIONS, Document, split_documents
+from fiolake.runner.report.document import DIRECTIONS, split_documents
 
 FILE_CAP_BYTES = 256 * 1024 * 1024  # a fio document is KiB to a few MiB (json+, many jobs)
 MAX_DEPTH = 32  # fio's own documents nest 8 deep at most
