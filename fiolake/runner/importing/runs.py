@@ -81,7 +81,7 @@ def times(report: FioReport, at: datetime | None, number: int) -> tuple[datetime
             )
         return at, at
     finished = datetime.fromtimestamp(report.timestamp_ms / 1000, UTC)
-    elapsed = [j.get("elapsed") for j in report.jobs if isinstance(j.get("elapsed"), int)]
+    elapsed = [int(j["elapsed"]) for j in report.jobs if isinstance(j.get("elapsed"), int)]
     return finished - timedelta(seconds=max(elapsed, default=0)), finished
 
 
