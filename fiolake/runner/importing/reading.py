@@ -30,6 +30,15 @@ _NO_JSON = (
     "run fio with --output-format=json (or json+)"
 )
 
+_NOT_FIO = (
+    "its JSON is not fio output (no jobs[] or client_stats[] of fio jobs) — give the output "
+    "of fio --output-format=json"
+)
+_CUT_SHORT = (
+    "its JSON is cut short or malformed (was fio killed, or the file truncated?) — import "
+    "fio's complete output"
+)
+
 
 @dataclass(frozen=True)
 class FoundRun:
@@ -69,9 +78,13 @@ def found_runs(text: str) -> list[FoundRun]:
         raise FioError(f"{exc} is not a number fio writes (damaged output?)") from None
     except RecursionError:
         raise FioError(f"JSON nested deeper than {MAX_DEPTH} levels: not fio output") from None
+    except FioError:
+        raise FioError(_CUT_SHORT) from None
     fio_docs = [(i, d) for i, d in enumerate(docs) if _is_fio(d.doc)]
     if not fio_docs:
-        raise FioError(_NO_JSON if not docs else "its JSON is not fio output (no fio jobs[])")
+        if docs:
+            raise FioError(_NOT_FIO)
+        raise FioError(_CUT_SHORT if "\n{" in f"\n{text}" else _NO_JSON)
     runs: list[FoundRun] = []
     for pos, (i, found) in enumerate(fio_docs):
         later = fio_docs[pos + 1][1].doc if pos + 1 < len(fio_docs) else None
