@@ -145,7 +145,8 @@ def _check(doc: dict, number: int) -> None:
 
 def _superseded(doc: dict, later: dict) -> bool:
     """Is `doc` a --status-interval dump of the invocation `later` reports on? Same jobs,
-    every counter grown, and the time between the two documents is the jobs' progress."""
+    I/O counts grown, and the time between the two documents is the jobs' progress
+    (another invocation of the same jobs starts its `elapsed` from 0 again)."""
     a, b = list(eras.entries(doc)), list(eras.entries(later))
     if [(j.get("jobname"), j.get("groupid")) for j in a] != [
         (j.get("jobname"), j.get("groupid")) for j in b
@@ -155,7 +156,9 @@ def _superseded(doc: dict, later: dict) -> bool:
     if not isinstance(t_a, int) or not isinstance(t_b, int):
         return False
     progress = max((_elapsed(y) - _elapsed(x) for x, y in zip(a, b, strict=True)), default=0)
-    grown = all(_ios(y) >= _ios(x) for x, y in zip(a, b, strict=True))
+    pairs = list(zip(a, b, strict=True))
+    # Two invocations of one job that did the same I/O are two runs, not a dump and its run.
+    grown = all(_ios(y) >= _ios(x) for x, y in pairs) and any(_ios(y) > _ios(x) for x, y in pairs)
     return grown and progress >= 0 and abs((t_b - t_a) - progress) <= 2
 
 
