@@ -1090,8 +1090,8 @@ def places(tmp_path: Path, lake_with_a_run: Path):
     # Facts of this machine that the messages name: where tmp_path is mounted (read as
     # --dir reads it), and EPERM for root's immutable directory, EACCES for anyone else.
     mount = mount_info(tmp_path)
-    yield {"tmp": tmp_path, "job": jobs, "imp": imports, "file": file, "ro": ro, "lake": lake_with_a_run,
-           "corrupt": corrupt, "run": runs_file.stem,
+    yield {"tmp": tmp_path, "job": jobs, "imp": imports, "file": file, "ro": ro,
+           "lake": lake_with_a_run, "corrupt": corrupt, "run": runs_file.stem,
            "date": runs_file.parent.name.removeprefix("date="),
            "where": f"mount point {mount.mount_point}, {mount.fs_type} on {mount.device}",
            "denied": os.strerror(errno.EPERM if immutable else errno.EACCES)}  # fmt: skip
