@@ -122,15 +122,13 @@ def import_(
         at=at,
         profile=profile,
     )
-    store = Settings.from_env(lake=lake).store()
-    report = writer.ImportReport()
+    importer = writer.Importer(Settings.from_env(lake=lake).store(), request, dry_run=dry_run)
     for name, path in files:
-        data = sys.stdin.buffer.read() if path is None else _read(path, report, name)
-        if data is not None:
-            writer.import_file(store, name, data, request, report, dry_run=dry_run)
-            for refused_name, why in report.refused[-1:]:
-                if refused_name == name:
-                    click.echo(f"Error: {name}: {why}", err=True)
+        data = sys.stdin.buffer.read() if path is None else _read(path, importer.report, name)
+        why = importer.add(name, data) if data is not None else None
+        if why is not None:
+            click.echo(f"Error: {name}: {why}", err=True)
+    report = importer.finish()
     _show(report, fmt, dry_run)
     if report.refused:
         raise ImportFailed(_summary(report, dry_run, len(files)))

@@ -137,3 +137,17 @@ def test_a_runs_own_raw_output_imported_gives_the_same_rows(tmp_path: Path) -> N
             if r["run_id"] == imported["run_id"]
         ]
         assert mine == theirs and (mine or table == "disk_util"), table
+
+
+def test_the_same_document_twice_in_one_import_is_one_run(tmp_path: Path) -> None:
+    out = _fio(tmp_path)
+    (tmp_path / "a.json").write_text(out)
+    (tmp_path / "copy.txt").write_text(f"a copy\n{out}")
+    lake = str(tmp_path / "lake")
+    code, text = _import(
+        str(tmp_path / "a.json"), str(tmp_path / "copy.txt"), "--backend", "x", "--lake", lake,
+        "--format", "csv",
+    )  # fmt: skip
+    assert code == 0, text
+    assert text.count(",imported") == 1 and text.count(",skipped") == 1
+    assert len(_rows(tmp_path / "lake", "runs")) == 1

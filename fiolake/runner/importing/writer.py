@@ -6,6 +6,8 @@ marker exists is skipped: its content was imported before."""
 from __future__ import annotations
 
 import hashlib
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from fiolake import layout
@@ -47,38 +49,72 @@ def prepare(
     return [(one, runs.outcome(one, source, request)) for one in found]
 
 
-def import_file(
-    store: ObjectStore,
-    name: str,
-    data: bytes,
-    request: runs.ImportRequest,
-    report: ImportReport,
-    *,
-    dry_run: bool = False,
-) -> None:
-    """Import one file's runs into `store` (nothing with `dry_run`), noting each in `report`;
-    a bad file is noted as refused, with nothing of it written."""
-    try:
-        outcomes = prepare(name, data, request)
-    except FioError as exc:
-        report.refused.append((name, str(exc)))
-        return
-    for found, outcome in outcomes:
-        row = outcome.tables["runs"].to_pylist()[0]
-        done = ImportedRun(
-            name,
-            found.document,
-            row["host"],
-            outcome.run_id,
-            outcome.status,
-            outcome.tables["results"].num_rows,
-        )
-        if store.head(layout.commit_key(row["job_id"])) is not None:
-            report.skipped.append(done)
-        elif dry_run or write(store, outcome, row["job_id"], row["campaign_id"]):
-            report.imported.append(done)
-        else:
-            report.skipped.append(done)
+class Importer:
+    """Imports file after file into `store`: each file is read and built here, its runs
+    are written by `workers` threads (the writes are independent objects; on a local lake
+    each one waits for its fsync, on S3 for a round trip). `finish` waits for them."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        request: runs.ImportRequest,
+        *,
+        dry_run: bool = False,
+        workers: int = 8,
+    ) -> None:
+        self.store = store
+        self.request = request
+        self.dry_run = dry_run
+        self.report = ImportReport()
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="import")
+        self._pending: deque[tuple[ImportedRun, Future[bool]]] = deque()
+        self._limit = 8 * workers  # runs built but not yet written: bounds the memory
+        self._seen: set[str] = set()  # job ids of this import's runs
+
+    def add(self, name: str, data: bytes) -> str | None:
+        """Import one file; what is wrong with it (nothing of it written), or None."""
+        try:
+            outcomes = prepare(name, data, self.request)
+        except FioError as exc:
+            self.report.refused.append((name, str(exc)))
+            return str(exc)
+        for found, outcome in outcomes:
+            row = outcome.tables["runs"].to_pylist()[0]
+            done = ImportedRun(
+                name,
+                found.document,
+                row["host"],
+                outcome.run_id,
+                outcome.status,
+                outcome.tables["results"].num_rows,
+            )
+            if row["job_id"] in self._seen:  # the same content twice in this import
+                self.report.skipped.append(done)
+                continue
+            self._seen.add(row["job_id"])
+            task = self._pool.submit(self._write, outcome, row["job_id"], row["campaign_id"])
+            self._pending.append((done, task))
+            while len(self._pending) > self._limit:
+                self._settle()
+        return None
+
+    def finish(self) -> ImportReport:
+        """Wait for every write; the report. A failed write (the store) raises."""
+        try:
+            while self._pending:
+                self._settle()
+        finally:
+            self._pool.shutdown(cancel_futures=True)
+        return self.report
+
+    def _settle(self) -> None:
+        done, task = self._pending.popleft()
+        (self.report.imported if task.result() else self.report.skipped).append(done)
+
+    def _write(self, outcome: RunOutcome, job_id: str, campaign_id: str) -> bool:
+        if self.store.head(layout.commit_key(job_id)) is not None:
+            return False  # this content was imported before
+        return self.dry_run or write(self.store, outcome, job_id, campaign_id)
 
 
 def write(store: ObjectStore, outcome: RunOutcome, job_id: str, campaign_id: str) -> bool:
