@@ -4,7 +4,9 @@ dumps, idempotence, a folder with a bad file, and the round trip of a run's own 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -151,3 +153,45 @@ def test_the_same_document_twice_in_one_import_is_one_run(tmp_path: Path) -> Non
     assert code == 0, text
     assert text.count(",imported") == 1 and text.count(",skipped") == 1
     assert len(_rows(tmp_path / "lake", "runs")) == 1
+
+
+SYNC_WRITES = "[w]\nrw=write\nbs=4k\nsize=1m\nioengine=psync\nfdatasync=1\n"
+
+
+@pytest.mark.slow
+def test_compare_decides_imported_tmpfs_against_measured_disk(tmp_path: Path) -> None:
+    """fio run by hand on tmpfs (fdatasync costs nothing there), imported, against the
+    same job measured by `fiolake run` on disk: tmpfs is decided better."""
+    job = tmp_path / "sync-writes.fio"
+    job.write_text(SYNC_WRITES)
+    shm = Path(tempfile.mkdtemp(prefix="fiolake-import-", dir="/dev/shm"))
+    out = tmp_path / "by-hand"
+    out.mkdir()
+    try:
+        for rep in range(4):
+            run = subprocess.run(
+                ["fio", "--output-format=json", f"--directory={shm}", str(job)],
+                capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            (out / f"sync-writes.{rep}.json").write_text(run.stdout)
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)
+    lake = str(tmp_path / "lake")
+    code, text = _import(str(out), "--backend", "tmpfs", "--lake", lake)
+    assert code == 0, text
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    measured = CliRunner().invoke(
+        cli, ["run", str(job), "--dir", str(disk), "--backend", "disk", "--repeat", "4",
+              "--lake", lake],
+    )  # fmt: skip
+    assert measured.exit_code == 0, measured.output
+    result = CliRunner().invoke(
+        cli, ["compare", "--backend", "disk", "--backend", "tmpfs", "--metric", "iops",
+              "--allow-mixed", "--lake", lake, "--format", "json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    (tmpfs,) = [r for r in rows if r["backend"] == "tmpfs"]
+    assert tmpfs["profile"] == "sync-writes" and tmpfs["n"] == 4 and tmpfs["n_baseline"] == 4
+    assert tmpfs["verdict"] == "better", tmpfs
