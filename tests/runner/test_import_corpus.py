@@ -70,7 +70,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_corpus_is_large_enough() -> None:
     repos = {p.name.split("-")[0] for p in FILES}
-    assert len(FILES) >= 16 and len(repos) >= 5
+    assert len(FILES) >= 20 and len(repos) >= 6
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
@@ -80,8 +80,14 @@ def test_every_job_and_direction_has_fios_numbers(lake: Path, path: Path) -> Non
     assert all(r["kernel"] is None and r["device"] is None for r in runs.values())
     results = [r for r in _table(lake, "results") if r["run_id"] in runs]
     percentiles = [r for r in _table(lake, "percentiles") if r["run_id"] in runs]
-    expected = _expected(_document(path))
-    assert expected
+    doc = _document(path)
+    expected = _expected(doc)
+    entries = doc.get("jobs") or doc["client_stats"]
+    failed = {e["jobname"]: e["error"] for e in entries if e.get("error")}
+    assert expected or failed  # a job that failed before any I/O still has its row:
+    for name, errno in failed.items():
+        assert {r["job_error"] for r in results if r["job_name"] == name} == {errno}
+        assert all(r["status"] == "failed" for r in runs.values())
     busy = [r for r in results if r["total_ios"] or r["io_bytes"] or r["iops"]]
     assert len(busy) == len(expected)  # nothing missing, nothing invented
     for host, job, direction, want in expected:

@@ -145,6 +145,7 @@ def outcome(found: FoundRun, source: Source, request: ImportRequest) -> RunOutco
 
 def _status(report: FioReport) -> tuple[str, str | None]:
     errors = job_errors(report)
-    if any(_INTERRUPTED in line for line in report.prefix_text.splitlines()):
-        return "interrupted", "; ".join(errors) or "fio: terminating on signal"
+    signal = [line.strip() for line in report.prefix_text.splitlines() if _INTERRUPTED in line]
+    if signal:
+        return "interrupted", "; ".join(errors + signal[:1])
     return ("failed", "; ".join(errors)) if errors else ("ok", None)
