@@ -64,6 +64,10 @@ IMPORTS = {
     ),
     "undated.json": GOOD_FIO.replace('"timestamp": 1700000000, ', ""),
     "binary.out": "\x00\x01fio",
+    "badlog.json": GOOD_FIO.replace(
+        '"elapsed": 1, ', '"elapsed": 1, "job options": {"write_bw_log": "badlog"}, '
+    ),
+    "badlog_bw.1.log": "1000, x\n2000, 5, 0, 4096\n",
 }
 NOT_IMPORTED = "Error: 1 of 1 file(s) not imported ({imp}/{name}); imported 0 run(s), skipped 0\n"
 # Every results column a comparison can use, as `unknown metric` lists them.
@@ -1016,6 +1020,13 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         )
         + "\n"
         + NOT_IMPORTED.replace("{name}", "binary.out"),
+    ),
+    (
+        ["import", "{imp}/badlog.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/badlog.json: log badlog_bw.1.log line 1 does not fit fio's log format "
+        "(2 columns: '1000, x')\n" + NOT_IMPORTED.replace("{name}", "badlog.json"),
     ),
     (
         ["import", "{tmp}/nope.json", "--backend", "x", "--lake", "{tmp}/lake"],

@@ -65,6 +65,12 @@ def _is_fio_log(name: str) -> bool:
     metavar="TIME",
     help="Start time (ISO 8601, UTC if no zone) for documents without fio's timestamp.",
 )
+@click.option(
+    "--logs",
+    "logs_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder of fio's per-second logs (default: the folder each file is in).",
+)
 @click.option("--dry-run", is_flag=True, help="Read and check everything; write nothing.")
 @format_option()
 def import_(
@@ -76,6 +82,7 @@ def import_(
     host: str | None,
     profile: str | None,
     at_text: str | None,
+    logs_dir: Path | None,
     dry_run: bool,
     fmt: str,
 ) -> None:
@@ -85,7 +92,10 @@ def import_(
     '-' for stdin. Text around the JSON (fio's warnings, normal output, a CI log) is
     skipped; a file may hold several documents, and client/server output becomes one run
     per host. Each fio invocation becomes a run with origin 'import', the file's name and
-    SHA-256; what fio did not record (kernel, device, file system) stays NULL.
+    SHA-256; what fio did not record (kernel, device, file system) stays NULL. The
+    per-second logs fio wrote beside a document (the prefixes its write_bw_log,
+    write_iops_log, write_lat_log and write_hist_log options name; fio 3.0 and later)
+    become its per-second rows; --logs says where they are if not beside it.
 
     Importing is idempotent: a run's id comes from the document's content, so files
     imported before are skipped and only new ones are added. A file that is not fio
@@ -121,6 +131,7 @@ def import_(
         host=host,
         at=at,
         profile=profile,
+        logs=logs_dir,
     )
     importer = writer.Importer(Settings.from_env(lake=lake).store(), request, dry_run=dry_run)
     for name, path in files:

@@ -305,7 +305,7 @@ def _collect(
                 job_options=prepared.job.options_for,
                 sections=sections,
                 log_dir=outdir,
-                log_prefix=LOG_PREFIX,
+                log_prefixes=(LOG_PREFIX,),
             )
         )
     if _cut_short(prepared, tables["results"]):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -110,7 +111,7 @@ def test_a_file_past_the_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> None
         reading.read_text(b"{" * 11)
 
 
-ROUND_TRIP_SKIP = {"run_id", "steady_state", "warmup_s"}
+ROUND_TRIP_SKIP = {"run_id"}
 
 
 def test_a_runs_own_raw_output_imported_gives_the_same_rows(tmp_path: Path) -> None:
@@ -122,11 +123,17 @@ def test_a_runs_own_raw_output_imported_gives_the_same_rows(tmp_path: Path) -> N
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     (measured,) = _rows(lake, "runs")
-    raw = lake / "raw" / measured["run_id"] / "fio.json"
-    code, out = _import(str(raw), "--backend", "here", "--lake", str(lake), "--profile", "tiny")
+    raw = lake / "raw" / measured["run_id"]
+    logs = tmp_path / "logs"
+    with tarfile.open(raw / "logs.tar.gz") as tar:
+        tar.extractall(logs, filter="data")
+    code, out = _import(
+        str(raw / "fio.json"), "--backend", "here", "--lake", str(lake), "--profile", "tiny",
+        "--logs", str(logs),
+    )  # fmt: skip
     assert code == 0, out
     (imported,) = [r for r in _rows(lake, "runs") if r["origin"] == "import"]
-    for table in ("results", "percentiles", "latency_bins", "iodepth", "disk_util"):
+    for table in ("results", "percentiles", "latency_bins", "iodepth", "disk_util", "timeseries"):
         rows = _rows(lake, table)
         mine = [
             {k: v for k, v in r.items() if k not in ROUND_TRIP_SKIP}

@@ -17,6 +17,7 @@ from pathlib import Path
 from fiolake import layout, schema
 from fiolake.errors import FioError
 from fiolake.jobhash import effective_job_sha256
+from fiolake.runner.importing import logfiles
 from fiolake.runner.importing.reading import FoundRun
 from fiolake.runner.outcome import RunOutcome, empty_tables
 from fiolake.runner.report.document import FioReport, job_errors, report_of
@@ -38,6 +39,7 @@ class ImportRequest:
     host: str | None = None  # --host; else the client/server host; else NULL
     at: datetime | None = None  # start time for a document without fio's timestamp
     profile: str | None = None  # --profile; else the source file's stem
+    logs: Path | None = None  # --logs: where fio's per-second logs are (else beside the file)
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class Source:
 
     name: str
     sha256: str
+    folder: Path | None = None  # where the file is (None: stdin)
 
     @property
     def stem(self) -> str:
@@ -136,8 +139,19 @@ def outcome(found: FoundRun, source: Source, request: ImportRequest) -> RunOutco
         "source_file": source.name,
         "source_sha256": source.sha256,
     }
+    log_dir = request.logs or source.folder
+    usec_era = (report.fio_version or "fio-3").startswith(("fio-1", "fio-2"))
+    present = logfiles.checked_logs(log_dir, report) if log_dir and not usec_era else []
     tables = empty_tables(row)
-    tables.update(report_tables(report, run_id=run_id, backend=request.backend))
+    tables.update(
+        report_tables(
+            report,
+            run_id=run_id,
+            backend=request.backend,
+            log_dir=log_dir if present else None,
+            log_prefixes=present,
+        )
+    )
     tables["runs"] = schema.to_table("runs", [row])
     text = f"{found.prefix_text}\n{found.text}\n" if found.prefix_text else f"{found.text}\n"
     return RunOutcome(run_id, status, error, started, tables, {"fio.json": text.encode()})

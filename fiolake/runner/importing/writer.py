@@ -9,6 +9,7 @@ import hashlib
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from fiolake import layout
 from fiolake.commits import new_commit
@@ -44,7 +45,8 @@ def prepare(
     name: str, data: bytes, request: runs.ImportRequest
 ) -> list[tuple[reading.FoundRun, RunOutcome]]:
     """Every run of one file, built in memory; FioError says what is wrong with the file."""
-    source = runs.Source(name, hashlib.sha256(data).hexdigest())
+    folder = None if name == "-" else Path(name).parent
+    source = runs.Source(name, hashlib.sha256(data).hexdigest(), folder)
     found = reading.found_runs(reading.read_text(data))
     return [(one, runs.outcome(one, source, request)) for one in found]
 

@@ -30,13 +30,14 @@ def report_tables(
     job_options: Callable[[str], Mapping[str, str]] = _no_options,
     sections: Sequence[Section] | None = None,
     log_dir: Path | None = None,
-    log_prefix: str = "fio",
+    log_prefixes: Sequence[str] = ("fio",),
 ) -> dict[str, pa.Table]:
     """results, percentiles, disk_util, iodepth, latency_bins and timeseries of a report.
 
     `job_options` and `sections` are the job file fio ran, when known (a run's canonical
     file; an import has only what fio echoed in `job options`). `log_dir` holds fio's
-    per-second logs named `<log_prefix>_<type>.<N>.log`; without it `timeseries` is empty.
+    per-second logs named `<prefix>_<type>.<N>.log` for each of `log_prefixes`; without it
+    `timeseries` is empty.
     """
     tables = {
         "results": schema.to_table(
@@ -59,13 +60,13 @@ def report_tables(
         ("latency_bins", fio_extras.latency_bin_rows),
     ):
         tables[name] = schema.to_table(name, make(report, run_id=run_id))
-    rows = (
-        fio_logs.timeseries_rows(
-            log_dir, run_id=run_id, report=report, prefix=log_prefix, sections=sections
+    rows: list[dict] = []
+    for prefix in log_prefixes:
+        if log_dir is None:
+            break
+        rows += fio_logs.timeseries_rows(
+            log_dir, run_id=run_id, report=report, prefix=prefix, sections=sections
         )
-        if log_dir is not None
-        else []
-    )
     tables["timeseries"] = schema.to_table("timeseries", rows)
     tables["results"] = with_steady_state(
         tables["results"], tables["timeseries"], fio_extras.fio_steady_states(report)
