@@ -146,6 +146,13 @@ def test_a_runs_own_raw_output_imported_gives_the_same_rows(tmp_path: Path) -> N
             if r["run_id"] == imported["run_id"]
         ]
         assert mine == theirs and (mine or table == "disk_util"), table
+    diff = CliRunner().invoke(
+        cli, ["env-diff", "--run", measured["run_id"], "--run", imported["run_id"], "--lake", str(lake),
+              "--format", "csv"],
+    )  # fmt: skip
+    assert diff.exit_code == 0, diff.output
+    assert f"kernel,{measured['kernel']},unknown (imported)" in diff.output
+    assert "origin,run,import" in diff.output
 
 
 def test_the_same_document_twice_in_one_import_is_one_run(tmp_path: Path) -> None:
