@@ -147,8 +147,8 @@ def test_a_runs_own_raw_output_imported_gives_the_same_rows(tmp_path: Path) -> N
         ]
         assert mine == theirs and (mine or table == "disk_util"), table
     diff = CliRunner().invoke(
-        cli, ["env-diff", "--run", measured["run_id"], "--run", imported["run_id"], "--lake", str(lake),
-              "--format", "csv"],
+        cli, ["env-diff", "--run", measured["run_id"], "--run", imported["run_id"],
+              "--lake", str(lake), "--format", "csv"],
     )  # fmt: skip
     assert diff.exit_code == 0, diff.output
     assert f"kernel,{measured['kernel']},unknown (imported)" in diff.output
@@ -209,3 +209,27 @@ def test_compare_decides_imported_tmpfs_against_measured_disk(tmp_path: Path) ->
     (tmpfs,) = [r for r in rows if r["backend"] == "tmpfs"]
     assert tmpfs["profile"] == "sync-writes" and tmpfs["n"] == 4 and tmpfs["n_baseline"] == 4
     assert tmpfs["verdict"] == "better", tmpfs
+
+
+def test_logs_beside_the_document_become_its_seconds(tmp_path: Path) -> None:
+    job = tmp_path / "logged.fio"
+    job.write_text(
+        "[l]\nioengine=null\nrw=read\nsize=1g\nruntime=3\ntime_based=1\nrate=50m\n"
+        "write_bw_log=logged\nwrite_iops_log=logged\nlog_avg_msec=1000\n"
+    )
+    subprocess.run(
+        ["fio", "--output-format=json", "--output=logged.json", str(job)],
+        cwd=tmp_path, check=True, capture_output=True,
+    )  # fmt: skip
+    assert list(tmp_path.glob("logged_bw.1.log"))
+    code, out = _import(
+        str(tmp_path / "logged.json"), "--backend", "x", "--lake", str(tmp_path / "lake")
+    )
+    assert code == 0, out
+    seconds = _rows(tmp_path / "lake", "timeseries")
+    (result,) = _rows(tmp_path / "lake", "results")
+    assert len(seconds) >= 3 and {r["job_name"] for r in seconds} == {"l"}
+    # fio's totals against its logged windows (runner.report.logs: within the logs' rounding)
+    assert (
+        abs(sum(r["io_bytes"] for r in seconds) - result["io_bytes"]) <= result["io_bytes"] / 1000
+    )
