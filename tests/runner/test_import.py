@@ -233,3 +233,15 @@ def test_logs_beside_the_document_become_its_seconds(tmp_path: Path) -> None:
     assert (
         abs(sum(r["io_bytes"] for r in seconds) - result["io_bytes"]) <= result["io_bytes"] / 1000
     )
+
+
+def test_dry_run_reads_everything_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "one.json").write_text(_fio(tmp_path))
+    lake = tmp_path / "lake"
+    code, out = _import(
+        str(tmp_path / "one.json"), "--backend", "x", "--lake", str(lake), "--dry-run",
+        "--format", "csv",
+    )  # fmt: skip
+    assert code == 0, out
+    assert out.count(",would import") == 1
+    assert not lake.exists()
