@@ -879,7 +879,7 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         2,
         (
             "Error: Invalid value for '--role': 'nope' is not one of 'admin', 'runner', "
-            "'publisher', 'analyst', 'compactor'.\n"
+            "'publisher', 'analyst', 'compactor', 'importer'.\n"
         ),
     ),
     (["stack", "frobnicate"], {}, 2, "Error: No such command 'frobnicate'.\n"),
