@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,6 +13,9 @@ from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import IdParam, label_option, parse_labels
 from fiolake.cli.output import emit
 from fiolake.errors import FiolakeError, UsageProblem
+
+if TYPE_CHECKING:  # the library loads only when the command runs: --help stays light
+    from fiolake.runner.importing.writer import ImportReport
 
 # What a folder's files are read as: fio's own suffixes, and CI logs.
 SUFFIXES = (".json", ".txt", ".log", ".out")
@@ -58,7 +61,11 @@ def _is_fio_log(name: str) -> bool:
 @click.option("--campaign", type=IdParam("campaign id"), help="Record into this campaign.")
 @label_option
 @click.option("--host", help="The host fio ran on (fio does not record it; NULL if not given).")
-@click.option("--profile", type=IdParam("profile"), help="Profile name (default: file name).")
+@click.option(
+    "--profile",
+    type=IdParam("profile"),
+    help="Profile name, which compare pools runs by (default: the file name up to its first '.').",
+)
 @click.option(
     "--at",
     "at_text",
@@ -108,6 +115,10 @@ def import_(
       fiolake import ci.log --backend ceph --host node7 --label ci=nightly
       kubectl logs kubestr-pod | fiolake import - --backend longhorn
       fiolake import old.json --backend hdd --at 2016-05-01T10:00:00Z
+      fiolake compare --backend nvme-old --backend nvme --allow-mixed
+
+    compare pools runs of one effective job; an imported run's is rebuilt from the
+    options fio echoed, so against runs of `fiolake run` pass --allow-mixed.
     """
     from datetime import UTC, datetime
 
@@ -145,7 +156,7 @@ def import_(
         raise ImportFailed(_summary(report, dry_run, len(files)))
 
 
-def _read(path: Path, report: Any, name: str) -> bytes | None:
+def _read(path: Path, report: ImportReport, name: str) -> bytes | None:
     try:
         return path.read_bytes()
     except OSError as exc:
@@ -154,7 +165,7 @@ def _read(path: Path, report: Any, name: str) -> bytes | None:
         return None
 
 
-def _show(report: Any, fmt: str, dry_run: bool) -> None:
+def _show(report: ImportReport, fmt: str, dry_run: bool) -> None:
     rows = [
         (r.source, r.document, r.host, r.run_id, r.status, r.results, verb)
         for runs_, verb in (
@@ -173,7 +184,7 @@ def _show(report: Any, fmt: str, dry_run: bool) -> None:
         )
 
 
-def _summary(report: Any, dry_run: bool, files: int) -> str:
+def _summary(report: ImportReport, dry_run: bool, files: int) -> str:
     names = ", ".join(name for name, _ in report.refused)
     done = "would import" if dry_run else "imported"
     return (
