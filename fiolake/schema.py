@@ -91,6 +91,12 @@ RUNS = pa.schema(
         ("start_skew_ms", pa.float64()),
         ("clock_offset_ms", pa.float64()),  # store clock − this host's clock
         ("clock_offset_error_ms", pa.float64()),  # ± bound of that offset
+        # Where the run comes from: 'run' (fiolake ran fio) or 'import' (`fiolake import`
+        # read fio output made elsewhere; what fio did not record stays NULL). NULL in
+        # files written before this column: those are all 'run'.
+        ("origin", pa.string()),
+        ("source_file", pa.string()),  # an import's file name (as given; '-' for stdin)
+        ("source_sha256", pa.string()),  # sha256 of that file's bytes
     ]
 )
 

@@ -47,6 +47,29 @@ JOBS = {
     "emptyfill.fio": "# precondition:\n" + TINY,
     "filled.fio": "# precondition: exec.fio\n" + TINY,
 }
+# fio output `import` refuses, each for one reason (a good document: GOOD_FIO).
+GOOD_FIO = (
+    '{"fio version": "fio-3.33", "timestamp": 1700000000, "jobs": [{"jobname": "j", '
+    '"groupid": 0, "error": 0, "elapsed": 1, "read": {"io_bytes": 4096, "io_kbytes": 4, '
+    '"iops": 1.0, "runtime": 1000, "total_ios": 1}}]}\n'
+)
+IMPORTS = {
+    "text.log": "j: (g=0): rw=read, bs=(R) 4096B-4096B\nfio-3.33\nStarting 1 process\n",
+    "other.json": '{"name": "not fio"}\n',
+    "cut.json": GOOD_FIO[:80],
+    "nan.json": GOOD_FIO.replace('"iops": 1.0', '"iops": NaN'),
+    "negative.json": GOOD_FIO.replace('"total_ios": 1', '"total_ios": -1'),
+    "deep.json": GOOD_FIO.replace(
+        '"runtime": 1000', '"runtime": 1000, "x": ' + "[" * 40 + "]" * 40
+    ),
+    "undated.json": GOOD_FIO.replace('"timestamp": 1700000000, ', ""),
+    "binary.out": "\x00\x01fio",
+    "badlog.json": GOOD_FIO.replace(
+        '"elapsed": 1, ', '"elapsed": 1, "job options": {"write_bw_log": "badlog"}, '
+    ),
+    "badlog_bw.1.log": "1000, x\n2000, 5, 0, 4096\n",
+}
+NOT_IMPORTED = "Error: 1 of 1 file(s) not imported ({imp}/{name}); imported 0 run(s), skipped 0\n"
 # Every results column a comparison can use, as `unknown metric` lists them.
 METRICS = (
     "io_bytes, total_ios, bw_bytes, iops, runtime_ms, slat_min_ns, slat_max_ns, slat_mean_ns, "
@@ -66,7 +89,7 @@ RUNS_COLUMNS = (
     "signer_keyid, other_fio_procs, outside_cpu_pct, steal_pct, page_cache_bytes, "
     "host_lock_wait_ms, flags, "
     "gang_size, gang_slot, gang_attempt, gang_start_at, start_skew_ms, clock_offset_ms, "
-    "clock_offset_error_ms, date"
+    "clock_offset_error_ms, origin, source_file, source_sha256, date"
 )
 NO_LAKE = "Error: no results in lake {tmp}/no-lake: run `fiolake run` (or start runners) first\n"
 
@@ -856,7 +879,7 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         2,
         (
             "Error: Invalid value for '--role': 'nope' is not one of 'admin', 'runner', "
-            "'publisher', 'analyst', 'compactor'.\n"
+            "'publisher', 'analyst', 'compactor', 'importer'.\n"
         ),
     ),
     (["stack", "frobnicate"], {}, 2, "Error: No such command 'frobnicate'.\n"),
@@ -910,6 +933,117 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         2,
         f"Error: unknown metric 'nope': choose from {METRICS}\n",
     ),
+    # -- import: each bad file named with what is wrong, nothing written for it
+    (
+        ["import", "{imp}/text.log", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/text.log: "
+        + (
+            "no fio JSON document in it — fio's normal text output cannot be imported: "
+            "run fio with --output-format=json (or json+)"
+        )
+        + "\n"
+        + NOT_IMPORTED.replace("{name}", "text.log"),
+    ),
+    (
+        ["import", "{imp}/other.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/other.json: "
+        + (
+            "its JSON is not fio output (no jobs[] or client_stats[] of fio jobs) — give the "
+            "output of fio --output-format=json"
+        )
+        + "\n"
+        + NOT_IMPORTED.replace("{name}", "other.json"),
+    ),
+    (
+        ["import", "{imp}/cut.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/cut.json: "
+        + (
+            "its JSON is cut short or malformed (was fio killed, or the file truncated?) — "
+            "import fio's complete output"
+        )
+        + "\n"
+        + NOT_IMPORTED.replace("{name}", "cut.json"),
+    ),
+    (
+        ["import", "{imp}/nan.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/nan.json: "
+        + "NaN is not a number fio writes (damaged output?)"
+        + "\n"
+        + NOT_IMPORTED.replace("{name}", "nan.json"),
+    ),
+    (
+        ["import", "{imp}/negative.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/negative.json: "
+        + "document 1: job 'j' read total_ios is negative (-1)"
+        + "\n"
+        + NOT_IMPORTED.replace("{name}", "negative.json"),
+    ),
+    (
+        ["import", "{imp}/deep.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/deep.json: "
+        + "document 1: JSON nested deeper than 32 levels"
+        + "\n"
+        + NOT_IMPORTED.replace("{name}", "deep.json"),
+    ),
+    (
+        ["import", "{imp}/undated.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/undated.json: "
+        + (
+            "document 1 has no timestamp (fio before 2.2, or edited) — give its start time "
+            "with --at, e.g. --at 2024-03-01T12:00:00Z"
+        )
+        + "\n"
+        + NOT_IMPORTED.replace("{name}", "undated.json"),
+    ),
+    (
+        ["import", "{imp}/binary.out", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/binary.out: "
+        + (
+            "not text (it holds NUL bytes): no fio JSON document in it — fio's normal text "
+            "output cannot be imported: run fio with --output-format=json (or json+)"
+        )
+        + "\n"
+        + NOT_IMPORTED.replace("{name}", "binary.out"),
+    ),
+    (
+        ["import", "{imp}/badlog.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/badlog.json: log badlog_bw.1.log line 1 does not fit fio's log format "
+        "(2 columns: '1000, x')\n" + NOT_IMPORTED.replace("{name}", "badlog.json"),
+    ),
+    (
+        ["import", "{tmp}/nope.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        2,
+        "Error: {tmp}/nope.json: no such file or folder — give fio output files\n",
+    ),
+    (["import", "{imp}/text.log"], {}, 2, "Error: Missing option '--backend'.\n"),
+    (
+        ["import", "{imp}/undated.json", "--backend", "x", "--at", "yesterday"],
+        {},
+        2,
+        (
+            "Error: Invalid value for --at: 'yesterday' is not an ISO 8601 time "
+            "(e.g. 2024-03-01T12:00:00Z)\n"
+        ),
+    ),
     # --repeat is declared once (cli.common.workload_options): one range for run and publish
     (
         ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--repeat", "1001"],
@@ -945,6 +1079,10 @@ def places(tmp_path: Path, lake_with_a_run: Path):
     jobs.mkdir()
     for name, text in JOBS.items():
         (jobs / name).write_text(text)
+    imports = tmp_path / "imports"
+    imports.mkdir()
+    for name, text in IMPORTS.items():
+        (imports / name).write_text(text)
     file = tmp_path / "a-file"
     file.write_text("not a directory\n")
     ro = tmp_path / "ro"
@@ -963,8 +1101,8 @@ def places(tmp_path: Path, lake_with_a_run: Path):
     # Facts of this machine that the messages name: where tmp_path is mounted (read as
     # --dir reads it), and EPERM for root's immutable directory, EACCES for anyone else.
     mount = mount_info(tmp_path)
-    yield {"tmp": tmp_path, "job": jobs, "file": file, "ro": ro, "lake": lake_with_a_run,
-           "corrupt": corrupt, "run": runs_file.stem,
+    yield {"tmp": tmp_path, "job": jobs, "imp": imports, "file": file, "ro": ro,
+           "lake": lake_with_a_run, "corrupt": corrupt, "run": runs_file.stem,
            "date": runs_file.parent.name.removeprefix("date="),
            "where": f"mount point {mount.mount_point}, {mount.fs_type} on {mount.device}",
            "denied": os.strerror(errno.EPERM if immutable else errno.EACCES)}  # fmt: skip

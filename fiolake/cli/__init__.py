@@ -28,6 +28,7 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("fiolake.cli.local", "run", "Run fio job files locally and store results."),
     "validate": ("fiolake.cli.local", "validate", "Check job files against the policy."),
+    "import": ("fiolake.cli.importing", "import_", "Bring fio results made elsewhere in."),
     "profiles": ("fiolake.cli.local", "profiles", "List the shipped fio profiles."),
     "sql": ("fiolake.cli.analysis", "sql", "Query the lake with SQL (DuckDB)."),
     "compare": ("fiolake.cli.comparisons", "compare", "Ratios of backends or runs, decided."),

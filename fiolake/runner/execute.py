@@ -37,10 +37,9 @@ from fiolake.runner.outcome import (
     stopped_outcome,
 )
 from fiolake.runner.policy import check as policy
-from fiolake.runner.report import extras as fio_extras
 from fiolake.runner.report import logs as fio_logs
 from fiolake.runner.report import results as fio_output
-from fiolake.runner.report.steady import with_steady_state
+from fiolake.runner.report.tables import report_tables
 from fiolake.units import seconds_or_none
 
 LOG_PREFIX = "fio"
@@ -298,33 +297,16 @@ def _collect(
     else:
         sections = [(section.name, section.options) for section in prepared.job.jobs]
         errors += fio_output.job_errors(report)
-        tables["results"] = schema.to_table(
-            "results",
-            fio_output.result_rows(
+        tables.update(
+            report_tables(
                 report,
                 run_id=run_id,
                 backend=request.backend,
                 job_options=prepared.job.options_for,
                 sections=sections,
-            ),
-        )
-        tables["percentiles"] = schema.to_table(
-            "percentiles", fio_output.percentile_rows(report, run_id=run_id)
-        )
-        for name, make in (
-            ("disk_util", fio_extras.disk_util_rows),
-            ("iodepth", fio_extras.iodepth_rows),
-            ("latency_bins", fio_extras.latency_bin_rows),
-        ):
-            tables[name] = schema.to_table(name, make(report, run_id=run_id))
-        tables["timeseries"] = schema.to_table(
-            "timeseries",
-            fio_logs.timeseries_rows(
-                outdir, run_id=run_id, report=report, prefix=LOG_PREFIX, sections=sections
-            ),
-        )
-        tables["results"] = with_steady_state(
-            tables["results"], tables["timeseries"], fio_extras.fio_steady_states(report)
+                log_dir=outdir,
+                log_prefixes=(LOG_PREFIX,),
+            )
         )
     if _cut_short(prepared, tables["results"]):
         flags = [*flags, "cut-short"]

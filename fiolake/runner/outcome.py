@@ -78,6 +78,7 @@ def base_run_row(request: RunRequest, run_id: str) -> dict[str, object]:
         "runtime_s": request.runtime_s,
         "size_bytes": request.size_bytes,
         "signer_keyid": request.signer_keyid,
+        "origin": "run",
     }
 
 

@@ -14,6 +14,7 @@ from fiolake.jobhash import effective_job_sha256, job_differences
 ENV_COLUMNS = (
     "host",
     "runner",
+    "origin",
     "kernel",
     "os",
     "fio_version",
@@ -35,6 +36,9 @@ ENV_COLUMNS = (
     "runtime_s",
     "size_bytes",
 )
+
+# What an imported run (`fiolake import`) shows for a field fio's output does not hold.
+UNKNOWN_IMPORTED = "unknown (imported)"
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,8 @@ def _environment(lake: Lake, run_id: str) -> dict[str, Any]:
     if row is None:  # `env_diff` validated the run ids: only a lake emptied meanwhile
         raise LakeError(f"run {run_id} is no longer in the lake — run the command again")
     env = dict(zip(ENV_COLUMNS, row[: len(ENV_COLUMNS)], strict=True))
+    if env["origin"] == "import":  # fio did not record it: say so, never leave it blank
+        env = {k: UNKNOWN_IMPORTED if v is None else v for k, v in env.items()}
     labels, canonical = row[len(ENV_COLUMNS)], row[len(ENV_COLUMNS) + 1]
     for key, value in (labels or {}).items():
         env[f"labels.{key}"] = value

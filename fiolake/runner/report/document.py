@@ -47,8 +47,33 @@ class FioReport:
 
 def parse_fio_json(text: str) -> FioReport:
     """Parse fio's --output text; keep the last document. Raise FioError if there is none."""
-    decoder = json.JSONDecoder(strict=False)  # fio does not escape control characters
-    docs: list[dict] = []
+    docs, other = split_documents(text)
+    if not docs:
+        head = "\n".join(line for line in text.strip().splitlines()[:5])[:800]
+        raise FioError(f"fio produced no JSON output: {head or '(empty output)'}")
+    return report_of(docs[-1].doc, prefix_text=_joined(other), documents=len(docs))
+
+
+@dataclass(frozen=True)
+class Document:
+    """One JSON document found in fio's output text, with where it sits in that text."""
+
+    doc: dict
+    start: int  # offset of its opening '{'
+    end: int  # offset just past its closing '}'
+
+
+def split_documents(
+    text: str, decoder: json.JSONDecoder | None = None
+) -> tuple[list[Document], list[str]]:
+    """Every JSON object that starts a line of `text`, in order, and the text between them.
+
+    fio writes error lines before its JSON and, with --status-interval, several complete
+    documents one after another; a document cut short after a complete one raises FioError.
+    `decoder` defaults to a non-strict one (fio does not escape control characters).
+    """
+    decoder = decoder or json.JSONDecoder(strict=False)
+    docs: list[Document] = []
     other: list[str] = []
     pos = 0
     for start in _brace_lines(text):
@@ -67,13 +92,14 @@ def parse_fio_json(text: str) -> FioReport:
         if not isinstance(doc, dict):
             continue
         other.append(text[pos:start])
-        docs.append(doc)
+        docs.append(Document(doc, start, end))
         pos = end
-    if not docs:
-        head = "\n".join(line for line in text.strip().splitlines()[:5])[:800]
-        raise FioError(f"fio produced no JSON output: {head or '(empty output)'}")
     other.append(text[pos:])
-    final = docs[-1]
+    return docs, other
+
+
+def report_of(final: dict, *, prefix_text: str = "", documents: int = 1) -> FioReport:
+    """A FioReport over one (final) document; `jobs` are its jobs[]."""
     timestamp_ms = final.get("timestamp_ms")
     if timestamp_ms is None and final.get("timestamp") is not None:
         timestamp_ms = int(final["timestamp"]) * 1000
@@ -81,10 +107,14 @@ def parse_fio_json(text: str) -> FioReport:
         fio_version=final.get("fio version"),
         timestamp_ms=timestamp_ms,
         jobs=list(final.get("jobs") or []),
-        prefix_text="\n".join(part.strip() for part in other if part.strip()),
-        documents=len(docs),
+        prefix_text=prefix_text,
+        documents=documents,
         raw=final,
     )
+
+
+def _joined(parts: list[str]) -> str:
+    return "\n".join(part.strip() for part in parts if part.strip())
 
 
 def _brace_lines(text: str) -> Iterator[int]:
