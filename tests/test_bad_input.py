@@ -62,6 +62,10 @@ RUNS_COLUMNS = (
     "canonical_job_file, effective_job_sha256, fio_version, fio_path, kernel, os, cpu_model, "
     "cpu_count, mem_bytes, cpu_governor, target_dir, mount_point, fs_type, mount_options, "
     "device, device_model, device_firmware, io_scheduler, read_ahead_bytes, write_cache, "
+    "target_kind, device_serial, device_wwn, device_size_bytes, device_logical_block_bytes, "
+    "device_physical_block_bytes, device_rotational, device_discard_granularity_bytes, "
+    "device_discard_max_bytes, device_nr_requests, device_start, purge_method, purged_by, "
+    "prefilled_by, "
     "runtime_s, size_bytes, started_at, finished_at, status, error, exit_code, watchdog, "
     "signer_keyid, other_fio_procs, outside_cpu_pct, steal_pct, page_cache_bytes, "
     "host_lock_wait_ms, flags, "
@@ -281,7 +285,10 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         ["run", "{job}/trim.fio", "--dir", "{tmp}"],
         {},
         1,
-        "Error: job file refused:\n  trim: [a] rw=trim: trims (discards) data; not allowed\n",
+        (
+            "Error: job file refused:\n  trim: [a] rw=trim: trims (discards) data; allowed only "
+            "on a block-device target (--device)\n"
+        ),
     ),
     (
         ["run", "{job}/huge.fio", "--dir", "{tmp}"],

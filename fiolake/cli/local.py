@@ -26,6 +26,7 @@ from fiolake.cli.common import (
     target_options,
     workload_options,
 )
+from fiolake.cli.device import announce_device, claim_target, device_options
 from fiolake.cli.output import emit, render
 from fiolake.errors import PolicyError
 
@@ -138,12 +139,13 @@ class _RunPrinter:
     help="Live progress on stderr [default: only when stderr is a terminal].",
 )
 @precondition_option
+@device_options
 @host_lock_options
 @caps_options
 @format_option()
 def run(
     job_files: tuple[str, ...],
-    target_dir: Path,
+    target_dir: Path | None,
     backend: str,
     lake: str,
     runtime: int | None,
@@ -159,8 +161,12 @@ def run(
     host_lock_path: Path,
     share_host: bool,
     precondition: str | None,
+    device: str | None,
+    destroy_data: bool,
+    expect_device: tuple[str, ...],
+    wipe_signatures: bool,
 ) -> None:
-    """Run fio job files against --dir and store results in the lake.
+    """Run fio job files against --dir (or a raw --device) and store results in the lake.
 
     JOB_FILES are paths or names of shipped profiles (`fiolake profiles`); with
     none, the default suite runs (six profiles, about 90 s). Every job file is
@@ -172,6 +178,11 @@ def run(
       fiolake run database-oltp --dir /mnt/ceph --backend ceph-rbd --runtime 30
       fiolake run my-own.fio --dir /data --format json
       fiolake run --dir "$(mktemp -d)" --runtime 2 --size 16M     # smoke test
+      fiolake run random-reads --device /dev/nvme1n1 --destroy-data --backend nvme
+
+    --device writes over a whole raw block device, named by the operator (the job
+    file never names it), after checks that refuse a device in use or holding data
+    (docs/usage.md, "Benchmarking a block device").
 
     Before fio starts, stderr names the mount point, file system and device --dir
     lands on; --expect-mount/--expect-fs make a mismatch an error.
@@ -192,15 +203,27 @@ def run(
     from fiolake.runner import execute as ex
     from fiolake.runner.host import target as tg
     from fiolake.runner.local import plan_local, run_local
+    from fiolake.runner.policy.check import BlockTarget
 
     created: list[Path] = []
+    claim = None
     try:
         campaign_id = campaign or new_campaign_id()
         store = Settings.from_env(lake=lake).store()
+        local_lake = [] if "://" in store.url else [Path(store.url)]
+        claim = claim_target(
+            target_dir,
+            device,
+            destroy_data=destroy_data,
+            expect_device=expect_device,
+            wipe_signatures=wipe_signatures,
+            protected=[*local_lake, host_lock_path],
+        )
+        block = BlockTarget(str(claim.path), claim.identity.size_bytes) if claim else None
         plan = plan_local(
             resolve_jobs(job_files, precondition),
             backend=backend,
-            target_dir=target_dir,
+            target_dir=target_dir or claim.path,
             campaign_id=campaign_id,
             repeat=repeat,
             runtime_s=runtime,
@@ -209,11 +232,15 @@ def run(
             caps=current_caps(),
             expect_mount=expect_mount,
             expect_fs=expect_fs,
+            block=block,
         )
         # Everything about the target is checked before anything is created or run.
         lock = host_lock(host_lock_path, share_host, f"pid {os.getpid()}: fiolake run {backend}")
-        created = tg.ensure_dir(target_dir, create=create_dir)
-        announce_target([ex.preflight(p.measured) for p in plan])
+        if target_dir is not None:
+            created = tg.ensure_dir(target_dir, create=create_dir)
+            announce_target([ex.preflight(p.measured) for p in plan])
+        else:
+            announce_device(claim)
         show = progress if progress is not None else sys.stderr.isatty()
         click.echo(
             f"campaign {campaign_id}: {len(plan)} run(s), about "
@@ -245,6 +272,9 @@ def run(
         # ones go); the group maps the error itself.
         tg.remove_created(created)
         raise
+    finally:
+        if claim is not None:
+            claim.release()
     if fmt != "table" and printer.rows:
         columns = list(printer.rows[0])
         emit(columns, [[r[c] for c in columns] for r in printer.rows], fmt)

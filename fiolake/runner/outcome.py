@@ -46,6 +46,7 @@ class RunRequest:
     gang_size: int | None = None  # hosts running this job together (part of its hash)
     sequence: int | None = None  # position in the campaign's interleaved plan
     role: str = "measure"  # or 'precondition' (runner.precondition): never compared
+    device: str | None = None  # a raw block device (the CLI holds its claim) instead of a dir
 
 
 @dataclass

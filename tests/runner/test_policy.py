@@ -28,6 +28,7 @@ from fiolake.units import parse_size, seconds_or_none, size_or_none
 
 ENGINES = "psync, sync, pvsync, pvsync2, libaio, io_uring, posixaio, mmap, null"
 BASE = "[job1]\nioengine=psync\nrw=read\nsize=1m\n"  # lines 1-4; a test's line is line 5
+ON_DEVICE = "allowed only on a block-device target (--device)"
 
 
 def violations(text: str, caps: Caps = Caps()) -> list[str]:  # noqa: B008
@@ -82,10 +83,10 @@ REFUSED = [
         "[job1] replay_redirect: replays a trace that names its own files and devices; not allowed",
     ),
     *[
-        (f"rw={rw}", f"[job1] rw={rw}: trims (discards) data; not allowed")
+        (f"rw={rw}", f"[job1] rw={rw}: trims (discards) data; {ON_DEVICE}")
         for rw in ("trim", "randtrim", "trimwrite", "randtrimwrite")
     ],
-    ("readwrite=randtrim", "[job1] readwrite=randtrim: trims (discards) data; not allowed"),
+    ("readwrite=randtrim", f"[job1] readwrite=randtrim: trims (discards) data; {ON_DEVICE}"),
     *[
         (
             f"filename={name}",
@@ -275,7 +276,7 @@ def test_every_violation_is_reported_in_file_order() -> None:
         "[job1] write_lat_log: the runner writes the logs into its private output dir; not allowed",
         "[job1] size=100g: above the cap of 64.0 GiB (raise it with --max-size)",
         "[job2] uid: changes the user fio runs as; not allowed",
-        "[job2] rw=trim: trims (discards) data; not allowed",
+        f"[job2] rw=trim: trims (discards) data; {ON_DEVICE}",
         "[job2] numjobs=300: above the cap of 64 (raise it with --max-numjobs)",
     ]
 

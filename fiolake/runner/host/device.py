@@ -20,6 +20,7 @@ import json
 import os
 import stat
 import subprocess
+import sys as sys_module
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,17 @@ class DeviceClaim:
     given: str  # what the operator wrote
     identity: blockinfo.DeviceIdentity
     fd: int
-    wiped: list[str] = field(default_factory=list)  # signatures --wipe-signatures erased
+    found: list[str] = field(default_factory=list)  # signatures on it (--wipe-signatures)
+    wiped: list[str] = field(default_factory=list)  # what `wipe` erased
+
+    def wipe(self) -> list[str]:
+        """Erase the signatures `claim` found (once every other check has passed)."""
+        if self.found and not self.wiped:
+            # --force: wipefs would want its own exclusive open, which the claim blocks
+            # (every check --force skips has passed, and the claim keeps it so).
+            _util(["wipefs", "--all", "--force", str(self.path)])
+            self.wiped = list(self.found)
+        return self.wiped
 
     def release(self) -> None:
         """Close the exclusive descriptor (idempotent)."""
@@ -102,8 +113,9 @@ def claim(
     """Check `given` (see the module doc) and hold it exclusively; DeviceRefused says why not.
 
     `protected` are paths whose storage must not be the device (the lake, the spool, …);
-    `/` and fiolake's own files are always protected. With `wipe_signatures`, the
-    signatures found are erased after every other check passed, under the claim.
+    `/`, fiolake's own files and Python are always protected. With `wipe_signatures`, the
+    signatures found are allowed: the caller erases them with `DeviceClaim.wipe` once its
+    own checks (the job files) have passed.
     """
     path = block_device(given)
     if not destroy_data:
@@ -116,7 +128,8 @@ def claim(
     _check_identity(path, identity, expect or {})
     names = blockinfo.with_partitions(sysdir)
     _check_unused(path, sysdir, names, sys)
-    _check_not_backing(path, names, [Path("/"), Path(__file__), *protected], sys)
+    always = [Path("/"), Path(__file__), Path(sys_module.executable)]
+    _check_not_backing(path, names, [*always, *protected], sys)
     fd = _open_exclusive(path)
     try:
         found = signatures(path)
@@ -125,11 +138,10 @@ def claim(
                 f"--device {path} holds {', '.join(found)} (wipefs -n {path}) — if that data "
                 "may go, pass --wipe-signatures as well, or choose another device"
             )
-        wiped = _wipe(path) if found else []
     except BaseException:
         os.close(fd)
         raise
-    return DeviceClaim(path, given, identity, fd, wiped)
+    return DeviceClaim(path, given, identity, fd, found)
 
 
 def _check_identity(path: Path, identity: blockinfo.DeviceIdentity, expect: Mapping[str, str]):
@@ -173,7 +185,8 @@ def _check_unused(path: Path, sysdir: Path, names: list[str], sys: Path) -> None
 
 def _check_not_backing(path: Path, names: list[str], paths: Iterable[Path], sys: Path) -> None:
     for place in paths:
-        if set(blockinfo.backing_devices(place, sys)) & set(names):
+        existing = next((p for p in [place, *place.absolute().parents] if p.exists()), place)
+        if set(blockinfo.backing_devices(existing, sys)) & set(names):
             raise DeviceRefused(
                 f"--device {path} holds {place} — fiolake will not write over the storage of "
                 "/, the lake, the spool or fiolake itself; choose another device"
@@ -196,14 +209,6 @@ def signatures(path: Path) -> list[str]:
     proc = _util(["wipefs", "--no-act", "--json", str(path)])
     found = json.loads(proc.stdout or "{}").get("signatures", [])
     return [f"{s.get('type')} at {s.get('offset')}" for s in found]
-
-
-def _wipe(path: Path) -> list[str]:
-    # --force: wipefs would otherwise want its own exclusive open, which our claim blocks
-    # (every check that --force skips has passed, and the claim keeps it so).
-    found = signatures(path)
-    _util(["wipefs", "--all", "--force", str(path)])
-    return found
 
 
 def _util(argv: list[str]) -> subprocess.CompletedProcess[str]:

@@ -210,6 +210,7 @@ def environment_columns(target_dir: Path, fio: FioBinary) -> dict[str, object]:
         fio_version=fio.version,
         fio_path=fio.path,
         target_dir=str(Path(target_dir).resolve()),
+        target_kind="dir",
         mount_point=mount.mount_point,
         fs_type=mount.fs_type,
         mount_options=mount.mount_options,

@@ -1,0 +1,98 @@
+"""`--device`, `--destroy-data`, `--expect-device`, `--wipe-signatures`, `--purge`,
+`--prefill`: a raw block device as the target of `run` and `runner` (runner.host.device)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from fiolake.errors import UsageProblem
+from fiolake.units import human_bytes
+
+TARGET_HELP = (
+    "give --dir DIR to benchmark a file system, or --device PATH --destroy-data to benchmark "
+    "a raw block device"
+)
+
+
+def device_options(fn: Any) -> Any:
+    """The options that name a raw block device and say it may be overwritten."""
+    fn = click.option(
+        "--wipe-signatures",
+        is_flag=True,
+        help="Allow a --device that holds a file system, partition table or RAID/LVM "
+        "signature, and erase them (wipefs -a) before the first run.",
+    )(fn)
+    fn = click.option(
+        "--expect-device",
+        metavar="KEY=VALUE",
+        multiple=True,
+        help="Refuse a --device whose serial=, wwn= or model= differs (device names move "
+        "after a reboot). Repeatable.",
+    )(fn)
+    fn = click.option(
+        "--destroy-data",
+        is_flag=True,
+        help="Confirm that fio may overwrite every byte of --device.",
+    )(fn)
+    return click.option(
+        "--device",
+        metavar="PATH",
+        help="A raw block device to benchmark instead of --dir (e.g. /dev/nvme0n1 or "
+        "/dev/disk/by-id/…): fio overwrites it. Checked first: not mounted, not in use, "
+        "no signatures; see docs/usage.md, 'Benchmarking a block device'.",
+    )(fn)
+
+
+def claim_target(
+    target_dir: Path | None,
+    device: str | None,
+    *,
+    destroy_data: bool,
+    expect_device: Iterable[str],
+    wipe_signatures: bool,
+    protected: Iterable[Path],
+) -> Any:
+    """The claimed device (runner.host.device.DeviceClaim) for `--device`, None for
+    `--dir`; UsageProblem when neither or both are given, or a device flag without it."""
+    from fiolake.runner.host import device as dev
+
+    if (target_dir is None) == (device is None):
+        both = "both --dir and --device" if device else "neither --dir nor --device"
+        raise UsageProblem(f"{both} given — {TARGET_HELP}")
+    if device is None:
+        flags = [
+            name
+            for name, given in (
+                ("--destroy-data", destroy_data),
+                ("--expect-device", bool(tuple(expect_device))),
+                ("--wipe-signatures", wipe_signatures),
+            )
+            if given
+        ]
+        if flags:
+            raise UsageProblem(
+                f"{', '.join(flags)} without --device — they apply to a raw block device only; "
+                "drop them, or give --device PATH instead of --dir"
+            )
+        return None
+    return dev.claim(
+        device,
+        destroy_data=destroy_data,
+        wipe_signatures=wipe_signatures,
+        expect=dev.parse_expect(expect_device),
+        protected=protected,
+    )
+
+
+def announce_device(claim: Any) -> None:
+    """Name on stderr the device fio will overwrite, and the signatures erased."""
+    ident = claim.identity
+    size = human_bytes(ident.size_bytes) if ident.size_bytes is not None else "size unknown"
+    what = ", ".join(f"{k} {v}" for k, v in (("model", ident.model), ("serial", ident.serial)) if v)
+    click.echo(f"target {claim.path}: raw block device, {size}, {what or 'no identity'}", err=True)
+    for found in claim.wipe():
+        click.echo(f"wiped signature {found} from {claim.path} (--wipe-signatures)", err=True)
