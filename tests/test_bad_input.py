@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from fiolake.cli.common import DurationParam, IdParam, SizeParam
 from fiolake.errors import UsageProblem
 from fiolake.runner.host.sysinfo import mount_info
 from fiolake.units import parse_duration, parse_size
+from tests.runner.loopdev import NEEDS, can_loop, loop_device, sha256
 
 TINY = "[t]\nrw=randread\nbs=4k\nsize=1M\nioengine=psync\ndirect=1\nruntime=1\ntime_based=1\n"
 JOBS = {
@@ -46,6 +48,7 @@ JOBS = {
     "nofill.fio": "# precondition: nowhere.fio\n" + TINY,
     "emptyfill.fio": "# precondition:\n" + TINY,
     "filled.fio": "# precondition: exec.fio\n" + TINY,
+    "devfile.fio": "[a]\nrw=read\nsize=1m\nfilename=/dev/loop0\nunlink=1\n",
 }
 # Every results column a comparison can use, as `unknown metric` lists them.
 METRICS = (
@@ -182,7 +185,126 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
             "system xfs — point --dir at the storage under test, or fix --expect-fs\n"
         ),
     ),
-    (["run", "{job}/tiny.fio"], {}, 2, "Error: Missing option '--dir'.\n"),
+    (
+        ["run", "{job}/tiny.fio"],
+        {},
+        2,
+        (
+            "Error: neither --dir nor --device given — give --dir DIR to benchmark a file "
+            "system, or --device PATH --destroy-data to benchmark a raw block device\n"
+        ),
+    ),
+    # -- run: a raw block device ({loop}: a free loop device this module made; those cases
+    # also check that the device's bytes are unchanged)
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--device", "{file}"],
+        {},
+        2,
+        (
+            "Error: both --dir and --device given — give --dir DIR to benchmark a file "
+            "system, or --device PATH --destroy-data to benchmark a raw block device\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--destroy-data", "--wipe-signatures"],
+        {},
+        2,
+        (
+            "Error: --destroy-data, --wipe-signatures without --device — they apply to a raw "
+            "block device only; drop them, or give --device PATH instead of --dir\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{file}", "--destroy-data"],
+        {},
+        2,
+        (
+            "Error: --device {file} is a regular file, not a block device — give a block "
+            "device such as /dev/nvme0n1 (to benchmark a file system, use --dir)\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{link}", "--destroy-data"],
+        {},
+        2,
+        (
+            "Error: --device {link} (-> {file}) is a regular file, not a block device — give "
+            "a block device such as /dev/nvme0n1 (to benchmark a file system, use --dir)\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{tmp}/no-such-device", "--destroy-data"],
+        {},
+        2,
+        (
+            "Error: --device {tmp}/no-such-device: No such file or directory — give a block "
+            "device such as /dev/nvme0n1 or /dev/disk/by-id/…\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{file}", "--expect-device", "size=1"],
+        {},
+        2,
+        (
+            "Error: --expect-device 'size=1' is not KEY=VALUE with KEY one of serial, wwn, "
+            "model — e.g. --expect-device serial=S4EWNX0R123456\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{loop}"],
+        {},
+        2,
+        (
+            "Error: --device {loop}: fio will overwrite every byte of it — pass --destroy-data "
+            "to confirm that it holds nothing you need\n"
+        ),
+    ),
+    (
+        [
+            "run",
+            "{job}/tiny.fio",
+            "--device",
+            "{loop}",
+            "--destroy-data",
+            "--expect-device",
+            "serial=S4EWNX0R123456",
+        ],
+        {},
+        2,
+        (
+            "Error: --device {loop} has serial unknown, expected S4EWNX0R123456 — device names "
+            "can move after a reboot: check `lsblk -o NAME,MODEL,SERIAL,WWN` and give the "
+            "right device (or /dev/disk/by-id/…)\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{loop}", "--destroy-data", "--size", "128m"],
+        {},
+        1,
+        (
+            "Error: job file refused:\n  tiny: [t] size + offsets = 128.0 MiB: beyond the end "
+            "of {loop} (64.0 MiB) — lower size (or --size) or the offsets\n"
+        ),
+    ),
+    (
+        ["run", "{job}/devfile.fio", "--device", "{loop}", "--destroy-data"],
+        {},
+        1,
+        (
+            "Error: job file refused:\n  devfile: [a] filename: the device is fio's only file "
+            "on a device target; not allowed\n  devfile: [a] unlink: would delete the device "
+            "node; not allowed\n"
+        ),
+    ),
+    (
+        ["run", "{job}/devfile.fio", "--dir", "{tmp}"],
+        {},
+        1,
+        (
+            "Error: job file refused:\n  devfile: [a] filename=/dev/loop0: must be a plain file "
+            "name inside the target dir (no '/', ':' or '..')\n"
+        ),
+    ),
     # -- run / runner: the host lock (one fio per host)
     (
         ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--host-lock", "{file}/sub/host.lock"],
@@ -946,14 +1068,26 @@ def lake_with_a_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "lake"
 
 
+@pytest.fixture(scope="module")
+def free_loop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path | None]:
+    """A free loop device for the `{loop}` cases (None where loop devices can't be made)."""
+    if not can_loop():
+        yield None
+        return
+    with loop_device(tmp_path_factory.mktemp("loop") / "disk.img") as device:
+        yield device
+
+
 @pytest.fixture
-def places(tmp_path: Path, lake_with_a_run: Path):
+def places(tmp_path: Path, lake_with_a_run: Path, free_loop: Path | None):
     jobs = tmp_path / "jobs"
     jobs.mkdir()
     for name, text in JOBS.items():
         (jobs / name).write_text(text)
     file = tmp_path / "a-file"
     file.write_text("not a directory\n")
+    link = tmp_path / "a-link"
+    link.symlink_to(file)
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o555)
@@ -970,7 +1104,8 @@ def places(tmp_path: Path, lake_with_a_run: Path):
     # Facts of this machine that the messages name: where tmp_path is mounted (read as
     # --dir reads it), and EPERM for root's immutable directory, EACCES for anyone else.
     mount = mount_info(tmp_path)
-    yield {"tmp": tmp_path, "job": jobs, "file": file, "ro": ro, "lake": lake_with_a_run,
+    yield {"tmp": tmp_path, "job": jobs, "file": file, "link": link, "ro": ro,
+           "lake": lake_with_a_run, "loop": free_loop or "{loop}",
            "corrupt": corrupt, "run": runs_file.stem,
            "date": runs_file.parent.name.removeprefix("date="),
            "where": f"mount point {mount.mount_point}, {mount.fs_type} on {mount.device}",
@@ -1010,6 +1145,10 @@ def test_bad_input_is_a_clear_error(
         monkeypatch.delenv(var, raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, _fill(value, places))
+    uses_loop = any("{loop}" in a for a in args)
+    if uses_loop and places["loop"] == "{loop}":
+        pytest.skip(NEEDS)
+    checksum = sha256(places["loop"]) if uses_loop else None
     before = _listing(places["tmp"])
     result = CliRunner().invoke(cli, [_fill(a, places) for a in args])
     output = result.output
@@ -1020,6 +1159,7 @@ def test_bad_input_is_a_clear_error(
     assert result.exit_code == code, output
     assert _error(output) == _fill(message, places), output
     assert _listing(places["tmp"]) == before, "a refused command left files behind"
+    assert checksum is None or sha256(places["loop"]) == checksum, "the device was written"
 
 
 # -- property tests: the parsers give a value or a clean error, never another exception
