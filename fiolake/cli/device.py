@@ -47,6 +47,29 @@ def device_options(fn: Any) -> Any:
     )(fn)
 
 
+def prepare_options(fn: Any) -> Any:
+    """`--purge`, `--prefill`, `--prefill-passes`: purge → prefill → measure on a device."""
+    fn = click.option(
+        "--prefill-passes",
+        type=click.IntRange(1, 10),
+        default=2,
+        show_default=True,
+        help="Times --prefill writes the whole device.",
+    )(fn)
+    fn = click.option(
+        "--prefill",
+        is_flag=True,
+        help="Before the measured runs, write the whole --device sequentially in 128 KiB "
+        "blocks (SNIA PTS preconditioning), as a run of role 'prefill'.",
+    )(fn)
+    return click.option(
+        "--purge",
+        is_flag=True,
+        help="Before the measured runs (and --prefill), discard the whole --device (or "
+        "zero-fill it where it has no discard), as a run of role 'purge'.",
+    )(fn)
+
+
 def claim_target(
     target_dir: Path | None,
     device: str | None,
@@ -55,6 +78,8 @@ def claim_target(
     expect_device: Iterable[str],
     wipe_signatures: bool,
     protected: Iterable[Path],
+    purge: bool = False,
+    prefill: bool = False,
 ) -> Any:
     """The claimed device (runner.host.device.DeviceClaim) for `--device`, None for
     `--dir`; UsageProblem when neither or both are given, or a device flag without it."""
@@ -70,6 +95,8 @@ def claim_target(
                 ("--destroy-data", destroy_data),
                 ("--expect-device", bool(tuple(expect_device))),
                 ("--wipe-signatures", wipe_signatures),
+                ("--purge", purge),
+                ("--prefill", prefill),
             )
             if given
         ]

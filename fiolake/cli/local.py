@@ -26,7 +26,12 @@ from fiolake.cli.common import (
     target_options,
     workload_options,
 )
-from fiolake.cli.device import announce_device, claim_target, device_options
+from fiolake.cli.device import (
+    announce_device,
+    claim_target,
+    device_options,
+    prepare_options,
+)
 from fiolake.cli.output import emit, render
 from fiolake.errors import PolicyError
 
@@ -140,6 +145,7 @@ class _RunPrinter:
 )
 @precondition_option
 @device_options
+@prepare_options
 @host_lock_options
 @caps_options
 @format_option()
@@ -165,6 +171,9 @@ def run(
     destroy_data: bool,
     expect_device: tuple[str, ...],
     wipe_signatures: bool,
+    purge: bool,
+    prefill: bool,
+    prefill_passes: int,
 ) -> None:
     """Run fio job files against --dir (or a raw --device) and store results in the lake.
 
@@ -200,6 +209,7 @@ def run(
     """
     from fiolake.config import Settings
     from fiolake.ids import new_campaign_id
+    from fiolake.runner import attempt, device_prep
     from fiolake.runner import execute as ex
     from fiolake.runner.host import target as tg
     from fiolake.runner.local import plan_local, run_local
@@ -218,6 +228,8 @@ def run(
             expect_device=expect_device,
             wipe_signatures=wipe_signatures,
             protected=[*local_lake, host_lock_path],
+            purge=purge,
+            prefill=prefill,
         )
         block = BlockTarget(str(claim.path), claim.identity.size_bytes) if claim else None
         plan = plan_local(
@@ -260,6 +272,16 @@ def run(
 
         # SIGTERM/SIGINT stop fio and end the loop; the stopped run is still recorded.
         with RunStop() as stop:
+            if claim is not None and (purge or prefill):
+                prepared = device_prep.prepare_device(
+                    store,
+                    claim,
+                    plan[0].request,
+                    purge=purge,
+                    prefill_passes=prefill_passes if prefill else None,
+                    conduct=lambda p: attempt.conduct(p, **options_for(p)),
+                )
+                plan = device_prep.after(plan, prepared)
             done = run_local(
                 store,
                 plan,

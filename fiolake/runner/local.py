@@ -60,6 +60,7 @@ def plan_local(
                 expect_mount=expect_mount,
                 expect_fs=expect_fs,
                 device=block.path if block else None,
+                device_start="used" if block else None,
             ),
         )
         for sequence, (rep, one) in enumerate(order)

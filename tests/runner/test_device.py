@@ -137,3 +137,15 @@ def test_expect_device_syntax() -> None:
         "--expect-device 'size=1' is not KEY=VALUE with KEY one of serial, wwn, model — e.g. "
         "--expect-device serial=S4EWNX0R123456"
     )
+
+
+def test_purge_discards_or_zero_fills_the_whole_device(tmp_path: Path) -> None:
+    with loop_device(tmp_path / "disk.img") as dev:
+        with device.claim(str(dev), destroy_data=True) as held:
+            assert held.purge() == "discard"  # loop devices support discard
+            assert dev.read_bytes() == bytes(64 * 2**20)  # a discarded loop block reads 0
+        with dev.open("r+b") as f:
+            f.write(b"x" * 2**20)
+        with device.claim(str(dev), destroy_data=True) as held:
+            assert held.purge(discard=False) == "zero-fill"
+            assert dev.read_bytes() == bytes(64 * 2**20)

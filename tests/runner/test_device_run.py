@@ -56,6 +56,49 @@ def test_randtrim_runs_on_a_device(tmp_path: Path) -> None:
     assert row == {"direction": "trim", "io_bytes": 8 * 2**20}
 
 
+MEASURED = "[m]\nrw=randread\nbs=4k\nsize=8m\nioengine=psync\nruntime=1\ntime_based=1\n"
+
+
+@pytest.mark.slow  # purge, prefill, two measured runs and compare: ~7 s
+def test_purge_and_prefill_run_first_linked_and_never_compared(tmp_path: Path) -> None:
+    (tmp_path / "m.fio").write_text(MEASURED)
+    lake = tmp_path / "lake"
+    with loop_device(Path("/dev/shm") / f"fiolake-test-{os.getpid()}.img", 32 * 2**20) as dev:
+        run(tmp_path / "m.fio", "--device", dev, "--destroy-data", "--purge", "--prefill",
+            "--repeat", "2", "--lake", lake)  # fmt: skip
+    columns = "run_id, role, status, device_start, purge_method, purged_by, prefilled_by"
+    runs = sql(lake, f"SELECT {columns} FROM runs ORDER BY started_at, role DESC")
+    purge, prefill, first, second = runs
+    assert [(r["role"], r["device_start"]) for r in runs] == [
+        ("purge", None),
+        ("prefill", "purged"),
+        ("measure", "prefilled"),
+        ("measure", "used"),
+    ]
+    assert purge["purge_method"] == "discard" and {r["status"] for r in runs} == {"ok"}
+    assert prefill["purged_by"] == purge["run_id"]
+    for measured in (first, second):
+        assert measured["purged_by"] == purge["run_id"]
+        assert measured["prefilled_by"] == prefill["run_id"]
+    (written,) = sql(lake, f"SELECT io_bytes FROM results WHERE run_id = '{prefill['run_id']}'")
+    assert written["io_bytes"] == 2 * 32 * 2**20  # twice the device, by default
+    compared = CliRunner().invoke(cli, ["compare", "--lake", str(lake), "--format", "json"])
+    assert compared.exit_code == 0, compared.output
+    assert {(r["profile"], r["n"]) for r in json.loads(compared.stdout)} == {("m", 2)}
+
+
+def test_purge_without_a_device_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "m.fio").write_text(MEASURED)
+    result = CliRunner().invoke(
+        cli, ["run", str(tmp_path / "m.fio"), "--dir", str(tmp_path), "--purge", "--prefill"]
+    )
+    assert result.exit_code == 2
+    assert result.output.endswith(
+        "Error: --purge, --prefill without --device — they apply to a raw block device only; "
+        "drop them, or give --device PATH instead of --dir\n"
+    )
+
+
 @pytest.mark.slow  # 6 runs of random-reads, ~40 s
 def test_shm_loop_against_disk_loop_compare_decides(tmp_path: Path) -> None:
     lake = tmp_path / "lake"

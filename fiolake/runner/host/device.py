@@ -16,19 +16,25 @@ the claim allows.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import stat
+import struct
 import subprocess
 import sys as sys_module
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fiolake.errors import DeviceRefused
+from fiolake.errors import DeviceRefused, FiolakeError
 from fiolake.runner.host import blockinfo
 
 SYS = Path("/sys")
+# <linux/fs.h>: _IO(0x12, 119) and _IO(0x12, 127); both take (start, length) in bytes.
+BLKDISCARD = 0x1277
+BLKZEROOUT = 0x127F
 # --expect-device keys -> the DeviceIdentity field they compare with.
 EXPECT_KEYS = {"serial": "serial", "wwn": "wwn", "model": "model"}
 
@@ -52,6 +58,26 @@ class DeviceClaim:
             _util(["wipefs", "--all", "--force", str(self.path)])
             self.wiped = list(self.found)
         return self.wiped
+
+    def purge(self, *, discard: bool | None = None) -> str:
+        """Return every block of the device to the unwritten state: discard it all
+        (BLKDISCARD), or write zeros (BLKZEROOUT) where the device has no discard; the
+        method used ('discard' or 'zero-fill'). `discard` None: as the device supports."""
+        size = self.identity.size_bytes or 0
+        if discard is None:
+            discard = bool(self.identity.discard_max_bytes)
+        if discard:
+            try:
+                fcntl.ioctl(self.fd, BLKDISCARD, struct.pack("QQ", 0, size))
+                return "discard"
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                    raise FiolakeError(f"discarding {self.path} failed: {exc.strerror}") from exc
+        try:
+            fcntl.ioctl(self.fd, BLKZEROOUT, struct.pack("QQ", 0, size))
+        except OSError as exc:
+            raise FiolakeError(f"zero-filling {self.path} failed: {exc.strerror}") from exc
+        return "zero-fill"
 
     def release(self) -> None:
         """Close the exclusive descriptor (idempotent)."""
