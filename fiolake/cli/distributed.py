@@ -8,6 +8,7 @@ import signal
 import socket
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -27,6 +28,7 @@ from fiolake.cli.common import (
     target_options,
     workload_options,
 )
+from fiolake.cli.device import announce_device, claim_target, device_options
 from fiolake.cli.status import wait_for
 from fiolake.commits import RERUNNABLE
 from fiolake.errors import FiolakeError
@@ -103,6 +105,15 @@ from fiolake.errors import FiolakeError
     show_default=True,
     help="With --wait: give up (exit 1) when jobs are still pending or running after this.",
 )
+@click.option(
+    "--target",
+    type=click.Choice(["dir", "device"]),
+    default="dir",
+    show_default=True,
+    help="The kind of target the jobs need, signed into each manifest: 'device' jobs run "
+    "only on runners started with --device (a raw block device; trim workloads are "
+    "allowed there), 'dir' jobs only on runners with --dir.",
+)
 @precondition_option
 @lake_option
 @caps_options
@@ -124,6 +135,7 @@ def publish(
     timeout: float,
     lake: str,
     precondition: str | None,
+    target: str,
 ) -> None:
     """Publish one signed manifest per (job file, backend, repetition); print the campaign id.
 
@@ -165,6 +177,7 @@ def publish(
     from fiolake.config import Settings
     from fiolake.ids import new_campaign_id
     from fiolake.runner import attempt
+    from fiolake.runner.policy.check import BlockTarget
 
     caps = current_caps()
     jobs = resolve_jobs(job_files, precondition)
@@ -174,7 +187,8 @@ def publish(
             "line) — precondition the gang's storage with a solo campaign first, or add "
             "--precondition none"
         )
-    attempt.check_all(jobs, caps=caps, runtime_s=runtime, size_bytes=size)
+    block = BlockTarget() if target == "device" else None  # its size: the runner's to check
+    attempt.check_all(jobs, caps=caps, runtime_s=runtime, size_bytes=size, block=block)
     settings = Settings.from_env(lake=lake)
     signer = settings.signer()
     store = settings.store()
@@ -196,6 +210,7 @@ def publish(
             (job.precondition.profile, job.precondition.text) if job.precondition else None
             for job in jobs
         ],
+        target=target,
     )
     publish_manifests(store, manifests, signer)
     click.echo(f"published {len(manifests)} job(s) to {store.url}", err=True)
@@ -271,11 +286,12 @@ def _publish_rerun(campaign: str, states: tuple[str, ...], expires: float, lake:
     show_default=True,
     help="How long to retry uploads while the store is unreachable.",
 )
+@device_options
 @host_lock_options
 @caps_options
 def runner(
     backend: str,
-    target_dir: Path,
+    target_dir: Path | None,
     lake: str,
     runner_id: str,
     label: tuple[str, ...],
@@ -291,6 +307,10 @@ def runner(
     expect_fs: str | None,
     host_lock_path: Path,
     share_host: bool,
+    device: str | None,
+    destroy_data: bool,
+    expect_device: tuple[str, ...],
+    wipe_signatures: bool,
 ) -> None:
     """Pull signed jobs for --backend from the lake, run them, upload and commit results.
 
@@ -305,51 +325,89 @@ def runner(
     backends on one host take turns. Gang members take it shared among themselves.
     --share-host skips it and flags every run shared-host.
 
+    With --device PATH --destroy-data the runner benchmarks one raw block device
+    (checked and held exclusively for its whole life, like `fiolake run --device`)
+    and takes only jobs published with --target device; a --dir runner takes only
+    the others. `fiolake status` says why a job waits for the other kind.
+
     \b
     Example:
       eval "$(fiolake stack env --role runner)"
       fiolake runner --backend nvme --dir /mnt/nvme/bench --label rack=r12
+      fiolake runner --backend nvme-raw --device /dev/disk/by-id/nvme-eui.0025 --destroy-data
     """
-    from fiolake.campaigns import store_bucket
     from fiolake.config import Settings
     from fiolake.runner.distributed.config import RunnerConfig
-    from fiolake.runner.distributed.history import recorded
-    from fiolake.runner.distributed.service import Runner
-    from fiolake.runner.host import target as tg
+    from fiolake.runner.policy.check import BlockTarget
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    settings = Settings.from_env(lake=lake)
+    spool = spool_dir or Path.home() / ".cache" / "fiolake" / "spool" / backend
     # Measure what the user named: checked once at start, before any job is claimed.
+    lake_dir = [] if "://" in settings.lake else [Path(settings.lake)]
+    claim = claim_target(
+        target_dir,
+        device,
+        destroy_data=destroy_data,
+        expect_device=expect_device,
+        wipe_signatures=wipe_signatures,
+        protected=[*lake_dir, spool, host_lock_path],
+    )
+    try:
+        if target_dir is not None:
+            _announce_dir(target_dir, create_dir, expect_mount, expect_fs)
+        else:
+            announce_device(claim)
+        lock = host_lock(host_lock_path, share_host, runner_id)
+        config = RunnerConfig(
+            backend=backend,
+            target_dir=target_dir or claim.path,
+            runner_id=runner_id,
+            spool_dir=spool,
+            labels=parse_labels(label),
+            ttl_s=lease_ttl,
+            poll_s=poll,
+            upload_deadline_s=upload_deadline,
+            max_jobs=max_jobs,
+            idle_exit_s=idle_exit,
+            once=once,
+            caps=current_caps(),
+            expect_mount=expect_mount,
+            expect_fs=expect_fs,
+            host_lock=None if lock is None else lock.path,
+            block=BlockTarget(str(claim.path), claim.identity.size_bytes) if claim else None,
+        )
+        _serve(settings, config)
+    finally:
+        if claim is not None:
+            claim.release()
+
+
+def _announce_dir(
+    target_dir: Path, create_dir: bool, expect_mount: str | None, expect_fs: str | None
+) -> None:
+    from fiolake.runner.host import target as tg
+
     tg.ensure_dir(target_dir, create=create_dir)
     where = tg.inspect(target_dir)
     warnings = tg.check_expectations(where, expect_mount=expect_mount, expect_fs=expect_fs)
     click.echo(f"target {where.path}: {where.describe()}", err=True)
     for warning in warnings:
         click.echo(f"Warning: {warning}", err=True)
-    lock = host_lock(host_lock_path, share_host, runner_id)
-    settings = Settings.from_env(lake=lake)
+
+
+def _serve(settings: Any, config: Any) -> None:
+    """Run the runner loop until it stops; SIGTERM finishes the current job first."""
+    from fiolake.campaigns import store_bucket
+    from fiolake.runner.distributed.history import recorded
+    from fiolake.runner.distributed.service import Runner
+
+    runner_id, backend = config.runner_id, config.backend
     store = recorded(settings.store(), settings.history, runner_id, settings.pause_file)
-    config = RunnerConfig(
-        backend=backend,
-        target_dir=target_dir,
-        runner_id=runner_id,
-        spool_dir=spool_dir or Path.home() / ".cache" / "fiolake" / "spool" / backend,
-        labels=parse_labels(label),
-        ttl_s=lease_ttl,
-        poll_s=poll,
-        upload_deadline_s=upload_deadline,
-        max_jobs=max_jobs,
-        idle_exit_s=idle_exit,
-        once=once,
-        caps=current_caps(),
-        expect_mount=expect_mount,
-        expect_fs=expect_fs,
-        host_lock=None if lock is None else lock.path,
-    )
     worker = Runner(store, settings.keyring(), config, store_bucket(store))
     signal.signal(signal.SIGTERM, lambda *_: worker.stop_requested.set())
-    click.echo(
-        f"runner {runner_id}: backend {backend}, dir {target_dir}, lake {store.url}", err=True
-    )
+    where = f"device {config.block.path}" if config.block else f"dir {config.target_dir}"
+    click.echo(f"runner {runner_id}: backend {backend}, {where}, lake {store.url}", err=True)
     stats = worker.serve()
     click.echo(
         f"runner {runner_id} done: {stats.ok} ok, {stats.failed} failed, "

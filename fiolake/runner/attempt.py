@@ -157,9 +157,13 @@ def plan(checked: Checked, request: ex.RunRequest) -> Planned:
 
 
 def prepare(
-    request: ex.RunRequest, precondition: NamedJobFile | None = None, fio: str = "fio"
+    request: ex.RunRequest,
+    precondition: NamedJobFile | None = None,
+    fio: str = "fio",
+    block: BlockTarget | None = None,
 ) -> Planned:
-    """`check` the request's job file (and `precondition`), then `plan` it under `request`."""
+    """`check` the request's job file (and `precondition`), then `plan` it under `request`
+    (on the raw device `block`, when the runner has one)."""
     source = NamedJobFile(request.profile, request.job_file_text, precondition)
     checked = check(
         source,
@@ -167,6 +171,7 @@ def prepare(
         runtime_s=request.runtime_s,
         size_bytes=request.size_bytes,
         fio=fio,
+        block=block,
     )
     return plan(checked, request)
 

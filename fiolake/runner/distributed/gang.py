@@ -183,7 +183,7 @@ def _take_part(
     clock = measure_offset(store)
     log.info("store clock offset %+.1f ms (±%.1f)", clock.offset_s * 1e3, clock.error_s * 1e3)
     try:
-        planned: attempt.Planned | None = attempt.prepare(request, None, cfg.fio)
+        planned: attempt.Planned | None = attempt.prepare(request, None, cfg.fio, cfg.block)
     except PolicyError as exc:
         planned = None
         refused = attempt.refusal(exc)
