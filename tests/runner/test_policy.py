@@ -519,3 +519,30 @@ def test_allowlist_matches_the_fio_we_run() -> None:
     for alias, main in ALIASES.items():
         assert f"alias: {alias}" in fio_help(f"--cmdhelp={main}"), alias
     assert allowed_options() == ALLOWED and allowed_options() is not ALLOWED
+
+
+def test_validate_says_what_bounds_each_job(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from fiolake.cli import cli
+
+    (tmp_path / "read.fio").write_text("[a]\nrw=read\nsize=1m\n")
+    (tmp_path / "dev.fio").write_text(
+        "[t]\nrw=randtrim\nbs=64k\n[w]\nrw=write\nsize=1g\nruntime=30\n[v]\nrw=read\n"
+        "size=4k\nloops=3\n[x]\nrw=read\nruntime=5\ntime_based=1\nramp_time=2\n"
+    )
+    result = CliRunner().invoke(cli, ["validate", str(tmp_path / "read.fio"), "random-reads"])
+    assert result.output == (
+        "ok  read: 1 job(s), size-bound: 1.0 MiB\n"  # not the runtime cap it would get
+        "ok  random-reads: 1 job(s), time-bound: 15 s\n"
+    )
+    on_device = CliRunner().invoke(
+        cli, ["validate", str(tmp_path / "dev.fio"), "--target", "device"]
+    )
+    assert on_device.output == (
+        "ok  dev: 4 job(s), size-bound: whole device; size-bound: 1.0 GiB, or time-bound: "
+        "30 s if that comes first; size-bound: 12.0 KiB; time-bound: 7 s\n"
+    )
+    on_dir = CliRunner().invoke(cli, ["validate", str(tmp_path / "dev.fio")])
+    assert on_dir.exit_code == 1
+    assert f"[t] rw=randtrim: trims (discards) data; {ON_DEVICE}" in on_dir.output
