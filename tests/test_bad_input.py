@@ -30,7 +30,7 @@ from fiolake.cli.common import DurationParam, IdParam, SizeParam
 from fiolake.errors import UsageProblem
 from fiolake.runner.host.sysinfo import mount_info
 from fiolake.units import parse_duration, parse_size
-from tests.runner.loopdev import NEEDS, can_loop, loop_device, sha256
+from tests.runner.loopdev import NEEDS, can_loop, devices_in_every_state, sha256
 
 TINY = "[t]\nrw=randread\nbs=4k\nsize=1M\nioengine=psync\ndirect=1\nruntime=1\ntime_based=1\n"
 JOBS = {
@@ -278,16 +278,63 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         ),
     ),
     (
-        ["run", "{job}/tiny.fio", "--device", "{loop}", "--destroy-data", "--size", "128m"],
+        ["run", "{job}/tiny.fio", "--device", "{mounted}", "--destroy-data"],
+        {},
+        2,
+        (
+            "Error: --device {mounted}: it is mounted on {mnt} — unmount it first (umount "
+            "{mnt}), or choose another device\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{parted}", "--destroy-data"],
+        {},
+        2,
+        (
+            "Error: --device {parted}: its partition {parted}p1 is mounted on {pmnt} — unmount "
+            "it first (umount {pmnt}), or choose another device\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{held}", "--destroy-data"],
+        {},
+        2,
+        (
+            "Error: --device {held} is open exclusively by another program (a mount, mkfs, "
+            "another fiolake…) — find it with `fuser -v {held}` or lsblk and stop it, or "
+            "choose another device\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{ext4}", "--destroy-data"],
+        {},
+        2,
+        (
+            "Error: --device {ext4} holds ext4 at 0x438 (wipefs -n {ext4}) — if that data may "
+            "go, pass --wipe-signatures as well, or choose another device\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{loop}", "--destroy-data", "--size", "32m"],
         {},
         1,
         (
-            "Error: job file refused:\n  tiny: [t] size + offsets = 128.0 MiB: beyond the end "
-            "of {loop} (64.0 MiB) — lower size (or --size) or the offsets\n"
+            "Error: job file refused:\n  tiny: [t] size + offsets = 32.0 MiB: beyond the end "
+            "of {loop} (16.0 MiB) — lower size (or --size) or the offsets\n"
         ),
     ),
     (
         ["run", "{job}/devfile.fio", "--device", "{loop}", "--destroy-data"],
+        {},
+        1,
+        (
+            "Error: job file refused:\n  devfile: [a] filename: the device is fio's only file "
+            "on a device target; not allowed\n  devfile: [a] unlink: would delete the device "
+            "node; not allowed\n"
+        ),
+    ),
+    (  # the job files are checked before --wipe-signatures wipes anything
+        ["run", "{job}/devfile.fio", "--device", "{ext4}", "--destroy-data", "--wipe-signatures"],
         {},
         1,
         (
@@ -1068,18 +1115,23 @@ def lake_with_a_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "lake"
 
 
+# Loop devices the cases name (tests.runner.loopdev.devices_in_every_state); a case naming
+# one is skipped where loop devices cannot be made, and checks the device's bytes.
+DEVICES = ("loop", "ext4", "mounted", "parted", "held")
+
+
 @pytest.fixture(scope="module")
-def free_loop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path | None]:
-    """A free loop device for the `{loop}` cases (None where loop devices can't be made)."""
+def loops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    """The loop devices of the `{loop}`, `{ext4}` … cases ({} where they can't be made)."""
     if not can_loop():
-        yield None
+        yield {}
         return
-    with loop_device(tmp_path_factory.mktemp("loop") / "disk.img") as device:
-        yield device
+    with devices_in_every_state(tmp_path_factory.mktemp("loops")) as made:
+        yield made
 
 
 @pytest.fixture
-def places(tmp_path: Path, lake_with_a_run: Path, free_loop: Path | None):
+def places(tmp_path: Path, lake_with_a_run: Path, loops: dict[str, Path]):
     jobs = tmp_path / "jobs"
     jobs.mkdir()
     for name, text in JOBS.items():
@@ -1105,7 +1157,7 @@ def places(tmp_path: Path, lake_with_a_run: Path, free_loop: Path | None):
     # --dir reads it), and EPERM for root's immutable directory, EACCES for anyone else.
     mount = mount_info(tmp_path)
     yield {"tmp": tmp_path, "job": jobs, "file": file, "link": link, "ro": ro,
-           "lake": lake_with_a_run, "loop": free_loop or "{loop}",
+           "lake": lake_with_a_run, **loops,
            "corrupt": corrupt, "run": runs_file.stem,
            "date": runs_file.parent.name.removeprefix("date="),
            "where": f"mount point {mount.mount_point}, {mount.fs_type} on {mount.device}",
@@ -1145,10 +1197,10 @@ def test_bad_input_is_a_clear_error(
         monkeypatch.delenv(var, raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, _fill(value, places))
-    uses_loop = any("{loop}" in a for a in args)
-    if uses_loop and places["loop"] == "{loop}":
+    devices = [d for d in DEVICES if any("{" + d + "}" in a for a in args)]
+    if any(d not in places for d in devices):
         pytest.skip(NEEDS)
-    checksum = sha256(places["loop"]) if uses_loop else None
+    checksums = {d: sha256(places[d]) for d in devices}
     before = _listing(places["tmp"])
     result = CliRunner().invoke(cli, [_fill(a, places) for a in args])
     output = result.output
@@ -1159,7 +1211,7 @@ def test_bad_input_is_a_clear_error(
     assert result.exit_code == code, output
     assert _error(output) == _fill(message, places), output
     assert _listing(places["tmp"]) == before, "a refused command left files behind"
-    assert checksum is None or sha256(places["loop"]) == checksum, "the device was written"
+    assert {d: sha256(places[d]) for d in devices} == checksums, "a device was written"
 
 
 # -- property tests: the parsers give a value or a clean error, never another exception

@@ -90,11 +90,12 @@ def sha256(device: Path) -> str:
 
 
 @contextlib.contextmanager
-def mounted(device: Path, where: Path) -> Iterator[Path]:
-    """`device` formatted ext4 and mounted on `where` (unmounted afterwards)."""
+def mounted(device: Path, where: Path, *, read_only: bool = False) -> Iterator[Path]:
+    """`device` formatted ext4 and mounted on `where` (unmounted afterwards); read-only
+    leaves its bytes as mkfs wrote them."""
     _run("mkfs.ext4", "-q", str(device))
     where.mkdir(exist_ok=True)
-    _run("mount", str(device), str(where))
+    _run("mount", *(["-o", "ro"] if read_only else []), str(device), str(where))
     try:
         yield where
     finally:
@@ -116,3 +117,23 @@ def held_exclusively(device: Path) -> Iterator[subprocess.Popen[str]]:
     finally:
         proc.kill()
         proc.wait()
+
+
+@contextlib.contextmanager
+def devices_in_every_state(tmp: Path) -> Iterator[dict[str, Path]]:
+    """Loop devices fiolake must refuse (and one it must not), for tables of refusals:
+    `loop` free, `ext4` holding a file system, `mounted` on `mnt`, `parted` with its
+    partition mounted on `pmnt`, `held` open with O_EXCL by another process."""
+    with contextlib.ExitStack() as stack:
+        made = {
+            name: stack.enter_context(
+                loop_device(tmp / f"{name}.img", 16 * 2**20, partitions=name == "parted")
+            )
+            for name in ("loop", "ext4", "mounted", "parted", "held")
+        }
+        _run("mkfs.ext4", "-q", str(made["ext4"]))
+        made["mnt"] = stack.enter_context(mounted(made["mounted"], tmp / "mnt", read_only=True))
+        partition = Path(f"{made['parted']}p1")
+        made["pmnt"] = stack.enter_context(mounted(partition, tmp / "pmnt", read_only=True))
+        stack.enter_context(held_exclusively(made["held"]))
+        yield made
