@@ -215,6 +215,42 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         ),
     ),
     (
+        ["run", "{job}/tiny.fio", "--device", "{file}", "--expect-fs", "xfs", "--create-dir"],
+        {},
+        2,
+        (
+            "Error: --create-dir, --expect-fs with --device — they describe a --dir (a file "
+            "system); a raw device has none: drop them (--expect-device names the device)\n"
+        ),
+    ),
+    (
+        ["runner", "--backend", "b", "--device", "{file}", "--expect-mount", "/mnt"],
+        {},
+        2,
+        (
+            "Error: --expect-mount with --device — they describe a --dir (a file system); a "
+            "raw device has none: drop them (--expect-device names the device)\n"
+        ),
+    ),
+    (
+        ["runner", "--backend", "b"],
+        {},
+        2,
+        (
+            "Error: neither --dir nor --device given — give --dir DIR to benchmark a file "
+            "system, or --device PATH --destroy-data to benchmark a raw block device\n"
+        ),
+    ),
+    (
+        ["runner", "--backend", "b", "--device", "{loop}"],
+        {},
+        2,
+        (
+            "Error: --device {loop}: fio will overwrite every byte of it — pass --destroy-data "
+            "to confirm that it holds nothing you need\n"
+        ),
+    ),
+    (
         ["run", "{job}/tiny.fio", "--device", "{file}", "--destroy-data"],
         {},
         2,

@@ -80,14 +80,21 @@ def claim_target(
     protected: Iterable[Path],
     purge: bool = False,
     prefill: bool = False,
+    dir_flags: Iterable[str] = (),
 ) -> Any:
     """The claimed device (runner.host.device.DeviceClaim) for `--device`, None for
-    `--dir`; UsageProblem when neither or both are given, or a device flag without it."""
+    `--dir`; UsageProblem when neither or both are given, a device flag without it, or
+    one of `dir_flags` (the --dir-only flags given) with it."""
     from fiolake.runner.host import device as dev
 
     if (target_dir is None) == (device is None):
         both = "both --dir and --device" if device else "neither --dir nor --device"
         raise UsageProblem(f"{both} given — {TARGET_HELP}")
+    if device is not None and (given := list(dir_flags)):
+        raise UsageProblem(
+            f"{', '.join(given)} with --device — they describe a --dir (a file system); a raw "
+            "device has none: drop them (--expect-device names the device)"
+        )
     if device is None:
         flags = [
             name
@@ -113,6 +120,12 @@ def claim_target(
         expect=dev.parse_expect(expect_device),
         protected=protected,
     )
+
+
+def dir_flags_given(create_dir: bool, expect_mount: str | None, expect_fs: str | None) -> list[str]:
+    """The --dir-only flags of `target_options` that were given."""
+    flags = (("--create-dir", create_dir), ("--expect-mount", expect_mount))
+    return [name for name, value in (*flags, ("--expect-fs", expect_fs)) if value]
 
 
 def announce_device(claim: Any) -> None:

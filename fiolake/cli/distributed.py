@@ -28,7 +28,12 @@ from fiolake.cli.common import (
     target_options,
     workload_options,
 )
-from fiolake.cli.device import announce_device, claim_target, device_options
+from fiolake.cli.device import (
+    announce_device,
+    claim_target,
+    device_options,
+    dir_flags_given,
+)
 from fiolake.cli.status import wait_for
 from fiolake.commits import RERUNNABLE
 from fiolake.errors import FiolakeError
@@ -352,6 +357,7 @@ def runner(
         expect_device=expect_device,
         wipe_signatures=wipe_signatures,
         protected=[*lake_dir, spool, host_lock_path],
+        dir_flags=dir_flags_given(create_dir, expect_mount, expect_fs),
     )
     try:
         if target_dir is not None:

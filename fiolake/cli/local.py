@@ -30,6 +30,7 @@ from fiolake.cli.device import (
     announce_device,
     claim_target,
     device_options,
+    dir_flags_given,
     prepare_options,
 )
 from fiolake.cli.output import emit, render
@@ -230,6 +231,7 @@ def run(
             protected=[*local_lake, host_lock_path],
             purge=purge,
             prefill=prefill,
+            dir_flags=dir_flags_given(create_dir, expect_mount, expect_fs),
         )
         block = BlockTarget(str(claim.path), claim.identity.size_bytes) if claim else None
         plan = plan_local(
