@@ -863,6 +863,34 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         ),
     ),
     (
+        ["publish", "random-reads", "--backend", "x", "--target", "device", "--expect-fs", "xfs"],
+        {},
+        2,
+        (
+            "Error: --expect-mount/--expect-fs with --target device — a raw device has no file "
+            "system; drop them (the runner's --expect-device names its device)\n"
+        ),
+    ),
+    (
+        ["publish", "{job}/devfile.fio", "--backend", "x", "--target", "device"],
+        {},
+        1,
+        (
+            "Error: job file refused:\n  devfile: [a] filename: the device is fio's only file "
+            "on a device target; not allowed\n  devfile: [a] unlink: would delete the device "
+            "node; not allowed\n"
+        ),
+    ),
+    (
+        ["publish", "{job}/trim.fio", "--backend", "x"],
+        {},
+        1,
+        (
+            "Error: job file refused:\n  trim: [a] rw=trim: trims (discards) data; allowed only "
+            "on a block-device target (--device)\n"
+        ),
+    ),
+    (
         ["publish", "--rerun", "c-1", "--precondition", "precondition-fill"],
         {},
         2,

@@ -171,6 +171,11 @@ def publish(
         return
     if rerun_states:
         raise click.UsageError("--status selects jobs for --rerun — add --rerun CAMPAIGN")
+    if target == "device" and (expect_mount or expect_fs):
+        raise click.UsageError(
+            "--expect-mount/--expect-fs with --target device — a raw device has no file "
+            "system; drop them (the runner's --expect-device names its device)"
+        )
     if not backends:
         raise click.UsageError("Missing option '--backend' (or --rerun CAMPAIGN).")
     if precondition and precondition.lower() != NO_PRECONDITION and gangs:
