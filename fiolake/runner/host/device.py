@@ -118,8 +118,8 @@ def block_device(given: str) -> Path:
             "or /dev/disk/by-id/…"
         ) from None
     if not stat.S_ISBLK(mode):
-        kind = "a directory" if stat.S_ISDIR(mode) else "a regular file"
-        kind = kind if stat.S_ISDIR(mode) or stat.S_ISREG(mode) else "not a block device"
+        kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISREG, "a regular file"))
+        kind = next((k for test, k in kinds if test(mode)), "a special file")
         raise DeviceRefused(
             f"--device {shown} is {kind}, not a block device — give a block device such as "
             "/dev/nvme0n1 (to benchmark a file system, use --dir)"
@@ -170,7 +170,9 @@ def claim(
     return DeviceClaim(path, given, identity, fd, found)
 
 
-def _check_identity(path: Path, identity: blockinfo.DeviceIdentity, expect: Mapping[str, str]):
+def _check_identity(
+    path: Path, identity: blockinfo.DeviceIdentity, expect: Mapping[str, str]
+) -> None:
     for key, wanted in expect.items():
         found = getattr(identity, EXPECT_KEYS[key])
         if found != wanted:
