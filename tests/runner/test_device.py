@@ -149,3 +149,15 @@ def test_purge_discards_or_zero_fills_the_whole_device(tmp_path: Path) -> None:
         with device.claim(str(dev), destroy_data=True) as held:
             assert held.purge(discard=False) == "zero-fill"
             assert dev.read_bytes() == bytes(64 * 2**20)
+
+
+def test_a_masked_sys_dev_block_is_found_through_sys_class_block(tmp_path: Path) -> None:
+    """podman masks /sys/dev/block in a container: the device is found by its dev file,
+    and its size read from the device itself when sysfs does not show it."""
+    with loop_device(tmp_path / "disk.img") as dev:
+        number = blockinfo.dev_number(blockinfo.sys_dir(dev))
+        fake = tmp_path / "sys"
+        (fake / "class/block" / dev.name).mkdir(parents=True)
+        (fake / "class/block" / dev.name / "dev").write_text(number + "\n")
+        assert blockinfo.sys_dir(dev, fake) == fake / "class/block" / dev.name
+        assert blockinfo.identity(dev, fake).size_bytes == 64 * 2**20

@@ -59,9 +59,19 @@ class DeviceIdentity:
 
 
 def sys_dir(device: Path, sys: Path = Path("/sys")) -> Path:
-    """The sysfs directory of a block device node (a disk or a partition)."""
+    """The sysfs directory of a block device node (a disk or a partition).
+
+    /sys/dev/block/MAJ:MIN, or where a container runtime masks it (podman does), the
+    /sys/class/block entry whose `dev` is MAJ:MIN."""
     number = os.stat(device).st_rdev
-    return (sys / f"dev/block/{os.major(number)}:{os.minor(number)}").resolve()
+    wanted = f"{os.major(number)}:{os.minor(number)}"
+    direct = sys / "dev/block" / wanted
+    if direct.exists():
+        return direct.resolve()
+    for entry in (sys / "class/block").glob("*"):
+        if read_sys(entry / "dev") == wanted:
+            return entry.resolve()
+    return direct
 
 
 def dev_number(sysdir: Path) -> str:
@@ -104,6 +114,18 @@ def _int(path: Path) -> int | None:
     return int(text) if text is not None and text.isdigit() else None
 
 
+def _seek_size(device: Path) -> int | None:
+    """The device's size from the device itself (where sysfs does not show it)."""
+    try:
+        fd = os.open(device, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return os.lseek(fd, 0, os.SEEK_END)
+    finally:
+        os.close(fd)
+
+
 def _by_id_wwn(device: Path) -> str | None:
     """The WWN udev names the device by (/dev/disk/by-id/wwn-0x…), if any."""
     for link in sorted(BY_ID.glob("wwn-*")):
@@ -118,6 +140,7 @@ def identity(device: Path, sys: Path = Path("/sys")) -> DeviceIdentity:
     disk = own.parent if (own / "partition").exists() else own
     queue = disk / "queue"
     sectors = _int(own / "size")
+    size = sectors * 512 if sectors is not None else _seek_size(device)
     read_ahead = _int(queue / "read_ahead_kb")
     backing = read_sys(disk / "loop/backing_file")
     return DeviceIdentity(
@@ -126,7 +149,7 @@ def identity(device: Path, sys: Path = Path("/sys")) -> DeviceIdentity:
         serial=read_sys(disk / "device/serial"),
         wwn=read_sys(disk / "wwid") or read_sys(disk / "device/wwid") or _by_id_wwn(device),
         firmware=read_sys(disk / "device/firmware_rev") or read_sys(disk / "device/rev"),
-        size_bytes=sectors * 512 if sectors is not None else None,
+        size_bytes=size,
         logical_block_bytes=_int(queue / "logical_block_size"),
         physical_block_bytes=_int(queue / "physical_block_size"),
         rotational={"0": False, "1": True}.get(read_sys(queue / "rotational") or ""),

@@ -20,6 +20,7 @@ import errno
 import fcntl
 import json
 import os
+import shutil
 import stat
 import struct
 import subprocess
@@ -240,8 +241,14 @@ def signatures(path: Path) -> list[str]:
 
 
 def _util(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    # util-linux puts wipefs in /usr/sbin, which a non-root user's PATH (a container's
+    # runner, uid 10001) often lacks.
+    search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
+    binary = shutil.which(argv[0], path=search) or argv[0]
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+        proc = subprocess.run(
+            [binary, *argv[1:]], capture_output=True, text=True, timeout=60, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise DeviceRefused(
             f"cannot run {argv[0]}: {exc} — install util-linux (wipefs, blkid)"
