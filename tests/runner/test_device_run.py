@@ -123,7 +123,7 @@ def test_shm_loop_against_disk_loop_compare_decides(tmp_path: Path) -> None:
     assert {(u["backend"], u["device"]) for u in util} == {(b, d.name) for b, d in devices.items()}
     compared = CliRunner().invoke(
         cli, ["compare", "--lake", str(lake), "--metric", "iops", "--baseline", "disk-loop",
-              "--format", "json"],
+              "--family", "metric", "--format", "json"],  # one question: IOPS
     )  # fmt: skip
     assert compared.exit_code == 0, compared.output
     (row,) = [r for r in json.loads(compared.stdout) if r["backend"] == "shm-loop"]
