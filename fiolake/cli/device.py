@@ -77,6 +77,7 @@ def claim_target(
     destroy_data: bool,
     expect_device: Iterable[str],
     wipe_signatures: bool,
+    lake: str,
     protected: Iterable[Path],
     purge: bool = False,
     prefill: bool = False,
@@ -84,7 +85,8 @@ def claim_target(
 ) -> Any:
     """The claimed device (runner.host.device.DeviceClaim) for `--device`, None for
     `--dir`; UsageProblem when neither or both are given, a device flag without it, or
-    one of `dir_flags` (the --dir-only flags given) with it."""
+    one of `dir_flags` (the --dir-only flags given) with it. A local `lake` and
+    `protected` must not be on the device."""
     from fiolake.runner.host import device as dev
 
     if (target_dir is None) == (device is None):
@@ -113,12 +115,13 @@ def claim_target(
                 "drop them, or give --device PATH instead of --dir"
             )
         return None
+    local_lake = [] if "://" in lake else [Path(lake)]
     return dev.claim(
         device,
         destroy_data=destroy_data,
         wipe_signatures=wipe_signatures,
         expect=dev.parse_expect(expect_device),
-        protected=protected,
+        protected=[*local_lake, *protected],
     )
 
 

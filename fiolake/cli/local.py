@@ -221,14 +221,14 @@ def run(
     try:
         campaign_id = campaign or new_campaign_id()
         store = Settings.from_env(lake=lake).store()
-        local_lake = [] if "://" in store.url else [Path(store.url)]
         claim = claim_target(
             target_dir,
             device,
             destroy_data=destroy_data,
             expect_device=expect_device,
             wipe_signatures=wipe_signatures,
-            protected=[*local_lake, host_lock_path],
+            lake=store.url,
+            protected=[host_lock_path],
             purge=purge,
             prefill=prefill,
             dir_flags=dir_flags_given(create_dir, expect_mount, expect_fs),
@@ -274,16 +274,14 @@ def run(
 
         # SIGTERM/SIGINT stop fio and end the loop; the stopped run is still recorded.
         with RunStop() as stop:
-            if claim is not None and (purge or prefill):
-                prepared = device_prep.prepare_device(
-                    store,
-                    claim,
-                    plan[0].request,
-                    purge=purge,
-                    prefill_passes=prefill_passes if prefill else None,
-                    conduct=lambda p: attempt.conduct(p, **options_for(p)),
-                )
-                plan = device_prep.after(plan, prepared)
+            plan = device_prep.prepared_plan(
+                store,
+                claim,
+                plan,
+                purge=purge,
+                prefill_passes=prefill_passes if prefill else None,
+                conduct=lambda p: attempt.conduct(p, **options_for(p)),
+            )
             done = run_local(
                 store,
                 plan,

@@ -136,14 +136,14 @@ def runner(
     settings = Settings.from_env(lake=lake)
     spool = spool_dir or Path.home() / ".cache" / "fiolake" / "spool" / backend
     # Measure what the user named: checked once at start, before any job is claimed.
-    lake_dir = [] if "://" in settings.lake else [Path(settings.lake)]
     claim = claim_target(
         target_dir,
         device,
         destroy_data=destroy_data,
         expect_device=expect_device,
         wipe_signatures=wipe_signatures,
-        protected=[*lake_dir, spool, host_lock_path],
+        lake=settings.lake,
+        protected=[spool, host_lock_path],
         dir_flags=dir_flags_given(create_dir, expect_mount, expect_fs),
     )
     try:

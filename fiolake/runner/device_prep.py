@@ -131,6 +131,30 @@ def prepare_device(
     return done
 
 
+def prepared_plan(
+    store: ObjectStore,
+    claim: DeviceClaim | None,
+    plan: Sequence[attempt.Planned],
+    *,
+    purge: bool,
+    prefill_passes: int | None,
+    conduct: Callable[[attempt.Planned], attempt.Attempt],
+) -> list[attempt.Planned]:
+    """`plan` after the purge and prefill runs it asked for (`prepare_device`, `after`);
+    unchanged without a device or without either."""
+    if claim is None or not plan or not (purge or prefill_passes):
+        return list(plan)
+    done = prepare_device(
+        store,
+        claim,
+        plan[0].request,
+        purge=purge,
+        prefill_passes=prefill_passes,
+        conduct=conduct,
+    )
+    return after(plan, done)
+
+
 def after(plan: Sequence[attempt.Planned], prepared: Prepared) -> list[attempt.Planned]:
     """`plan`'s measured runs naming the runs that prepared the device, the first one
     starting on the prepared device and the others on a used one."""
