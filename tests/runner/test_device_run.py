@@ -119,6 +119,12 @@ def test_shm_loop_against_disk_loop_compare_decides(tmp_path: Path) -> None:
         assert r["device"] == str(devices[r["backend"]])
         backing = shm if r["backend"] == "shm-loop" else tmp_path / "disk.img"
         assert r["device_model"] == f"loop: {backing}"
+    one = {r["backend"]: r["run_id"] for r in runs}
+    diff = CliRunner().invoke(cli, ["env-diff", "--lake", str(lake), "--run", one["shm-loop"],
+                                    "--run", one["disk-loop"], "--format", "json"])  # fmt: skip
+    assert diff.exit_code == 0, diff.output
+    differs = {row["field"] for row in json.loads(diff.stdout)}
+    assert {"device", "device_model", "target_dir"} <= differs, differs
     util = sql(lake, "SELECT r.backend, d.device FROM disk_util d JOIN runs r USING (run_id)")
     assert {(u["backend"], u["device"]) for u in util} == {(b, d.name) for b, d in devices.items()}
     compared = CliRunner().invoke(
