@@ -342,6 +342,15 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         ),
     ),
     (
+        ["run", "{job}/tiny.fio", "--device", "{rodev}", "--destroy-data"],
+        {},
+        2,
+        (
+            "Error: --device {rodev} is read-only (blockdev --getro {rodev}) — make it "
+            "writable (blockdev --setrw {rodev}), or choose another device\n"
+        ),
+    ),
+    (
         ["run", "{job}/tiny.fio", "--device", "{ext4}", "--destroy-data"],
         {},
         2,
@@ -1181,7 +1190,7 @@ def lake_with_a_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 # Loop devices the cases name (tests.runner.loopdev.devices_in_every_state); a case naming
 # one is skipped where loop devices cannot be made, and checks the device's bytes.
-DEVICES = ("loop", "ext4", "mounted", "parted", "held")
+DEVICES = ("loop", "ext4", "mounted", "parted", "held", "rodev")
 
 
 @pytest.fixture(scope="module")

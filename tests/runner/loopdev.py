@@ -123,14 +123,17 @@ def held_exclusively(device: Path) -> Iterator[subprocess.Popen[str]]:
 def devices_in_every_state(tmp: Path) -> Iterator[dict[str, Path]]:
     """Loop devices fiolake must refuse (and one it must not), for tables of refusals:
     `loop` free, `ext4` holding a file system, `mounted` on `mnt`, `parted` with its
-    partition mounted on `pmnt`, `held` open with O_EXCL by another process."""
+    partition mounted on `pmnt`, `held` open with O_EXCL by another process, `rodev` set
+    read-only."""
     with contextlib.ExitStack() as stack:
         made = {
             name: stack.enter_context(
                 loop_device(tmp / f"{name}.img", 16 * 2**20, partitions=name == "parted")
             )
-            for name in ("loop", "ext4", "mounted", "parted", "held")
+            for name in ("loop", "ext4", "mounted", "parted", "held", "rodev")
         }
+        _run("blockdev", "--setro", str(made["rodev"]))
+        stack.callback(_run, "blockdev", "--setrw", str(made["rodev"]))
         _run("mkfs.ext4", "-q", str(made["ext4"]))
         made["mnt"] = stack.enter_context(mounted(made["mounted"], tmp / "mnt", read_only=True))
         partition = Path(f"{made['parted']}p1")

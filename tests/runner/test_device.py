@@ -161,3 +161,15 @@ def test_a_masked_sys_dev_block_is_found_through_sys_class_block(tmp_path: Path)
         (fake / "class/block" / dev.name / "dev").write_text(number + "\n")
         assert blockinfo.sys_dir(dev, fake) == fake / "class/block" / dev.name
         assert blockinfo.identity(dev, fake).size_bytes == 64 * 2**20
+
+
+def test_a_read_only_device(tmp_path: Path) -> None:
+    with loop_device(tmp_path / "disk.img") as dev:
+        subprocess.run(["blockdev", "--setro", str(dev)], check=True)
+        try:
+            assert refused(dev) == (
+                f"--device {dev} is read-only (blockdev --getro {dev}) — make it writable "
+                f"(blockdev --setrw {dev}), or choose another device"
+            )
+        finally:
+            subprocess.run(["blockdev", "--setrw", str(dev)], check=True)

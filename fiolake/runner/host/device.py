@@ -31,6 +31,7 @@ from pathlib import Path
 
 from fiolake.errors import DeviceRefused, FiolakeError
 from fiolake.runner.host import blockinfo
+from fiolake.runner.host.sysinfo import read_sys
 
 SYS = Path("/sys")
 # <linux/fs.h>: _IO(0x12, 119) and _IO(0x12, 127); both take (start, length) in bytes.
@@ -153,6 +154,11 @@ def claim(
     sysdir = blockinfo.sys_dir(path, sys)
     identity = blockinfo.identity(path, sys)
     _check_identity(path, identity, expect or {})
+    if read_sys(sysdir / "ro") == "1":
+        raise DeviceRefused(
+            f"--device {path} is read-only (blockdev --getro {path}) — make it writable "
+            f"(blockdev --setrw {path}), or choose another device"
+        )
     names = blockinfo.with_partitions(sysdir)
     _check_unused(path, sysdir, names, sys)
     always = [Path("/"), Path(__file__), Path(sys_module.executable)]
@@ -226,10 +232,16 @@ def _open_exclusive(path: Path) -> int:
     try:
         return os.open(path, os.O_RDWR | os.O_EXCL | os.O_CLOEXEC)
     except OSError as exc:
-        why = "is open exclusively by another program (a mount, mkfs, another fiolake…)"
+        if exc.errno != errno.EBUSY:
+            raise DeviceRefused(
+                f"--device {path}: cannot open it for writing ({exc.strerror}) — run as a "
+                "user who may (root, or one in the device's group, usually disk), or choose "
+                "another device"
+            ) from None
         raise DeviceRefused(
-            f"--device {path} {why if exc.errno == 16 else exc.strerror} — find it with "
-            f"`fuser -v {path}` or lsblk and stop it, or choose another device"
+            f"--device {path} is open exclusively by another program (a mount, mkfs, another "
+            f"fiolake…) — find it with `fuser -v {path}` or lsblk and stop it, or choose "
+            "another device"
         ) from None
 
 
