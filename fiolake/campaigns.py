@@ -38,6 +38,7 @@ def plan_campaign(
     gangs: Sequence[int] = (),
     gang_timeout_s: int | None = None,
     preconditions: Sequence[tuple[str, str] | None] = (),
+    target: str = "dir",
 ) -> list[Manifest]:
     """One manifest per (job file, backend, repetition) — per gang size too when `gangs`
     is given (each a job N runners of the backend run together) — in a stable order.
@@ -49,7 +50,8 @@ def plan_campaign(
     alike instead of posing as a difference between them.
 
     `preconditions[i]` is the (profile, text) of the job run on job file i's files before
-    it is measured, or None; without it, no job file has one.
+    it is measured, or None; without it, no job file has one. `target`: 'device' when
+    the jobs must run on a raw block device (a runner started with --device).
     """
     fills = list(preconditions) or [None] * len(job_files)
     if len(fills) != len(job_files):
@@ -78,6 +80,7 @@ def plan_campaign(
             gang_timeout_s=gang_timeout_s,
             sequence=sequence,
             precondition=fill,
+            target=target,
         )
         for sequence, (profile, text, fill, backend, gang, rep) in enumerate(plan)
     ]
@@ -158,6 +161,7 @@ def plan_rerun(
                     if old.precondition is not None
                     else None
                 ),
+                target=old.target or "dir",
             )
         )
     return out

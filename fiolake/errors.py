@@ -15,6 +15,10 @@ class UsageProblem(FiolakeError):
     exit_code = 2
 
 
+class DeviceRefused(UsageProblem):
+    """`--device` names a block device fiolake must not write over (or no block device)."""
+
+
 class PolicyError(FiolakeError):
     """A job file broke the job-file policy; `violations` lists every problem found."""
 

@@ -2,8 +2,9 @@
 
 `runs.canonical_job_file` is the exact text fio ran (see `runner.policy.check.canonical_job_file`).
 Two runs measured the same thing when those texts agree once the per-run parts are gone:
-comments and the `directory=` line (a per-run subdirectory of the target), so that
-backends running the same job share one hash. The gang size (how many hosts ran the job
+comments and the `directory=` line (a per-run subdirectory of the target), or on a raw
+device target the runner's `filename=` line in `[global]` (the device), so that backends
+running the same job share one hash. The gang size (how many hosts ran the job
 at the same instant against one backend) is part of it: N hosts sharing a backend measure
 something else than one. `compare` pools only runs with the same effective job; `envdiff`
 names the options that differ. Both hash through here.
@@ -17,6 +18,9 @@ import hashlib
 
 # Options whose value is per run by construction (the run's own directory on the target).
 PER_RUN_OPTIONS = frozenset({"directory"})
+# ... and in the runner's own [global] only: the device of a --device run (a job section's
+# filename= is a plain name inside the target dir, part of the workload).
+PER_RUN_GLOBAL_OPTIONS = frozenset({"filename"})
 # The gang size joins the effective job as an option of this pseudo-section (only when > 1,
 # so solo runs keep the hash they always had).
 GANG_SECTION = "[fiolake]"
@@ -30,11 +34,15 @@ def effective_job_text(canonical: str, gang_size: int | None = None) -> str:
     """The canonical job file without comments and per-run options (plus the gang size
     when several hosts ran it together)."""
     kept = []
+    in_global = False
     for line in _lines(canonical):
         if line.startswith((";", "#")):
             continue
+        if line.startswith("["):
+            in_global = line == "[global]"
         key = line.split("=", 1)[0].strip()
-        if "=" in line and key in PER_RUN_OPTIONS:
+        per_run = PER_RUN_OPTIONS | (PER_RUN_GLOBAL_OPTIONS if in_global else frozenset())
+        if "=" in line and key in per_run:
             continue
         kept.append(line)
     if gang_size is not None and gang_size > 1:

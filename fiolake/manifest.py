@@ -49,7 +49,10 @@ _OPTIONAL_STR_FIELDS = (
     "expect_fs",
     "precondition",
     "precondition_profile",
+    "target",
 )
+# What `target` may say: the kind of target the job must run on (absent: a directory).
+TARGETS = ("dir", "device")
 # ... and those that are a positive integer when present (gang jobs, `publish --gang`).
 _OPTIONAL_GANG_FIELDS = ("gang", "gang_timeout_s")
 # ... and those that are a non-negative integer when present.
@@ -115,6 +118,15 @@ class Manifest:
     # its text (checked by the runner's policy like job_file) and its profile name.
     precondition: str | None = None
     precondition_profile: str | None = None
+    # 'device': the job must run on a raw block device (`publish --target device`): only a
+    # runner started with --device takes it, and a device runner takes no other job.
+    # Absent (None) for a directory, so such manifests stay byte-identical to older ones.
+    target: str | None = None
+
+    @property
+    def on_device(self) -> bool:
+        """Whether the job must run on a raw block device."""
+        return self.target == "device"
 
     def payload(self) -> bytes:
         """Canonical JSON (sorted keys, no whitespace, UTF-8): the bytes that get signed."""
@@ -151,8 +163,11 @@ def new_manifest(
     gang_timeout_s: int | None = None,
     sequence: int | None = None,
     precondition: tuple[str, str] | None = None,
+    target: str = "dir",
 ) -> Manifest:
     """Build the manifest of one job (its id from `new_job_id`)."""
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
     layout.check_id("campaign id", campaign_id)
     if expires_in <= timedelta(0):
         raise ValueError(f"expires_in must be positive, not {expires_in}")
@@ -182,6 +197,7 @@ def new_manifest(
         sequence=sequence,
         precondition=precondition[1] if precondition else None,
         precondition_profile=precondition[0] if precondition else None,
+        target=None if target == "dir" else target,
     )
 
 
@@ -301,6 +317,8 @@ def _manifest_from_payload(payload: bytes) -> Manifest:
     for name in _OPTIONAL_STR_FIELDS:
         if name in doc and not isinstance(doc[name], str):
             raise _malformed(f"{name} is not a string")
+    if doc.get("target", "dir") not in TARGETS:
+        raise _malformed(f"target is not one of {', '.join(TARGETS)}")
     for name in _OPTIONAL_GANG_FIELDS:
         value = doc.get(name, 1)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:

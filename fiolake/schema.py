@@ -26,7 +26,8 @@ RUNS = pa.schema(
         # (rep 0 of every job file and backend, then rep 1 …); null before this column
         ("sequence", pa.int32()),
         # 'measure', or 'precondition': a run that prepared the measured runs' files
-        # (`--precondition`); compare and the gate read only 'measure' (null = measure)
+        # (`--precondition`), 'purge' or 'prefill' (`--purge`, `--prefill` on a device);
+        # compare and the gate read only 'measure' (null = measure)
         ("role", pa.string()),
         ("preconditioned_by", pa.string()),  # run_id of the precondition run before this one
         ("backend", pa.string()),  # user's name for the storage under test
@@ -60,6 +61,24 @@ RUNS = pa.schema(
         ("io_scheduler", pa.string()),  # the active queue/scheduler: none, mq-deadline ...
         ("read_ahead_bytes", pa.int64()),  # queue/read_ahead_kb × 1024
         ("write_cache", pa.string()),  # queue/write_cache: 'write back' | 'write through'
+        # 'dir' (a file system) or 'device' (a raw block device: `--device`, where target_dir
+        # and device name the device and the columns below describe it); null = dir
+        ("target_kind", pa.string()),
+        ("device_serial", pa.string()),  # device/serial; null where the kernel has none (loop)
+        ("device_wwn", pa.string()),  # wwid, device/wwid or /dev/disk/by-id/wwn-…
+        ("device_size_bytes", pa.int64()),
+        ("device_logical_block_bytes", pa.int32()),  # queue/logical_block_size
+        ("device_physical_block_bytes", pa.int32()),  # queue/physical_block_size
+        ("device_rotational", pa.bool_()),  # queue/rotational
+        ("device_discard_granularity_bytes", pa.int64()),  # 0: no discard support
+        ("device_discard_max_bytes", pa.int64()),
+        ("device_nr_requests", pa.int32()),  # queue/nr_requests
+        # How the device was left before this measured run: 'purged' (--purge), 'prefilled'
+        # (--prefill), 'used' (by earlier runs, or unknown); null on a dir target
+        ("device_start", pa.string()),
+        ("purge_method", pa.string()),  # 'discard' or 'zero-fill' (role 'purge' runs)
+        ("purged_by", pa.string()),  # run_id of the purge run before this one
+        ("prefilled_by", pa.string()),  # run_id of the prefill run before this one
         ("labels", pa.map_(pa.string(), pa.string())),  # runner --label k=v
         ("runtime_s", pa.int32()),  # runtime override applied to every job, if any
         ("size_bytes", pa.int64()),  # size override applied to every job, if any

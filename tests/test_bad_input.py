@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from fiolake.cli.common import DurationParam, IdParam, SizeParam
 from fiolake.errors import UsageProblem
 from fiolake.runner.host.sysinfo import mount_info
 from fiolake.units import parse_duration, parse_size
+from tests.runner.loopdev import NEEDS, can_loop, devices_in_every_state, sha256
 
 TINY = "[t]\nrw=randread\nbs=4k\nsize=1M\nioengine=psync\ndirect=1\nruntime=1\ntime_based=1\n"
 JOBS = {
@@ -46,6 +48,7 @@ JOBS = {
     "nofill.fio": "# precondition: nowhere.fio\n" + TINY,
     "emptyfill.fio": "# precondition:\n" + TINY,
     "filled.fio": "# precondition: exec.fio\n" + TINY,
+    "devfile.fio": "[a]\nrw=read\nsize=1m\nfilename=/dev/loop0\nunlink=1\n",
 }
 # fio output `import` refuses, each for one reason (a good document: GOOD_FIO).
 GOOD_FIO = (
@@ -85,6 +88,10 @@ RUNS_COLUMNS = (
     "canonical_job_file, effective_job_sha256, fio_version, fio_path, kernel, os, cpu_model, "
     "cpu_count, mem_bytes, cpu_governor, target_dir, mount_point, fs_type, mount_options, "
     "device, device_model, device_firmware, io_scheduler, read_ahead_bytes, write_cache, "
+    "target_kind, device_serial, device_wwn, device_size_bytes, device_logical_block_bytes, "
+    "device_physical_block_bytes, device_rotational, device_discard_granularity_bytes, "
+    "device_discard_max_bytes, device_nr_requests, device_start, purge_method, purged_by, "
+    "prefilled_by, "
     "runtime_s, size_bytes, started_at, finished_at, status, error, exit_code, watchdog, "
     "signer_keyid, other_fio_procs, outside_cpu_pct, steal_pct, page_cache_bytes, "
     "host_lock_wait_ms, flags, "
@@ -201,7 +208,218 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
             "system xfs — point --dir at the storage under test, or fix --expect-fs\n"
         ),
     ),
-    (["run", "{job}/tiny.fio"], {}, 2, "Error: Missing option '--dir'.\n"),
+    (
+        ["run", "{job}/tiny.fio"],
+        {},
+        2,
+        (
+            "Error: neither --dir nor --device given — give --dir DIR to benchmark a file "
+            "system, or --device PATH --destroy-data to benchmark a raw block device\n"
+        ),
+    ),
+    # -- run: a raw block device ({loop}: a free loop device this module made; those cases
+    # also check that the device's bytes are unchanged)
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--device", "{file}"],
+        {},
+        2,
+        (
+            "Error: both --dir and --device given — give --dir DIR to benchmark a file "
+            "system, or --device PATH --destroy-data to benchmark a raw block device\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--destroy-data", "--wipe-signatures"],
+        {},
+        2,
+        (
+            "Error: --destroy-data, --wipe-signatures without --device — they apply to a raw "
+            "block device only; drop them, or give --device PATH instead of --dir\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{file}", "--expect-fs", "xfs", "--create-dir"],
+        {},
+        2,
+        (
+            "Error: --create-dir, --expect-fs with --device — they describe a --dir (a file "
+            "system); a raw device has none: drop them (--expect-device names the device)\n"
+        ),
+    ),
+    (
+        ["runner", "--backend", "b", "--device", "{file}", "--expect-mount", "/mnt"],
+        {},
+        2,
+        (
+            "Error: --expect-mount with --device — they describe a --dir (a file system); a "
+            "raw device has none: drop them (--expect-device names the device)\n"
+        ),
+    ),
+    (
+        ["runner", "--backend", "b"],
+        {},
+        2,
+        (
+            "Error: neither --dir nor --device given — give --dir DIR to benchmark a file "
+            "system, or --device PATH --destroy-data to benchmark a raw block device\n"
+        ),
+    ),
+    (
+        ["runner", "--backend", "b", "--device", "{loop}"],
+        {},
+        2,
+        (
+            "Error: --device {loop}: fio will overwrite every byte of it — pass --destroy-data "
+            "to confirm that it holds nothing you need\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{file}", "--destroy-data"],
+        {},
+        2,
+        (
+            "Error: --device {file} is a regular file, not a block device — give a block "
+            "device such as /dev/nvme0n1 (to benchmark a file system, use --dir)\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{link}", "--destroy-data"],
+        {},
+        2,
+        (
+            "Error: --device {link} (-> {file}) is a regular file, not a block device — give "
+            "a block device such as /dev/nvme0n1 (to benchmark a file system, use --dir)\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{tmp}/no-such-device", "--destroy-data"],
+        {},
+        2,
+        (
+            "Error: --device {tmp}/no-such-device: No such file or directory — give a block "
+            "device such as /dev/nvme0n1 or /dev/disk/by-id/…\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{file}", "--expect-device", "size=1"],
+        {},
+        2,
+        (
+            "Error: --expect-device 'size=1' is not KEY=VALUE with KEY one of serial, wwn, "
+            "model — e.g. --expect-device serial=S4EWNX0R123456\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{loop}"],
+        {},
+        2,
+        (
+            "Error: --device {loop}: fio will overwrite every byte of it — pass --destroy-data "
+            "to confirm that it holds nothing you need\n"
+        ),
+    ),
+    (
+        [
+            "run",
+            "{job}/tiny.fio",
+            "--device",
+            "{loop}",
+            "--destroy-data",
+            "--expect-device",
+            "serial=S4EWNX0R123456",
+        ],
+        {},
+        2,
+        (
+            "Error: --device {loop} has serial unknown, expected S4EWNX0R123456 — device names "
+            "can move after a reboot: check `lsblk -o NAME,MODEL,SERIAL,WWN` and give the "
+            "right device (or /dev/disk/by-id/…)\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{mounted}", "--destroy-data"],
+        {},
+        2,
+        (
+            "Error: --device {mounted}: it is mounted on {mnt} — unmount it first (umount "
+            "{mnt}), or choose another device\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{parted}", "--destroy-data"],
+        {},
+        2,
+        (
+            "Error: --device {parted}: its partition {parted}p1 is mounted on {pmnt} — unmount "
+            "it first (umount {pmnt}), or choose another device\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{held}", "--destroy-data"],
+        {},
+        2,
+        (
+            "Error: --device {held} is open exclusively by another program (a mount, mkfs, "
+            "another fiolake…) — find it with `fuser -v {held}` or lsblk and stop it, or "
+            "choose another device\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{rodev}", "--destroy-data"],
+        {},
+        2,
+        (
+            "Error: --device {rodev} is read-only (blockdev --getro {rodev}) — make it "
+            "writable (blockdev --setrw {rodev}), or choose another device\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{ext4}", "--destroy-data"],
+        {},
+        2,
+        (
+            "Error: --device {ext4} holds ext4 at 0x438 (wipefs -n {ext4}) — if that data may "
+            "go, pass --wipe-signatures as well, or choose another device\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{loop}", "--destroy-data", "--size", "32m"],
+        {},
+        1,
+        (
+            "Error: job file refused:\n  tiny: [t] size + offsets = 32.0 MiB: beyond the end "
+            "of {loop} (16.0 MiB) — lower size (or --size) or the offsets\n"
+        ),
+    ),
+    (
+        ["run", "{job}/devfile.fio", "--device", "{loop}", "--destroy-data"],
+        {},
+        1,
+        (
+            "Error: job file refused:\n  devfile: [a] filename: the device is fio's only file "
+            "on a device target; not allowed\n  devfile: [a] unlink: would delete the device "
+            "node; not allowed\n"
+        ),
+    ),
+    (  # the job files are checked before --wipe-signatures wipes anything
+        ["run", "{job}/devfile.fio", "--device", "{ext4}", "--destroy-data", "--wipe-signatures"],
+        {},
+        1,
+        (
+            "Error: job file refused:\n  devfile: [a] filename: the device is fio's only file "
+            "on a device target; not allowed\n  devfile: [a] unlink: would delete the device "
+            "node; not allowed\n"
+        ),
+    ),
+    (
+        ["run", "{job}/devfile.fio", "--dir", "{tmp}"],
+        {},
+        1,
+        (
+            "Error: job file refused:\n  devfile: [a] filename=/dev/loop0: must be a plain file "
+            "name inside the target dir (no '/', ':' or '..')\n"
+        ),
+    ),
     # -- run / runner: the host lock (one fio per host)
     (
         ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--host-lock", "{file}/sub/host.lock"],
@@ -304,7 +522,10 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         ["run", "{job}/trim.fio", "--dir", "{tmp}"],
         {},
         1,
-        "Error: job file refused:\n  trim: [a] rw=trim: trims (discards) data; not allowed\n",
+        (
+            "Error: job file refused:\n  trim: [a] rw=trim: trims (discards) data; allowed only "
+            "on a block-device target (--device)\n"
+        ),
     ),
     (
         ["run", "{job}/huge.fio", "--dir", "{tmp}"],
@@ -671,6 +892,34 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         (
             "Error: --precondition does not work with --gang — precondition the gang's "
             "storage with a solo campaign first\n"
+        ),
+    ),
+    (
+        ["publish", "random-reads", "--backend", "x", "--target", "device", "--expect-fs", "xfs"],
+        {},
+        2,
+        (
+            "Error: --expect-mount/--expect-fs with --target device — a raw device has no file "
+            "system; drop them (the runner's --expect-device names its device)\n"
+        ),
+    ),
+    (
+        ["publish", "{job}/devfile.fio", "--backend", "x", "--target", "device"],
+        {},
+        1,
+        (
+            "Error: job file refused:\n  devfile: [a] filename: the device is fio's only file "
+            "on a device target; not allowed\n  devfile: [a] unlink: would delete the device "
+            "node; not allowed\n"
+        ),
+    ),
+    (
+        ["publish", "{job}/trim.fio", "--backend", "x"],
+        {},
+        1,
+        (
+            "Error: job file refused:\n  trim: [a] rw=trim: trims (discards) data; allowed only "
+            "on a block-device target (--device)\n"
         ),
     ),
     (
@@ -1073,8 +1322,23 @@ def lake_with_a_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "lake"
 
 
+# Loop devices the cases name (tests.runner.loopdev.devices_in_every_state); a case naming
+# one is skipped where loop devices cannot be made, and checks the device's bytes.
+DEVICES = ("loop", "ext4", "mounted", "parted", "held", "rodev")
+
+
+@pytest.fixture(scope="module")
+def loops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
+    """The loop devices of the `{loop}`, `{ext4}` … cases ({} where they can't be made)."""
+    if not can_loop():
+        yield {}
+        return
+    with devices_in_every_state(tmp_path_factory.mktemp("loops")) as made:
+        yield made
+
+
 @pytest.fixture
-def places(tmp_path: Path, lake_with_a_run: Path):
+def places(tmp_path: Path, lake_with_a_run: Path, loops: dict[str, Path]):
     jobs = tmp_path / "jobs"
     jobs.mkdir()
     for name, text in JOBS.items():
@@ -1085,6 +1349,8 @@ def places(tmp_path: Path, lake_with_a_run: Path):
         (imports / name).write_text(text)
     file = tmp_path / "a-file"
     file.write_text("not a directory\n")
+    link = tmp_path / "a-link"
+    link.symlink_to(file)
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o555)
@@ -1101,8 +1367,9 @@ def places(tmp_path: Path, lake_with_a_run: Path):
     # Facts of this machine that the messages name: where tmp_path is mounted (read as
     # --dir reads it), and EPERM for root's immutable directory, EACCES for anyone else.
     mount = mount_info(tmp_path)
-    yield {"tmp": tmp_path, "job": jobs, "imp": imports, "file": file, "ro": ro,
-           "lake": lake_with_a_run, "corrupt": corrupt, "run": runs_file.stem,
+    yield {"tmp": tmp_path, "job": jobs, "imp": imports, "file": file, "link": link, "ro": ro,
+           "lake": lake_with_a_run, **loops,
+           "corrupt": corrupt, "run": runs_file.stem,
            "date": runs_file.parent.name.removeprefix("date="),
            "where": f"mount point {mount.mount_point}, {mount.fs_type} on {mount.device}",
            "denied": os.strerror(errno.EPERM if immutable else errno.EACCES)}  # fmt: skip
@@ -1141,6 +1408,10 @@ def test_bad_input_is_a_clear_error(
         monkeypatch.delenv(var, raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, _fill(value, places))
+    devices = [d for d in DEVICES if any("{" + d + "}" in a for a in args)]
+    if any(d not in places for d in devices):
+        pytest.skip(NEEDS)
+    checksums = {d: sha256(places[d]) for d in devices}
     before = _listing(places["tmp"])
     result = CliRunner().invoke(cli, [_fill(a, places) for a in args])
     output = result.output
@@ -1151,6 +1422,7 @@ def test_bad_input_is_a_clear_error(
     assert result.exit_code == code, output
     assert _error(output) == _fill(message, places), output
     assert _listing(places["tmp"]) == before, "a refused command left files behind"
+    assert {d: sha256(places[d]) for d in devices} == checksums, "a device was written"
 
 
 # -- property tests: the parsers give a value or a clean error, never another exception

@@ -38,7 +38,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "lake": ("fiolake.cli.analysis", "lake", "Lake hygiene: compact, prune, check."),
     "app": ("fiolake.cli.analysis", "app", "Open the Streamlit app."),
     "publish": ("fiolake.cli.distributed", "publish", "Publish signed job manifests."),
-    "runner": ("fiolake.cli.distributed", "runner", "Pull jobs from the lake and run them."),
+    "runner": ("fiolake.cli.runner", "runner", "Pull jobs from the lake and run them."),
     "status": ("fiolake.cli.status", "status", "Progress of a campaign, or of recent ones."),
     "keygen": ("fiolake.cli.distributed", "keygen", "Create a local Ed25519 signing key."),
     "stack": ("fiolake.cli.stack", "stack", "Local MinIO (TLS) + OpenBao stack."),

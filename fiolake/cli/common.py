@@ -139,10 +139,9 @@ def target_options(fn: Any) -> Any:
     return click.option(
         "--dir",
         "target_dir",
-        required=True,
         type=click.Path(path_type=Path),
         help="Existing, writable directory on the storage under test (fio's files go in a "
-        "subdir, removed after).",
+        "subdir, removed after). Or --device for a raw block device.",
     )(fn)
 
 

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-import os
-import signal
-import socket
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,13 +14,8 @@ from fiolake.cli.common import (
     IdParam,
     caps_options,
     current_caps,
-    host_lock,
-    host_lock_options,
-    label_option,
-    parse_labels,
     precondition_option,
     resolve_jobs,
-    target_options,
     workload_options,
 )
 from fiolake.cli.status import wait_for
@@ -103,6 +94,15 @@ from fiolake.errors import FiolakeError
     show_default=True,
     help="With --wait: give up (exit 1) when jobs are still pending or running after this.",
 )
+@click.option(
+    "--target",
+    type=click.Choice(["dir", "device"]),
+    default="dir",
+    show_default=True,
+    help="The kind of target the jobs need, signed into each manifest: 'device' jobs run "
+    "only on runners started with --device (a raw block device; trim workloads are "
+    "allowed there), 'dir' jobs only on runners with --dir.",
+)
 @precondition_option
 @lake_option
 @caps_options
@@ -124,6 +124,7 @@ def publish(
     timeout: float,
     lake: str,
     precondition: str | None,
+    target: str,
 ) -> None:
     """Publish one signed manifest per (job file, backend, repetition); print the campaign id.
 
@@ -154,6 +155,11 @@ def publish(
         return
     if rerun_states:
         raise click.UsageError("--status selects jobs for --rerun — add --rerun CAMPAIGN")
+    if target == "device" and (expect_mount or expect_fs):
+        raise click.UsageError(
+            "--expect-mount/--expect-fs with --target device — a raw device has no file "
+            "system; drop them (the runner's --expect-device names its device)"
+        )
     if not backends:
         raise click.UsageError("Missing option '--backend' (or --rerun CAMPAIGN).")
     if precondition and precondition.lower() != NO_PRECONDITION and gangs:
@@ -165,6 +171,7 @@ def publish(
     from fiolake.config import Settings
     from fiolake.ids import new_campaign_id
     from fiolake.runner import attempt
+    from fiolake.runner.policy.check import BlockTarget
 
     caps = current_caps()
     jobs = resolve_jobs(job_files, precondition)
@@ -174,7 +181,8 @@ def publish(
             "line) — precondition the gang's storage with a solo campaign first, or add "
             "--precondition none"
         )
-    attempt.check_all(jobs, caps=caps, runtime_s=runtime, size_bytes=size)
+    block = BlockTarget() if target == "device" else None  # its size: the runner's to check
+    attempt.check_all(jobs, caps=caps, runtime_s=runtime, size_bytes=size, block=block)
     settings = Settings.from_env(lake=lake)
     signer = settings.signer()
     store = settings.store()
@@ -196,6 +204,7 @@ def publish(
             (job.precondition.profile, job.precondition.text) if job.precondition else None
             for job in jobs
         ],
+        target=target,
     )
     publish_manifests(store, manifests, signer)
     click.echo(f"published {len(manifests)} job(s) to {store.url}", err=True)
@@ -223,139 +232,6 @@ def _publish_rerun(campaign: str, states: tuple[str, ...], expires: float, lake:
     )
     click.echo(new_id)
     return new_id
-
-
-@click.command()
-@click.option(
-    "--backend", required=True, type=IdParam("backend"), help="The backend this runner measures."
-)
-@target_options
-@lake_option
-@click.option(
-    "--runner-id",
-    default=lambda: f"{socket.gethostname()}:{os.getpid()}",
-    show_default="HOST:PID",
-    help="Name recorded in runs.runner.",
-)
-@label_option
-@click.option(
-    "--lease-ttl",
-    type=click.FloatRange(2),
-    default=60,
-    show_default=True,
-    help="Seconds a lease lives without renewal (renewed every TTL/3).",
-)
-@click.option(
-    "--poll",
-    type=click.FloatRange(0.05),
-    default=1.0,
-    show_default=True,
-    help="Seconds between scans of jobs/ when idle.",
-)
-@click.option("--once", is_flag=True, help="One pass over the open jobs, then exit.")
-@click.option("--max-jobs", type=click.IntRange(1), help="Exit after this many committed jobs.")
-@click.option(
-    "--idle-exit",
-    type=DurationParam(),
-    help="Exit after this long with nothing to do (scale to zero), e.g. 5m.",
-)
-@click.option(
-    "--spool-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Where finished runs wait for upload [default: ~/.cache/fiolake/spool/BACKEND].",
-)
-@click.option(
-    "--upload-deadline",
-    type=DurationParam(),
-    default="10m",
-    show_default=True,
-    help="How long to retry uploads while the store is unreachable.",
-)
-@host_lock_options
-@caps_options
-def runner(
-    backend: str,
-    target_dir: Path,
-    lake: str,
-    runner_id: str,
-    label: tuple[str, ...],
-    lease_ttl: float,
-    poll: float,
-    once: bool,
-    max_jobs: int | None,
-    idle_exit: float | None,
-    spool_dir: Path | None,
-    upload_deadline: float,
-    create_dir: bool,
-    expect_mount: str | None,
-    expect_fs: str | None,
-    host_lock_path: Path,
-    share_host: bool,
-) -> None:
-    """Pull signed jobs for --backend from the lake, run them, upload and commit results.
-
-    Protocol: verify the manifest, claim a lease (create-only / compare-and-swap),
-    renew it while fio runs, upload results and raw output, then create the job's
-    commit marker. A lost lease kills fio and nothing is committed. Refused
-    manifests and job files are recorded as runs with status 'rejected'.
-    SIGTERM: finish the current job, then exit (a job not started is released).
-
-    One fio per host: before fio starts, a job waits for --host-lock (the lease stays
-    alive; the wait is recorded in runs.host_lock_wait_ms), so runners of several
-    backends on one host take turns. Gang members take it shared among themselves.
-    --share-host skips it and flags every run shared-host.
-
-    \b
-    Example:
-      eval "$(fiolake stack env --role runner)"
-      fiolake runner --backend nvme --dir /mnt/nvme/bench --label rack=r12
-    """
-    from fiolake.campaigns import store_bucket
-    from fiolake.config import Settings
-    from fiolake.runner.distributed.config import RunnerConfig
-    from fiolake.runner.distributed.history import recorded
-    from fiolake.runner.distributed.service import Runner
-    from fiolake.runner.host import target as tg
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    # Measure what the user named: checked once at start, before any job is claimed.
-    tg.ensure_dir(target_dir, create=create_dir)
-    where = tg.inspect(target_dir)
-    warnings = tg.check_expectations(where, expect_mount=expect_mount, expect_fs=expect_fs)
-    click.echo(f"target {where.path}: {where.describe()}", err=True)
-    for warning in warnings:
-        click.echo(f"Warning: {warning}", err=True)
-    lock = host_lock(host_lock_path, share_host, runner_id)
-    settings = Settings.from_env(lake=lake)
-    store = recorded(settings.store(), settings.history, runner_id, settings.pause_file)
-    config = RunnerConfig(
-        backend=backend,
-        target_dir=target_dir,
-        runner_id=runner_id,
-        spool_dir=spool_dir or Path.home() / ".cache" / "fiolake" / "spool" / backend,
-        labels=parse_labels(label),
-        ttl_s=lease_ttl,
-        poll_s=poll,
-        upload_deadline_s=upload_deadline,
-        max_jobs=max_jobs,
-        idle_exit_s=idle_exit,
-        once=once,
-        caps=current_caps(),
-        expect_mount=expect_mount,
-        expect_fs=expect_fs,
-        host_lock=None if lock is None else lock.path,
-    )
-    worker = Runner(store, settings.keyring(), config, store_bucket(store))
-    signal.signal(signal.SIGTERM, lambda *_: worker.stop_requested.set())
-    click.echo(
-        f"runner {runner_id}: backend {backend}, dir {target_dir}, lake {store.url}", err=True
-    )
-    stats = worker.serve()
-    click.echo(
-        f"runner {runner_id} done: {stats.ok} ok, {stats.failed} failed, "
-        f"{stats.rejected} rejected, {stats.lost} lost",
-        err=True,
-    )
 
 
 @click.command()

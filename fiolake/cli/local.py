@@ -26,6 +26,13 @@ from fiolake.cli.common import (
     target_options,
     workload_options,
 )
+from fiolake.cli.device import (
+    announce_device,
+    claim_target,
+    device_options,
+    dir_flags_given,
+    prepare_options,
+)
 from fiolake.cli.output import emit, render
 from fiolake.errors import PolicyError
 
@@ -138,12 +145,14 @@ class _RunPrinter:
     help="Live progress on stderr [default: only when stderr is a terminal].",
 )
 @precondition_option
+@device_options
+@prepare_options
 @host_lock_options
 @caps_options
 @format_option()
 def run(
     job_files: tuple[str, ...],
-    target_dir: Path,
+    target_dir: Path | None,
     backend: str,
     lake: str,
     runtime: int | None,
@@ -159,8 +168,15 @@ def run(
     host_lock_path: Path,
     share_host: bool,
     precondition: str | None,
+    device: str | None,
+    destroy_data: bool,
+    expect_device: tuple[str, ...],
+    wipe_signatures: bool,
+    purge: bool,
+    prefill: bool,
+    prefill_passes: int,
 ) -> None:
-    """Run fio job files against --dir and store results in the lake.
+    """Run fio job files against --dir (or a raw --device) and store results in the lake.
 
     JOB_FILES are paths or names of shipped profiles (`fiolake profiles`); with
     none, the default suite runs (six profiles, about 90 s). Every job file is
@@ -172,6 +188,11 @@ def run(
       fiolake run database-oltp --dir /mnt/ceph --backend ceph-rbd --runtime 30
       fiolake run my-own.fio --dir /data --format json
       fiolake run --dir "$(mktemp -d)" --runtime 2 --size 16M     # smoke test
+      fiolake run random-reads --device /dev/nvme1n1 --destroy-data --backend nvme
+
+    --device writes over a whole raw block device, named by the operator (the job
+    file never names it), after checks that refuse a device in use or holding data
+    (docs/usage.md, "Benchmarking a block device").
 
     Before fio starts, stderr names the mount point, file system and device --dir
     lands on; --expect-mount/--expect-fs make a mismatch an error.
@@ -189,18 +210,34 @@ def run(
     """
     from fiolake.config import Settings
     from fiolake.ids import new_campaign_id
+    from fiolake.runner import attempt, device_prep
     from fiolake.runner import execute as ex
     from fiolake.runner.host import target as tg
     from fiolake.runner.local import plan_local, run_local
+    from fiolake.runner.policy.check import BlockTarget
 
     created: list[Path] = []
+    claim = None
     try:
         campaign_id = campaign or new_campaign_id()
         store = Settings.from_env(lake=lake).store()
+        claim = claim_target(
+            target_dir,
+            device,
+            destroy_data=destroy_data,
+            expect_device=expect_device,
+            wipe_signatures=wipe_signatures,
+            lake=store.url,
+            protected=[host_lock_path],
+            purge=purge,
+            prefill=prefill,
+            dir_flags=dir_flags_given(create_dir, expect_mount, expect_fs),
+        )
+        block = BlockTarget(str(claim.path), claim.identity.size_bytes) if claim else None
         plan = plan_local(
             resolve_jobs(job_files, precondition),
             backend=backend,
-            target_dir=target_dir,
+            target_dir=target_dir or claim.path,
             campaign_id=campaign_id,
             repeat=repeat,
             runtime_s=runtime,
@@ -209,11 +246,15 @@ def run(
             caps=current_caps(),
             expect_mount=expect_mount,
             expect_fs=expect_fs,
+            block=block,
         )
         # Everything about the target is checked before anything is created or run.
         lock = host_lock(host_lock_path, share_host, f"pid {os.getpid()}: fiolake run {backend}")
-        created = tg.ensure_dir(target_dir, create=create_dir)
-        announce_target([ex.preflight(p.measured) for p in plan])
+        if target_dir is not None:
+            created = tg.ensure_dir(target_dir, create=create_dir)
+            announce_target([ex.preflight(p.measured) for p in plan])
+        else:
+            announce_device(claim)
         show = progress if progress is not None else sys.stderr.isatty()
         click.echo(
             f"campaign {campaign_id}: {len(plan)} run(s), about "
@@ -233,6 +274,14 @@ def run(
 
         # SIGTERM/SIGINT stop fio and end the loop; the stopped run is still recorded.
         with RunStop() as stop:
+            plan = device_prep.prepared_plan(
+                store,
+                claim,
+                plan,
+                purge=purge,
+                prefill_passes=prefill_passes if prefill else None,
+                conduct=lambda p: attempt.conduct(p, **options_for(p)),
+            )
             done = run_local(
                 store,
                 plan,
@@ -245,6 +294,9 @@ def run(
         # ones go); the group maps the error itself.
         tg.remove_created(created)
         raise
+    finally:
+        if claim is not None:
+            claim.release()
     if fmt != "table" and printer.rows:
         columns = list(printer.rows[0])
         emit(columns, [[r[c] for c in columns] for r in printer.rows], fmt)
@@ -260,26 +312,38 @@ def run(
 @click.command()
 @click.argument("job_files", nargs=-1)
 @click.option("--list", "list_allowed", is_flag=True, help="Print the allowed options and exit.")
+@click.option(
+    "--target",
+    type=click.Choice(["dir", "device"]),
+    default="dir",
+    show_default=True,
+    help="Check for this kind of target: 'device' is a raw block device (`run --device`, "
+    "`publish --target device`), where trims are allowed and files are not.",
+)
 @precondition_option
 @caps_options
 def validate(
     job_files: tuple[str, ...],
     list_allowed: bool,
+    target: str,
     precondition: str | None,
 ) -> None:
     """Check job files against the job-file policy and `fio --parse-only`; no I/O.
 
     Each refusal names the section, the option and why. See docs/job-file-policy.md.
     A job file's precondition job (its '# precondition: NAME' line, or
-    --precondition) is checked on the job file's files too.
+    --precondition) is checked on the job file's files too. An accepted file's line
+    says what ends each job: its runtime (time-bound), its size (size-bound; the
+    whole device when a job on a device target sets none), or whichever comes first.
 
     \b
     Examples:
       fiolake validate my-own.fio
+      fiolake validate ssd-trim.fio --target device
       fiolake validate --list          # the allowlist
     """
     from fiolake.runner import attempt
-    from fiolake.runner.policy.check import allowed_options
+    from fiolake.runner.policy.check import BlockTarget, allowed_options
 
     if list_allowed:
         for name, note in sorted(allowed_options().items()):
@@ -288,20 +352,34 @@ def validate(
     if not job_files:
         raise click.UsageError("name at least one job file (or a profile), or use --list")
     caps = current_caps()
+    block = BlockTarget() if target == "device" else None
     problems = []
     for source in resolve_jobs(job_files, precondition):
         try:
-            checked = attempt.check(source, caps=caps)
+            checked = attempt.check(source, caps=caps, block=block)
         except PolicyError as exc:
             problems += exc.violations
             continue
         fill = f", precondition {source.precondition.profile}" if source.precondition else ""
         click.echo(
             f"ok  {source.profile}: {len(checked.measured.job.jobs)} job(s), "
-            f"about {checked.measured.expected_s:.0f} s{fill}"
+            f"{_bounds(checked.measured, on_device=block is not None)}{fill}"
         )
     if problems:
         raise PolicyError(problems)
+
+
+def _bounds(checked: Any, *, on_device: bool) -> str:
+    """What ends the jobs of a checked file, each distinct bound once ('(×N)' if shared)."""
+    from collections import Counter
+
+    from fiolake.runner.policy.duration import what_bounds
+
+    found = Counter(
+        what_bounds(s, capped=s.name in checked.capped_jobs, on_device=on_device)
+        for s in checked.job.jobs
+    )
+    return "; ".join(f"{b} (×{n})" if n > 1 else b for b, n in found.items())
 
 
 @click.command()

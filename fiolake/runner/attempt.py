@@ -27,7 +27,7 @@ from fiolake.errors import PolicyError
 from fiolake.runner import execute as ex
 from fiolake.runner import precondition as pc
 from fiolake.runner.lake_writer import commit_marker, outcome_objects
-from fiolake.runner.policy.check import Caps
+from fiolake.runner.policy.check import BlockTarget, Caps
 from fiolake.runner.spool import Spool, SpoolEntry, put_with_retry
 from fiolake.store import ObjectStore
 
@@ -75,12 +75,19 @@ def check(
     runtime_s: int | None = None,
     size_bytes: int | None = None,
     fio: str = "fio",
+    block: BlockTarget | None = None,
 ) -> Checked:
     """Check a job file and its precondition job; PolicyError names the file of each
-    refusal (`<profile>: …`, `<fill> (precondition of <profile>): …`)."""
+    refusal (`<profile>: …`, `<fill> (precondition of <profile>): …`). `block`: the
+    target is a raw device (runner.policy.blocktarget)."""
     try:
         measured = ex.check_job(
-            source.text, caps=caps, runtime_s=runtime_s, size_bytes=size_bytes, fio=fio
+            source.text,
+            caps=caps,
+            runtime_s=runtime_s,
+            size_bytes=size_bytes,
+            fio=fio,
+            block=block,
         )
     except PolicyError as exc:
         raise PolicyError([f"{source.profile}: {v}" for v in exc.violations]) from None
@@ -91,7 +98,11 @@ def check(
         # No --runtime/--size override: sizes are the measured job's, the time bound is
         # the precondition job's own.
         checked_fill = ex.check_job(
-            fill.text, caps=caps, fio=fio, reshape=lambda j: pc.on_files_of(measured.job, j)
+            fill.text,
+            caps=caps,
+            fio=fio,
+            reshape=lambda j: pc.on_files_of(measured.job, j),
+            block=block,
         )
     except PolicyError as exc:
         where = f"{fill.profile} (precondition of {source.profile})"
@@ -106,13 +117,21 @@ def check_all(
     runtime_s: int | None = None,
     size_bytes: int | None = None,
     fio: str = "fio",
+    block: BlockTarget | None = None,
 ) -> list[Checked]:
     """`check` every job file; one PolicyError listing every refusal of every file."""
     checked, problems = [], []
     for source in sources:
         try:
             checked.append(
-                check(source, caps=caps, runtime_s=runtime_s, size_bytes=size_bytes, fio=fio)
+                check(
+                    source,
+                    caps=caps,
+                    runtime_s=runtime_s,
+                    size_bytes=size_bytes,
+                    fio=fio,
+                    block=block,
+                )
             )
         except PolicyError as exc:
             problems += exc.violations
@@ -138,9 +157,13 @@ def plan(checked: Checked, request: ex.RunRequest) -> Planned:
 
 
 def prepare(
-    request: ex.RunRequest, precondition: NamedJobFile | None = None, fio: str = "fio"
+    request: ex.RunRequest,
+    precondition: NamedJobFile | None = None,
+    fio: str = "fio",
+    block: BlockTarget | None = None,
 ) -> Planned:
-    """`check` the request's job file (and `precondition`), then `plan` it under `request`."""
+    """`check` the request's job file (and `precondition`), then `plan` it under `request`
+    (on the raw device `block`, when the runner has one)."""
     source = NamedJobFile(request.profile, request.job_file_text, precondition)
     checked = check(
         source,
@@ -148,6 +171,7 @@ def prepare(
         runtime_s=request.runtime_s,
         size_bytes=request.size_bytes,
         fio=fio,
+        block=block,
     )
     return plan(checked, request)
 

@@ -21,9 +21,9 @@ from fiolake import schema
 from fiolake.errors import FioError, FiolakeError
 from fiolake.ids import new_run_id
 from fiolake.jobhash import effective_job_sha256
-from fiolake.runner.fio.binary import find_fio
+from fiolake.runner.fio.binary import FioBinary, find_fio
 from fiolake.runner.fio.process import FioRun, Progress, deadline_for, run_fio
-from fiolake.runner.host import contention, sysinfo, target
+from fiolake.runner.host import blockinfo, contention, sysinfo, target
 from fiolake.runner.host.lock import SHARED_FLAG, HostLock
 from fiolake.runner.outcome import (
     RunOutcome,
@@ -103,20 +103,25 @@ def check_job(
     size_bytes: int | None = None,
     fio: str = "fio",
     reshape: Callable[[policy.JobFile], policy.JobFile] | None = None,
+    block: policy.BlockTarget | None = None,
 ) -> CheckedJob:
     """Check a job file (policy, overrides, then `fio --parse-only`); raises PolicyError.
 
     `reshape` rewrites the checked job before the overrides and the canonical file, which
     check every option again (runner.precondition puts a job on another job's files).
     Callers go through runner.attempt (check, prepare), which names the file in every
-    refusal.
+    refusal. `block`: the target is a raw device (runner.policy.blocktarget).
     """
-    job = policy.check_job_file(text, caps)
+    job = policy.check_job_file(text, caps, block)
     if reshape is not None:
         job = reshape(job)
     capped = frozenset(s.name for s in job.jobs if runtime_s is None and not _runtime_s(s.options))
-    job = policy.apply_overrides(job, runtime_s=runtime_s, size_bytes=size_bytes, caps=caps)
-    canonical = policy.canonical_job_file(job, target_dir=CHECK_DIR, log_prefix=LOG_PREFIX)
+    job = policy.apply_overrides(
+        job, runtime_s=runtime_s, size_bytes=size_bytes, caps=caps, block=block
+    )
+    canonical = policy.canonical_job_file(
+        job, target_dir=CHECK_DIR, log_prefix=LOG_PREFIX, block=block
+    )
     _parse_only(canonical, find_fio(fio).path)
     return CheckedJob(job, policy.expected_seconds(job), capped)
 
@@ -208,24 +213,30 @@ def _execute(
     request = prepared.request
     run_id = new_run_id()
     binary = find_fio(fio)
-    try:
-        checked = preflight(prepared)
-    except FiolakeError as exc:
-        return outcome_without_fio(request, run_id, "failed", str(exc))
-    env_cols = sysinfo.environment_columns(request.target_dir, binary)
-    env_cols["page_cache_bytes"] = checked.page_cache_bytes
+    block = policy.BlockTarget(request.device) if request.device else None
+    page_cache_bytes = None
+    if block is None:
+        try:
+            page_cache_bytes = preflight(prepared).page_cache_bytes
+        except FiolakeError as exc:
+            return outcome_without_fio(request, run_id, "failed", str(exc))
+        env_cols = sysinfo.environment_columns(request.target_dir, binary)
+    else:
+        env_cols = device_environment(block.path, binary)
+    env_cols["page_cache_bytes"] = page_cache_bytes
     env_cols["host_lock_wait_ms"] = waited_ms
     outdir = Path(tempfile.mkdtemp(prefix=f"fiolake-{run_id}-", dir=workdir))
-    # fio's data files go in a per-run subdirectory we remove afterwards.
+    # fio's data files go in a per-run subdirectory we remove afterwards (none on a device).
     data_dir = shared_dir or Path(request.target_dir) / f".fiolake-{run_id}"
     try:
         try:
-            data_dir.mkdir(parents=True, exist_ok=shared_dir is not None)
+            if block is None:
+                data_dir.mkdir(parents=True, exist_ok=shared_dir is not None)
         except OSError as exc:
             reason = f"cannot create fio's directory in {request.target_dir}: {exc}"
             return outcome_without_fio(request, run_id, "failed", reason)
         canonical = policy.canonical_job_file(
-            prepared.job, target_dir=data_dir, log_prefix=LOG_PREFIX
+            prepared.job, target_dir=data_dir, log_prefix=LOG_PREFIX, block=block
         )
         job_path = outdir / "job.fio"
         job_path.write_text(canonical)
@@ -251,12 +262,21 @@ def _execute(
             steal_pct=alone.steal_pct,
         )
         flags = [SHARED_FLAG] if host_lock is None else []
-        flags += alone.flags() + (["page-cache"] if checked.page_cache_bytes else [])
+        flags += alone.flags() + (["page-cache"] if page_cache_bytes else [])
         return _collect(prepared, run_id, env_cols, canonical, fio_run, outdir, flags)
     finally:
-        if shared_dir is None:
+        if shared_dir is None and block is None:
             shutil.rmtree(data_dir, ignore_errors=True)
         shutil.rmtree(outdir, ignore_errors=True)
+
+
+def device_environment(device: str, fio: FioBinary) -> dict[str, object]:
+    """The `runs` environment columns of a run on a raw block device: the host, fio, and
+    what the device is (runner.host.blockinfo) instead of a file system's mount."""
+    cols: dict[str, object] = dict(vars(sysinfo.host_info()))
+    cols.update(fio_version=fio.version, fio_path=fio.path, target_dir=device, target_kind="device")
+    cols.update(blockinfo.identity(Path(device)).runs_columns())
+    return cols
 
 
 def _collect(

@@ -14,7 +14,7 @@ from typing import Any
 from fiolake.ids import new_job_id
 from fiolake.runner import attempt
 from fiolake.runner import execute as ex
-from fiolake.runner.policy.check import Caps
+from fiolake.runner.policy.check import BlockTarget, Caps
 from fiolake.store import ObjectStore
 
 
@@ -32,11 +32,13 @@ def plan_local(
     expect_mount: str | None = None,
     expect_fs: str | None = None,
     fio: str = "fio",
+    block: BlockTarget | None = None,
 ) -> list[attempt.Planned]:
     """Every attempt of the campaign, in run order; each job file (and its precondition
-    job) is checked once, before anything runs (PolicyError lists every refusal)."""
+    job) is checked once, before anything runs (PolicyError lists every refusal).
+    `block`: the runs write over this claimed device (target_dir is then its path)."""
     checked = attempt.check_all(
-        sources, caps=caps, runtime_s=runtime_s, size_bytes=size_bytes, fio=fio
+        sources, caps=caps, runtime_s=runtime_s, size_bytes=size_bytes, fio=fio, block=block
     )
     order = [(rep, one) for rep in range(repeat) for one in checked]
     return [
@@ -57,6 +59,8 @@ def plan_local(
                 caps=caps,
                 expect_mount=expect_mount,
                 expect_fs=expect_fs,
+                device=block.path if block else None,
+                device_start="used" if block else None,
             ),
         )
         for sequence, (rep, one) in enumerate(order)

@@ -46,6 +46,12 @@ class RunRequest:
     gang_size: int | None = None  # hosts running this job together (part of its hash)
     sequence: int | None = None  # position in the campaign's interleaved plan
     role: str = "measure"  # or 'precondition' (runner.precondition): never compared
+    device: str | None = None  # a raw block device (the CLI holds its claim) instead of a dir
+    # How that device was left before this run (runner.device_prep): 'purged', 'prefilled'
+    # or 'used', and the purge / prefill runs that left it so.
+    device_start: str | None = None
+    purged_by: str | None = None
+    prefilled_by: str | None = None
 
 
 @dataclass
@@ -79,6 +85,9 @@ def base_run_row(request: RunRequest, run_id: str) -> dict[str, object]:
         "size_bytes": request.size_bytes,
         "signer_keyid": request.signer_keyid,
         "origin": "run",
+        "device_start": request.device_start,
+        "purged_by": request.purged_by,
+        "prefilled_by": request.prefilled_by,
     }
 
 

@@ -25,3 +25,13 @@ def test_runtime_and_gang_size_are_part_of_the_key() -> None:
     assert effective_job_sha256(long, 1) == effective_job_sha256(long)
     assert effective_job_sha256(long, 4) != effective_job_sha256(long)
     assert job_differences(long, long, gang_sizes=(4, None)) == ["gang_size=4 vs 1"]
+
+
+def test_devices_running_the_same_job_share_the_hash_but_not_a_job_file_name() -> None:
+    device = "; written by fiolake\n[global]\nfilename={d}\n[r]\nrw=randread\n"
+    assert effective_job_sha256(device.format(d="/dev/loop0")) == effective_job_sha256(
+        device.format(d="/dev/nvme1n1")
+    )
+    # A job section's filename= is a file of the workload, not the target: it stays.
+    named = "[global]\ndirectory=/a\n[r]\nrw=randread\nfilename={d}\n"
+    assert job_differences(named.format(d="one"), named.format(d="two")) == ["filename=one vs two"]

@@ -28,6 +28,7 @@ from fiolake.units import parse_size, seconds_or_none, size_or_none
 
 ENGINES = "psync, sync, pvsync, pvsync2, libaio, io_uring, posixaio, mmap, null"
 BASE = "[job1]\nioengine=psync\nrw=read\nsize=1m\n"  # lines 1-4; a test's line is line 5
+ON_DEVICE = "allowed only on a block-device target (--device)"
 
 
 def violations(text: str, caps: Caps = Caps()) -> list[str]:  # noqa: B008
@@ -82,10 +83,10 @@ REFUSED = [
         "[job1] replay_redirect: replays a trace that names its own files and devices; not allowed",
     ),
     *[
-        (f"rw={rw}", f"[job1] rw={rw}: trims (discards) data; not allowed")
+        (f"rw={rw}", f"[job1] rw={rw}: trims (discards) data; {ON_DEVICE}")
         for rw in ("trim", "randtrim", "trimwrite", "randtrimwrite")
     ],
-    ("readwrite=randtrim", "[job1] readwrite=randtrim: trims (discards) data; not allowed"),
+    ("readwrite=randtrim", f"[job1] readwrite=randtrim: trims (discards) data; {ON_DEVICE}"),
     *[
         (
             f"filename={name}",
@@ -275,7 +276,7 @@ def test_every_violation_is_reported_in_file_order() -> None:
         "[job1] write_lat_log: the runner writes the logs into its private output dir; not allowed",
         "[job1] size=100g: above the cap of 64.0 GiB (raise it with --max-size)",
         "[job2] uid: changes the user fio runs as; not allowed",
-        "[job2] rw=trim: trims (discards) data; not allowed",
+        f"[job2] rw=trim: trims (discards) data; {ON_DEVICE}",
         "[job2] numjobs=300: above the cap of 64 (raise it with --max-numjobs)",
     ]
 
@@ -518,3 +519,30 @@ def test_allowlist_matches_the_fio_we_run() -> None:
     for alias, main in ALIASES.items():
         assert f"alias: {alias}" in fio_help(f"--cmdhelp={main}"), alias
     assert allowed_options() == ALLOWED and allowed_options() is not ALLOWED
+
+
+def test_validate_says_what_bounds_each_job(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from fiolake.cli import cli
+
+    (tmp_path / "read.fio").write_text("[a]\nrw=read\nsize=1m\n")
+    (tmp_path / "dev.fio").write_text(
+        "[t]\nrw=randtrim\nbs=64k\n[w]\nrw=write\nsize=1g\nruntime=30\n[v]\nrw=read\n"
+        "size=4k\nloops=3\n[x]\nrw=read\nruntime=5\ntime_based=1\nramp_time=2\n"
+    )
+    result = CliRunner().invoke(cli, ["validate", str(tmp_path / "read.fio"), "random-reads"])
+    assert result.output == (
+        "ok  read: 1 job(s), size-bound: 1.0 MiB\n"  # not the runtime cap it would get
+        "ok  random-reads: 1 job(s), time-bound: 15 s\n"
+    )
+    on_device = CliRunner().invoke(
+        cli, ["validate", str(tmp_path / "dev.fio"), "--target", "device"]
+    )
+    assert on_device.output == (
+        "ok  dev: 4 job(s), size-bound: whole device; size-bound: 1.0 GiB, or time-bound: "
+        "30 s if that comes first; size-bound: 12.0 KiB; time-bound: 7 s\n"
+    )
+    on_dir = CliRunner().invoke(cli, ["validate", str(tmp_path / "dev.fio")])
+    assert on_dir.exit_code == 1
+    assert f"[t] rw=randtrim: trims (discards) data; {ON_DEVICE}" in on_dir.output

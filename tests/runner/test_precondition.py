@@ -176,7 +176,7 @@ def test_a_job_files_header_names_its_precondition_and_the_option_overrides_it(
     assert {r["role"] for r in sql(off, "SELECT role FROM runs")} == {"measure"}
     checked = CliRunner().invoke(cli, ["validate", str(tmp_path / "m.fio")])
     assert checked.exit_code == 0, checked.output
-    assert checked.output.startswith("ok  m: 1 job(s), about 1 s, precondition fill\n")
+    assert checked.output.startswith("ok  m: 1 job(s), time-bound: 1 s, precondition fill\n")
 
 
 def test_a_header_naming_no_job_is_a_clear_error(tmp_path: Path) -> None:

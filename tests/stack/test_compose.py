@@ -212,7 +212,7 @@ def test_k8s_manifests_validate_against_the_kubernetes_schemas() -> None:
         [str(cli), "--strict", "-k", K8S_VERSION, *paths], capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count(" passed for resource ") == 8, proc.stdout
+    assert proc.stdout.count(" passed for resource ") == 15, proc.stdout
 
 
 def test_k8s_validation_refuses_a_broken_manifest() -> None:
@@ -242,6 +242,38 @@ def test_every_job_has_its_own_claim() -> None:
     ]
     assert sorted(used) == sorted(claims)
     assert len(set(claims.values())) == len(jobs) >= 2
+
+
+def test_block_runners_get_their_claimed_device_and_nothing_else() -> None:
+    """Each block runner benchmarks the device its Block volume gives it (`volumeDevices`
+    at the path its --device names), confirms --destroy-data, and claims a Block volume of
+    its own; no pod is privileged."""
+    seen = 0
+    for name in ("runner-block-per-storageclass.yaml", "runner-block-daemonset.yaml"):
+        docs = list(yaml.safe_load_all((K8S / name).read_text()))
+        block_claims = {
+            d["metadata"]["name"]
+            for d in docs
+            if d["kind"] == "PersistentVolumeClaim" and d["spec"]["volumeMode"] == "Block"
+        }
+        for doc in docs:
+            for spec in _pod_specs(doc):
+                (container,) = spec["containers"]
+                (device,) = container["volumeDevices"]
+                assert f"--device={device['devicePath']}" in container["args"]
+                assert "--destroy-data" in container["args"]
+                assert not container["securityContext"].get("privileged", False)
+                assert 6 in spec["securityContext"]["supplementalGroups"]
+                (volume,) = [v for v in spec["volumes"] if v["name"] == device["name"]]
+                if "persistentVolumeClaim" in volume:
+                    claim = volume["persistentVolumeClaim"]["claimName"]
+                    block_claims.remove(claim)  # its own, once
+                else:
+                    template = volume["ephemeral"]["volumeClaimTemplate"]["spec"]
+                    assert template["volumeMode"] == "Block"
+                seen += 1
+        assert not block_claims, f"{name}: claims no runner uses: {block_claims}"
+    assert seen == 3
 
 
 def _compose_config(path: Path) -> subprocess.CompletedProcess[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fiolake.runner.policy.check import Caps
+from fiolake.runner.policy.check import BlockTarget, Caps
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,9 @@ class RunnerConfig:
     # One fio per host (runner.host.lock): solo jobs lock it exclusive, gang members
     # shared; None = --share-host (no lock, runs flagged shared-host).
     host_lock: Path | None = None
+    # A raw block device (`--device`, claimed by the CLI for the runner's life) instead of
+    # target_dir: the runner takes only manifests with target 'device', and nothing else.
+    block: BlockTarget | None = None
 
 
 @dataclass

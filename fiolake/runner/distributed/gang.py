@@ -22,6 +22,7 @@ from fiolake.runner.distributed.config import RunnerConfig, RunnerStats
 from fiolake.runner.distributed.fleet import FleetStatus
 from fiolake.runner.heartbeat import Heartbeat
 from fiolake.runner.host.lock import HostLock
+from fiolake.runner.policy.blocktarget import BlockTarget
 from fiolake.store import ObjectStore
 from fiolake.storeclock import ClockOffset, measure_offset
 
@@ -184,7 +185,7 @@ def _take_part(
     durability = attempt.Retried(cfg.upload_deadline_s)
     clock = measure_offset(store)
     log.info("store clock offset %+.1f ms (±%.1f)", clock.offset_s * 1e3, clock.error_s * 1e3)
-    planned = _plan(request, cfg.fio)
+    planned = _plan(request, cfg.fio, cfg.block)
     try:
         start = member.wait_for_all(heartbeat, clock)
     except TimeoutError as exc:
@@ -199,11 +200,11 @@ def _take_part(
     return _commit_when_all_done(runner, member, heartbeat, done, durability)
 
 
-def _plan(request: ex.RunRequest, fio: str) -> attempt.Planned | str:
+def _plan(request: ex.RunRequest, fio: str, block: BlockTarget | None) -> attempt.Planned | str:
     """The job planned to run, or the policy's refusal of it in one line (a refused job
     still meets the gang and is recorded as refused)."""
     try:
-        return attempt.prepare(request, None, fio)
+        return attempt.prepare(request, None, fio, block)
     except PolicyError as exc:
         return attempt.refusal(exc)
 

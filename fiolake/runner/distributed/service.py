@@ -181,7 +181,9 @@ class Runner:
         """Check and run the job (refused: recorded, not run) while the heartbeat holds
         its lease; losing the lease stops fio."""
         try:
-            planned = attempt.prepare(request, precondition_of(manifest), self.config.fio)
+            planned = attempt.prepare(
+                request, precondition_of(manifest), self.config.fio, self.config.block
+            )
         except PolicyError as exc:
             return attempt.refused(request, attempt.refusal(exc))
         # Waiting for the host lock keeps the lease (the heartbeat renews it) and uses no
@@ -214,6 +216,8 @@ class Runner:
             expect_fs=manifest.expect_fs or self.config.expect_fs,
             gang_size=manifest.gang,
             sequence=manifest.sequence,
+            device=self.config.block.path if self.config.block else None,
+            device_start="used" if self.config.block else None,
         )
 
     def host_lock(self, *, shared: bool = False) -> HostLock | None:
@@ -241,6 +245,20 @@ class Runner:
 
     def _misplaced(self, manifest: Manifest) -> str | None:
         """Why this runner's target is not where the manifest says the job must run."""
+        block = self.config.block
+        if manifest.on_device and block is None:
+            return (
+                "the job needs a raw block device (published with --target device); this "
+                f"runner benchmarks the directory {self.config.target_dir} — start a runner "
+                "with --device PATH --destroy-data"
+            )
+        if block is not None:
+            if manifest.on_device:
+                return None
+            return (
+                "the job needs a directory (published with --target dir); this runner "
+                f"benchmarks the raw block device {block.path} — start a runner with --dir"
+            )
         if manifest.expect_mount is None and manifest.expect_fs is None:
             return None
         try:

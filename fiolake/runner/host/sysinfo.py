@@ -76,7 +76,8 @@ def _disk_dir(path: Path, sys: Path) -> Path | None:
     return sys_dir
 
 
-def _read(path: Path) -> str | None:
+def read_sys(path: Path) -> str | None:
+    """A sysfs (or proc) file's text, stripped; None if missing, unreadable or empty."""
     try:
         text = path.read_text(errors="replace").strip()
     except OSError:
@@ -88,7 +89,7 @@ def _device_model(path: Path, sys: Path = Path("/sys")) -> str | None:
     disk = _disk_dir(path, sys)
     if disk is None:
         return None
-    return _read(disk / "device/model") or _read(disk / "device/name")
+    return read_sys(disk / "device/model") or read_sys(disk / "device/name")
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,8 @@ class DeviceSettings:
     write_cache: str | None  # 'write back' | 'write through' (the kernel's words)
 
 
-def _active_scheduler(text: str | None) -> str | None:
+def active_scheduler(text: str | None) -> str | None:
+    """The active I/O scheduler in a queue/scheduler text ('none [mq-deadline]')."""
     # "none [mq-deadline] kyber bfq": the active one is bracketed; a lone name is active
     if text is None:
         return None
@@ -114,12 +116,12 @@ def device_settings(path: Path, sys: Path = Path("/sys")) -> DeviceSettings:
     disk = _disk_dir(path, sys)
     if disk is None:
         return DeviceSettings(None, None, None, None)
-    read_ahead = _read(disk / "queue/read_ahead_kb")
+    read_ahead = read_sys(disk / "queue/read_ahead_kb")
     return DeviceSettings(
-        device_firmware=_read(disk / "device/firmware_rev") or _read(disk / "device/rev"),
-        io_scheduler=_active_scheduler(_read(disk / "queue/scheduler")),
+        device_firmware=read_sys(disk / "device/firmware_rev") or read_sys(disk / "device/rev"),
+        io_scheduler=active_scheduler(read_sys(disk / "queue/scheduler")),
         read_ahead_bytes=int(read_ahead) * 1024 if read_ahead and read_ahead.isdigit() else None,
-        write_cache=_read(disk / "queue/write_cache"),
+        write_cache=read_sys(disk / "queue/write_cache"),
     )
 
 
@@ -130,7 +132,7 @@ def cpu_governor(sys: Path = Path("/sys")) -> str | None:
         {
             text
             for f in (sys / "devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor")
-            if (text := _read(f))
+            if (text := read_sys(f))
         }
     )
     return ",".join(found) or None
@@ -208,6 +210,7 @@ def environment_columns(target_dir: Path, fio: FioBinary) -> dict[str, object]:
         fio_version=fio.version,
         fio_path=fio.path,
         target_dir=str(Path(target_dir).resolve()),
+        target_kind="dir",
         mount_point=mount.mount_point,
         fs_type=mount.fs_type,
         mount_options=mount.mount_options,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from fiolake.errors import FioError, PolicyError
 from fiolake.runner.fio.binary import FIO_INSTALL_HINT
+from fiolake.runner.policy.blocktarget import BlockTarget, beyond_device
 from fiolake.runner.policy.checks import (
     CAP_FLAGS,
     Caps,
@@ -37,6 +38,7 @@ from fiolake.runner.policy.options import ALIASES, ALLOWED
 from fiolake.units import seconds_or_none
 
 __all__ = [
+    "BlockTarget",
     "CAP_FLAGS",
     "Caps",
     "JobFile",
@@ -64,8 +66,16 @@ RUNNER_GLOBAL = (
 _UNSAFE = set("$;#\\:\n\r") | {chr(c) for c in range(32)} | {chr(127)}
 
 
-def check_job_file(text: str, caps: Caps = Caps()) -> JobFile:  # noqa: B008 - frozen default
-    """Parse and judge a job file; PolicyError lists every violation, in file order."""
+def check_job_file(
+    text: str,
+    caps: Caps = Caps(),  # noqa: B008 - frozen default
+    block: BlockTarget | None = None,
+) -> JobFile:
+    """Parse and judge a job file; PolicyError lists every violation, in file order.
+
+    With `block`, the target is a raw device (runner.policy.blocktarget): trims are
+    allowed, options that choose or delete files are not (`apply_overrides` then checks
+    that the job fits on it)."""
     scan = scan_job_file(text)
     problems = list(scan.problems)
     # ioengine=null writes nothing: size caps do not apply where every job it reaches is null.
@@ -73,7 +83,8 @@ def check_job_file(text: str, caps: Caps = Caps()) -> JobFile:  # noqa: B008 - f
     null_only = {s.name: writes_nothing(s.options) for s in scan.job.jobs}
     null_only["global"] = bool(scan.job.jobs) and all(null_only.values())
     for occ in scan.occurrences:
-        message = occurrence_problem(occ, null_caps if null_only.get(occ.section) else caps)
+        own_caps = null_caps if null_only.get(occ.section) else caps
+        message = occurrence_problem(occ, own_caps, block=block is not None)
         if message:
             problems.append((occ.line, message))
     problems.sort(key=lambda p: p[0])
@@ -89,6 +100,7 @@ def apply_overrides(
     runtime_s: int | None,
     size_bytes: int | None,
     caps: Caps = Caps(),  # noqa: B008 - frozen default
+    block: BlockTarget | None = None,
 ) -> JobFile:
     """Apply --runtime/--size to every job and give every job a runtime, so fio always ends.
 
@@ -97,6 +109,7 @@ def apply_overrides(
 
     --size sets size= and drops filesize/io_size (they were relative to the old size; fio
     then splits size evenly over nrfiles). time_based stays as the job file had it.
+    On a device target (`block` of a known size) every job must fit on the device.
     """
     problems = [
         f"{flag}={value}: {'must be at least 1' if value < 1 else above(cap, name, unit)}"
@@ -125,6 +138,8 @@ def apply_overrides(
             section.options["runtime"] = str(caps.max_runtime_s)
     result = JobFile(jobs=sections)
     messages += job_caps(result, caps)
+    if block is not None:
+        messages += beyond_device(result, block)
     if messages:
         raise PolicyError(messages)
     return result
@@ -144,20 +159,27 @@ def _safe_path(label: str, value: str) -> str:
     return value
 
 
-def canonical_job_file(job: JobFile, *, target_dir: Path, log_prefix: str = "fio") -> str:
+def canonical_job_file(
+    job: JobFile, *, target_dir: Path, log_prefix: str = "fio", block: BlockTarget | None = None
+) -> str:
     """The job file fio runs: the runner's [global], then one self-contained section per job.
 
     Every option is re-checked (a JobFile can be built by hand), written as key=value.
+    On a device target (`block`) fio's only file is the device (`filename=`, instead of
+    `directory=`), and fio may not create a file where the device node should be.
     """
-    target = _safe_path("target dir", os.path.abspath(target_dir))
     prefix = _safe_path("log prefix", log_prefix)
     if "/" in prefix or not prefix:
         raise PolicyError([f"log prefix {prefix!r}: must be a plain name (logs stay in fio's cwd)"])
     lines = ["; written by fiolake: the runner's settings, then one section per job", "[global]"]
-    lines.append(f"directory={target}")
+    if block is None:
+        lines.append(f"directory={_safe_path('target dir', os.path.abspath(target_dir))}")
+    else:
+        lines.append(f"filename={_safe_path('device', block.path)}")
     logs = ("write_bw_log", "write_iops_log", "write_lat_log", "write_hist_log")
     lines += [f"{kind}={prefix}" for kind in logs]
-    lines += [f"{k}={v}" for k, v in RUNNER_GLOBAL]
+    settings = dict(RUNNER_GLOBAL) | ({"allow_file_create": "0"} if block else {})
+    lines += [f"{k}={v}" for k, v in settings.items()]
     problems = []
     for section in job.jobs:
         why = name_problem(section.name)
@@ -167,7 +189,7 @@ def canonical_job_file(job: JobFile, *, target_dir: Path, log_prefix: str = "fio
         ordered = sorted(section.options.items(), key=lambda kv: kv[0] != "ioengine")
         for key, value in ordered:
             occ = Occurrence(0, section.name, key, key, value, tainted=False)
-            message = occurrence_problem(occ, _NO_CAPS)
+            message = occurrence_problem(occ, _NO_CAPS, block=block is not None)
             if message is None and any(c in _UNSAFE - {":", "\\"} for c in key + value):
                 message = f"[{section.name}] {key}={value!r}: holds a character fio would interpret"
             if message:

@@ -10,6 +10,7 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fiolake.runner.policy.blocktarget import refused_on_device
 from fiolake.runner.policy.jobfile import JobFile, Occurrence
 from fiolake.runner.policy.options import (
     ALIASES,
@@ -131,8 +132,12 @@ def _ioengine(value: str, caps: Caps) -> str | None:
 def _rw(value: str, caps: Caps) -> str | None:
     base = value.split(":", 1)[0].strip()
     if base in TRIM_RW:
-        return "trims (discards) data; not allowed"
+        return "trims (discards) data; allowed only on a block-device target (--device)"
     return None if base in RW_VALUES else f"not a workload fio knows ({', '.join(RW_VALUES)})"
+
+
+def _rw_on_device(value: str, caps: Caps) -> str | None:
+    return None if value.split(":", 1)[0].strip() in TRIM_RW else _rw(value, caps)
 
 
 def _filename(value: str, caps: Caps) -> str | None:
@@ -204,7 +209,8 @@ _VALUE_CHECKS: dict[str, Callable[[str, Caps], str | None]] = {
 }
 
 
-def occurrence_problem(occ: Occurrence, caps: Caps) -> str | None:
+def occurrence_problem(occ: Occurrence, caps: Caps, *, block: bool = False) -> str | None:
+    """Why one option as written is refused (None: allowed); `block`: on a device target."""
     where = f"[{occ.section}] {occ.key}"
     if occ.key.startswith("-") or occ.key in CLI_ONLY:
         return f"{where}: a command-line option; not allowed in job files"
@@ -216,7 +222,11 @@ def occurrence_problem(occ: Occurrence, caps: Caps) -> str | None:
         close = difflib.get_close_matches(occ.key, known, n=1, cutoff=0.8)
         hint = f"did you mean {close[0]}?" if close else "see `fiolake validate --list`"
         return f"{where}: not on the allowlist; not allowed ({hint})"
+    if block and (on_device := refused_on_device(occ.name)):
+        return f"{where}: {on_device}; not allowed"
     check = _VALUE_CHECKS.get(occ.name)
+    if block and occ.name == "rw":
+        check = _rw_on_device
     why = None if occ.tainted or check is None else check(occ.value, caps)
     return f"{where}={occ.value}: {why}" if why else None
 

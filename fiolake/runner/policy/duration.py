@@ -15,7 +15,7 @@ import re
 
 from fiolake.runner.policy.jobfile import JobFile, JobSection
 from fiolake.runner.policy.options import block_sizes, parse_size_range
-from fiolake.units import seconds_or_none, size_or_none
+from fiolake.units import human_bytes, seconds_or_none, size_or_none
 
 # Faster than any single device or job clone today: a bound, not a guess of real speed.
 FASTEST_BYTES_PER_S = 64 * 2**30
@@ -119,3 +119,28 @@ def too_long(job: JobFile, cap_s: float) -> list[str]:
             "(change that option, set runtime= in the job file, or raise --max-runtime)"
         )
     return problems
+
+
+def what_bounds(section: JobSection, *, capped: bool, on_device: bool = False) -> str:
+    """What ends a checked job, for `validate`: 'time-bound: 15 s', 'size-bound: 1.0 MiB',
+    'size-bound: whole device', or both when the job file set a runtime that may come first.
+
+    `capped`: the job's runtime is the policy's cap (it set none), so its size ends it.
+    """
+    opts = section.options
+    seconds = (seconds_or_none(opts.get("runtime", "")) or 0) + (
+        seconds_or_none(opts.get("ramp_time", "")) or 0
+    )
+    if opts.get("time_based", "0") != "0":
+        return f"time-bound: {seconds:.0f} s"
+    per_pass = size_or_none(opts.get("io_size", "")) or size_or_none(opts.get("size", ""))
+    if per_pass is None and "filesize" not in opts:
+        amount = "whole device" if on_device else "no size"
+    else:
+        loops = _count(opts, "loops", 1)
+        file_range = parse_size_range(opts.get("filesize", "")) or (0, 0)
+        total = (per_pass or _count(opts, "nrfiles", 1) * file_range[1]) * loops
+        amount = human_bytes(total)
+    if capped:
+        return f"size-bound: {amount}"
+    return f"size-bound: {amount}, or time-bound: {seconds:.0f} s if that comes first"

@@ -51,7 +51,8 @@ NEWER_FIO_OPTIONS: dict[str, str] = {
 # option -> one-line note. Values of the options marked "(checked)" are inspected by the policy.
 ALLOWED: dict[str, str] = {
     # what the workload does
-    "rw": "I/O pattern: read, write, randread, randwrite, rw/readwrite, randrw (checked; no trim)",
+    "rw": "I/O pattern: read, write, randread, randwrite, rw/readwrite, randrw (checked; trims "
+    "only on a device target)",
     "rw_sequencer": "how offsets advance in sequential/random mixes",
     "rwmixread": "percentage of a mixed workload that is reads",
     "rwmixwrite": "percentage of a mixed workload that is writes",

@@ -1,0 +1,141 @@
+"""`--device`, `--destroy-data`, `--expect-device`, `--wipe-signatures`, `--purge`,
+`--prefill`: a raw block device as the target of `run` and `runner` (runner.host.device)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from fiolake.errors import UsageProblem
+from fiolake.units import human_bytes
+
+TARGET_HELP = (
+    "give --dir DIR to benchmark a file system, or --device PATH --destroy-data to benchmark "
+    "a raw block device"
+)
+
+
+def device_options(fn: Any) -> Any:
+    """The options that name a raw block device and say it may be overwritten."""
+    fn = click.option(
+        "--wipe-signatures",
+        is_flag=True,
+        help="Allow a --device that holds a file system, partition table or RAID/LVM "
+        "signature, and erase them (wipefs -a) before the first run.",
+    )(fn)
+    fn = click.option(
+        "--expect-device",
+        metavar="KEY=VALUE",
+        multiple=True,
+        help="Refuse a --device whose serial=, wwn= or model= differs (device names move "
+        "after a reboot). Repeatable.",
+    )(fn)
+    fn = click.option(
+        "--destroy-data",
+        is_flag=True,
+        help="Confirm that fio may overwrite every byte of --device.",
+    )(fn)
+    return click.option(
+        "--device",
+        metavar="PATH",
+        help="A raw block device to benchmark instead of --dir (e.g. /dev/nvme0n1 or "
+        "/dev/disk/by-id/…): fio overwrites it. Checked first: not mounted, not in use, "
+        "no signatures; see docs/usage.md, 'Benchmarking a block device'.",
+    )(fn)
+
+
+def prepare_options(fn: Any) -> Any:
+    """`--purge`, `--prefill`, `--prefill-passes`: purge → prefill → measure on a device."""
+    fn = click.option(
+        "--prefill-passes",
+        type=click.IntRange(1, 10),
+        default=2,
+        show_default=True,
+        help="Times --prefill writes the whole device.",
+    )(fn)
+    fn = click.option(
+        "--prefill",
+        is_flag=True,
+        help="Before the measured runs, write the whole --device sequentially in 128 KiB "
+        "blocks (SNIA PTS preconditioning), as a run of role 'prefill'.",
+    )(fn)
+    return click.option(
+        "--purge",
+        is_flag=True,
+        help="Before the measured runs (and --prefill), discard the whole --device (or "
+        "zero-fill it where it has no discard), as a run of role 'purge'.",
+    )(fn)
+
+
+def claim_target(
+    target_dir: Path | None,
+    device: str | None,
+    *,
+    destroy_data: bool,
+    expect_device: Iterable[str],
+    wipe_signatures: bool,
+    lake: str,
+    protected: Iterable[Path],
+    purge: bool = False,
+    prefill: bool = False,
+    dir_flags: Iterable[str] = (),
+) -> Any:
+    """The claimed device (runner.host.device.DeviceClaim) for `--device`, None for
+    `--dir`; UsageProblem when neither or both are given, a device flag without it, or
+    one of `dir_flags` (the --dir-only flags given) with it. A local `lake` and
+    `protected` must not be on the device."""
+    from fiolake.runner.host import device as dev
+
+    if (target_dir is None) == (device is None):
+        both = "both --dir and --device" if device else "neither --dir nor --device"
+        raise UsageProblem(f"{both} given — {TARGET_HELP}")
+    if device is not None and (given := list(dir_flags)):
+        raise UsageProblem(
+            f"{', '.join(given)} with --device — they describe a --dir (a file system); a raw "
+            "device has none: drop them (--expect-device names the device)"
+        )
+    if device is None:
+        flags = [
+            name
+            for name, given in (
+                ("--destroy-data", destroy_data),
+                ("--expect-device", bool(tuple(expect_device))),
+                ("--wipe-signatures", wipe_signatures),
+                ("--purge", purge),
+                ("--prefill", prefill),
+            )
+            if given
+        ]
+        if flags:
+            raise UsageProblem(
+                f"{', '.join(flags)} without --device — they apply to a raw block device only; "
+                "drop them, or give --device PATH instead of --dir"
+            )
+        return None
+    local_lake = [] if "://" in lake else [Path(lake)]
+    return dev.claim(
+        device,
+        destroy_data=destroy_data,
+        wipe_signatures=wipe_signatures,
+        expect=dev.parse_expect(expect_device),
+        protected=[*local_lake, *protected],
+    )
+
+
+def dir_flags_given(create_dir: bool, expect_mount: str | None, expect_fs: str | None) -> list[str]:
+    """The --dir-only flags of `target_options` that were given."""
+    flags = (("--create-dir", create_dir), ("--expect-mount", expect_mount))
+    return [name for name, value in (*flags, ("--expect-fs", expect_fs)) if value]
+
+
+def announce_device(claim: Any) -> None:
+    """Name on stderr the device fio will overwrite, and the signatures erased."""
+    ident = claim.identity
+    size = human_bytes(ident.size_bytes) if ident.size_bytes is not None else "size unknown"
+    what = ", ".join(f"{k} {v}" for k, v in (("model", ident.model), ("serial", ident.serial)) if v)
+    click.echo(f"target {claim.path}: raw block device, {size}, {what or 'no identity'}", err=True)
+    for found in claim.wipe():
+        click.echo(f"wiped signature {found} from {claim.path} (--wipe-signatures)", err=True)

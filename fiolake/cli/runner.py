@@ -1,0 +1,209 @@
+"""`fiolake runner`: pull signed jobs for one backend from the lake, run them on one
+target (a directory, or a raw block device it holds for its whole life), commit results."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+from pathlib import Path
+from typing import Any
+
+import click
+
+from fiolake.cli import lake_option
+from fiolake.cli.common import (
+    DurationParam,
+    IdParam,
+    caps_options,
+    current_caps,
+    host_lock,
+    host_lock_options,
+    label_option,
+    parse_labels,
+    target_options,
+)
+from fiolake.cli.device import (
+    announce_device,
+    claim_target,
+    device_options,
+    dir_flags_given,
+)
+
+
+@click.command()
+@click.option(
+    "--backend", required=True, type=IdParam("backend"), help="The backend this runner measures."
+)
+@target_options
+@lake_option
+@click.option(
+    "--runner-id",
+    default=lambda: f"{socket.gethostname()}:{os.getpid()}",
+    show_default="HOST:PID",
+    help="Name recorded in runs.runner.",
+)
+@label_option
+@click.option(
+    "--lease-ttl",
+    type=click.FloatRange(2),
+    default=60,
+    show_default=True,
+    help="Seconds a lease lives without renewal (renewed every TTL/3).",
+)
+@click.option(
+    "--poll",
+    type=click.FloatRange(0.05),
+    default=1.0,
+    show_default=True,
+    help="Seconds between scans of jobs/ when idle.",
+)
+@click.option("--once", is_flag=True, help="One pass over the open jobs, then exit.")
+@click.option("--max-jobs", type=click.IntRange(1), help="Exit after this many committed jobs.")
+@click.option(
+    "--idle-exit",
+    type=DurationParam(),
+    help="Exit after this long with nothing to do (scale to zero), e.g. 5m.",
+)
+@click.option(
+    "--spool-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where finished runs wait for upload [default: ~/.cache/fiolake/spool/BACKEND].",
+)
+@click.option(
+    "--upload-deadline",
+    type=DurationParam(),
+    default="10m",
+    show_default=True,
+    help="How long to retry uploads while the store is unreachable.",
+)
+@device_options
+@host_lock_options
+@caps_options
+def runner(
+    backend: str,
+    target_dir: Path | None,
+    lake: str,
+    runner_id: str,
+    label: tuple[str, ...],
+    lease_ttl: float,
+    poll: float,
+    once: bool,
+    max_jobs: int | None,
+    idle_exit: float | None,
+    spool_dir: Path | None,
+    upload_deadline: float,
+    create_dir: bool,
+    expect_mount: str | None,
+    expect_fs: str | None,
+    host_lock_path: Path,
+    share_host: bool,
+    device: str | None,
+    destroy_data: bool,
+    expect_device: tuple[str, ...],
+    wipe_signatures: bool,
+) -> None:
+    """Pull signed jobs for --backend from the lake, run them, upload and commit results.
+
+    Protocol: verify the manifest, claim a lease (create-only / compare-and-swap),
+    renew it while fio runs, upload results and raw output, then create the job's
+    commit marker. A lost lease kills fio and nothing is committed. Refused
+    manifests and job files are recorded as runs with status 'rejected'.
+    SIGTERM: finish the current job, then exit (a job not started is released).
+
+    One fio per host: before fio starts, a job waits for --host-lock (the lease stays
+    alive; the wait is recorded in runs.host_lock_wait_ms), so runners of several
+    backends on one host take turns. Gang members take it shared among themselves.
+    --share-host skips it and flags every run shared-host.
+
+    With --device PATH --destroy-data the runner benchmarks one raw block device
+    (checked and held exclusively for its whole life, like `fiolake run --device`)
+    and takes only jobs published with --target device; a --dir runner takes only
+    the others. `fiolake status` says why a job waits for the other kind.
+
+    \b
+    Example:
+      eval "$(fiolake stack env --role runner)"
+      fiolake runner --backend nvme --dir /mnt/nvme/bench --label rack=r12
+      fiolake runner --backend nvme-raw --device /dev/disk/by-id/nvme-eui.0025 --destroy-data
+    """
+    from fiolake.config import Settings
+    from fiolake.runner.distributed.config import RunnerConfig
+    from fiolake.runner.policy.check import BlockTarget
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    settings = Settings.from_env(lake=lake)
+    spool = spool_dir or Path.home() / ".cache" / "fiolake" / "spool" / backend
+    # Measure what the user named: checked once at start, before any job is claimed.
+    claim = claim_target(
+        target_dir,
+        device,
+        destroy_data=destroy_data,
+        expect_device=expect_device,
+        wipe_signatures=wipe_signatures,
+        lake=settings.lake,
+        protected=[spool, host_lock_path],
+        dir_flags=dir_flags_given(create_dir, expect_mount, expect_fs),
+    )
+    try:
+        if target_dir is not None:
+            _announce_dir(target_dir, create_dir, expect_mount, expect_fs)
+        else:
+            announce_device(claim)
+        lock = host_lock(host_lock_path, share_host, runner_id)
+        config = RunnerConfig(
+            backend=backend,
+            target_dir=target_dir or claim.path,
+            runner_id=runner_id,
+            spool_dir=spool,
+            labels=parse_labels(label),
+            ttl_s=lease_ttl,
+            poll_s=poll,
+            upload_deadline_s=upload_deadline,
+            max_jobs=max_jobs,
+            idle_exit_s=idle_exit,
+            once=once,
+            caps=current_caps(),
+            expect_mount=expect_mount,
+            expect_fs=expect_fs,
+            host_lock=None if lock is None else lock.path,
+            block=BlockTarget(str(claim.path), claim.identity.size_bytes) if claim else None,
+        )
+        _serve(settings, config)
+    finally:
+        if claim is not None:
+            claim.release()
+
+
+def _announce_dir(
+    target_dir: Path, create_dir: bool, expect_mount: str | None, expect_fs: str | None
+) -> None:
+    from fiolake.runner.host import target as tg
+
+    tg.ensure_dir(target_dir, create=create_dir)
+    where = tg.inspect(target_dir)
+    warnings = tg.check_expectations(where, expect_mount=expect_mount, expect_fs=expect_fs)
+    click.echo(f"target {where.path}: {where.describe()}", err=True)
+    for warning in warnings:
+        click.echo(f"Warning: {warning}", err=True)
+
+
+def _serve(settings: Any, config: Any) -> None:
+    """Run the runner loop until it stops; SIGTERM finishes the current job first."""
+    from fiolake.campaigns import store_bucket
+    from fiolake.runner.distributed.history import recorded
+    from fiolake.runner.distributed.service import Runner
+
+    runner_id, backend = config.runner_id, config.backend
+    store = recorded(settings.store(), settings.history, runner_id, settings.pause_file)
+    worker = Runner(store, settings.keyring(), config, store_bucket(store))
+    signal.signal(signal.SIGTERM, lambda *_: worker.stop_requested.set())
+    where = f"device {config.block.path}" if config.block else f"dir {config.target_dir}"
+    click.echo(f"runner {runner_id}: backend {backend}, {where}, lake {store.url}", err=True)
+    stats = worker.serve()
+    click.echo(
+        f"runner {runner_id} done: {stats.ok} ok, {stats.failed} failed, "
+        f"{stats.rejected} rejected, {stats.lost} lost",
+        err=True,
+    )

@@ -1,0 +1,136 @@
+"""`fiolake run --device` on real loop devices: fio writes over the device it was handed,
+the runs name it, and compare tells two block backends apart."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fiolake.cli import cli
+from tests.runner.conftest import sql
+from tests.runner.loopdev import loop_device, requires_loop
+
+pytestmark = requires_loop
+
+TRIM = "[t]\nrw=randtrim\nbs=64k\nsize=8m\nioengine=psync\nruntime=1\n"
+WRITE = "[w]\nrw=write\nbs=1m\nioengine=psync\ndirect=1\nsize=4m\nruntime=5\n"
+
+
+def run(*args: str | Path) -> str:
+    result = CliRunner().invoke(cli, ["run", *map(str, args), "--share-host"])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_a_write_job_writes_the_device_it_was_handed(tmp_path: Path) -> None:
+    (tmp_path / "w.fio").write_text(WRITE)
+    with loop_device(tmp_path / "disk.img") as dev:
+        subprocess.run(["mkfs.ext4", "-q", str(dev)], check=True)
+        out = run(tmp_path / "w.fio", "--device", dev, "--destroy-data", "--wipe-signatures",
+                  "--lake", tmp_path / "lake")  # fmt: skip
+        assert f"wiped signature ext4 at 0x438 from {dev} (--wipe-signatures)" in out
+        assert f"target {dev}: raw block device, 64.0 MiB, model loop: " in out
+        with dev.open("rb") as f:
+            written = f.read(4 * 2**20)
+        os.close(os.open(dev, os.O_RDONLY | os.O_EXCL))  # the claim ended with the run
+    (row,) = sql(tmp_path / "lake", "SELECT * FROM runs")
+    assert (row["status"], row["target_kind"], row["device"]) == ("ok", "device", str(dev))
+    assert row["device_size_bytes"] == 64 * 2**20 and row["device_logical_block_bytes"] == 512
+    assert row["device_model"] == f"loop: {tmp_path / 'disk.img'}" and row["device_serial"] is None
+    assert f"filename={dev}" in row["canonical_job_file"]
+    assert "allow_file_create=0" in row["canonical_job_file"]
+    assert written[1024 + 0x38 : 1024 + 0x3A] != b"\x53\xef"  # ext4's magic went with it
+    assert not (tmp_path / "lake" / "dev").exists()
+
+
+def test_randtrim_runs_on_a_device(tmp_path: Path) -> None:
+    (tmp_path / "trim.fio").write_text(TRIM)
+    with loop_device(Path("/dev/shm") / f"fiolake-test-{os.getpid()}.img") as dev:
+        run(tmp_path / "trim.fio", "--device", dev, "--destroy-data", "--lake", tmp_path / "l")
+    (row,) = sql(tmp_path / "l", "SELECT direction, io_bytes FROM results")
+    assert row == {"direction": "trim", "io_bytes": 8 * 2**20}
+
+
+MEASURED = "[m]\nrw=randread\nbs=4k\nsize=8m\nioengine=psync\nruntime=1\ntime_based=1\n"
+
+
+@pytest.mark.slow  # purge, prefill, two measured runs and compare: ~7 s
+def test_purge_and_prefill_run_first_linked_and_never_compared(tmp_path: Path) -> None:
+    (tmp_path / "m.fio").write_text(MEASURED)
+    lake = tmp_path / "lake"
+    with loop_device(Path("/dev/shm") / f"fiolake-test-{os.getpid()}.img", 32 * 2**20) as dev:
+        run(tmp_path / "m.fio", "--device", dev, "--destroy-data", "--purge", "--prefill",
+            "--repeat", "2", "--lake", lake)  # fmt: skip
+    columns = "run_id, role, status, device_start, purge_method, purged_by, prefilled_by"
+    runs = sql(lake, f"SELECT {columns} FROM runs ORDER BY started_at, role DESC")
+    purge, prefill, first, second = runs
+    assert [(r["role"], r["device_start"]) for r in runs] == [
+        ("purge", None),
+        ("prefill", "purged"),
+        ("measure", "prefilled"),
+        ("measure", "used"),
+    ]
+    assert purge["purge_method"] == "discard" and {r["status"] for r in runs} == {"ok"}
+    assert prefill["purged_by"] == purge["run_id"]
+    for measured in (first, second):
+        assert measured["purged_by"] == purge["run_id"]
+        assert measured["prefilled_by"] == prefill["run_id"]
+    (written,) = sql(lake, f"SELECT io_bytes FROM results WHERE run_id = '{prefill['run_id']}'")
+    assert written["io_bytes"] == 2 * 32 * 2**20  # twice the device, by default
+    compared = CliRunner().invoke(cli, ["compare", "--lake", str(lake), "--format", "json"])
+    assert compared.exit_code == 0, compared.output
+    assert {(r["profile"], r["n"]) for r in json.loads(compared.stdout)} == {("m", 2)}
+
+
+def test_purge_without_a_device_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "m.fio").write_text(MEASURED)
+    result = CliRunner().invoke(
+        cli, ["run", str(tmp_path / "m.fio"), "--dir", str(tmp_path), "--purge", "--prefill"]
+    )
+    assert result.exit_code == 2
+    assert result.output.endswith(
+        "Error: --purge, --prefill without --device — they apply to a raw block device only; "
+        "drop them, or give --device PATH instead of --dir\n"
+    )
+
+
+@pytest.mark.slow  # 6 runs of random-reads, ~40 s
+def test_shm_loop_against_disk_loop_compare_decides(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    shm = Path("/dev/shm") / f"fiolake-test-{os.getpid()}.img"
+    # The disk loop bypasses the page cache (direct I/O on its file): it reads the disk.
+    with (
+        loop_device(shm, 128 * 2**20) as fast,
+        loop_device(tmp_path / "disk.img", 128 * 2**20, direct_io=True) as slow,
+    ):
+        for backend, dev in (("shm-loop", fast), ("disk-loop", slow)):
+            run("random-reads", "--device", dev, "--destroy-data", "--repeat", "3",
+                "--runtime", "2", "--size", "64M", "--backend", backend, "--campaign",
+                "c-loops", "--lake", lake)  # fmt: skip
+        devices = {"shm-loop": fast, "disk-loop": slow}
+    runs = sql(lake, "SELECT run_id, backend, device, device_model FROM runs")
+    assert len(runs) == 6
+    for r in runs:
+        assert r["device"] == str(devices[r["backend"]])
+        backing = shm if r["backend"] == "shm-loop" else tmp_path / "disk.img"
+        assert r["device_model"] == f"loop: {backing}"
+    one = {r["backend"]: r["run_id"] for r in runs}
+    diff = CliRunner().invoke(cli, ["env-diff", "--lake", str(lake), "--run", one["shm-loop"],
+                                    "--run", one["disk-loop"], "--format", "json"])  # fmt: skip
+    assert diff.exit_code == 0, diff.output
+    differs = {row["field"] for row in json.loads(diff.stdout)}
+    assert {"device", "device_model", "target_dir"} <= differs, differs
+    util = sql(lake, "SELECT r.backend, d.device FROM disk_util d JOIN runs r USING (run_id)")
+    assert {(u["backend"], u["device"]) for u in util} == {(b, d.name) for b, d in devices.items()}
+    compared = CliRunner().invoke(
+        cli, ["compare", "--lake", str(lake), "--metric", "iops", "--baseline", "disk-loop",
+              "--family", "metric", "--format", "json"],  # one question: IOPS
+    )  # fmt: skip
+    assert compared.exit_code == 0, compared.output
+    (row,) = [r for r in json.loads(compared.stdout) if r["backend"] == "shm-loop"]
+    assert row["verdict"] == "better", row
