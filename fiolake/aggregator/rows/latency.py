@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from fiolake.aggregator.lake.lake import Lake
 from fiolake.aggregator.rows.filters import RunFilter, validate
 from fiolake.aggregator.rows.series import fetch_rows
+from fiolake.aggregator.rows.sweeps import load_sweep_profiles
 
 LAT_TYPES = ("clat", "lat", "slat")
 # fio's histogram: 64 log-linear buckets per power of two (runner/fio_bins.py), so a
@@ -106,7 +107,8 @@ def sweep(lake: Lake, filt: RunFilter) -> list[SweepPoint]:
 
 
 def sweep_profiles(lake: Lake) -> list[str]:
-    """Profiles whose jobs differ in iodepth or block size (the sweeps)."""
+    """Profiles whose jobs differ in iodepth or block size, and the load sweeps whose
+    sections step rate_iops or numjobs (`sweeps.sweep_of`)."""
     sql = """
         SELECT r.profile FROM results x JOIN runs r USING (run_id)
         WHERE r.status = 'ok'
@@ -115,7 +117,7 @@ def sweep_profiles(lake: Lake) -> list[str]:
            AND (count(DISTINCT x.iodepth) > 1 OR count(DISTINCT x.bs) > 1)
         ORDER BY 1
     """
-    return [p for (p,) in fetch_rows(lake, sql)]
+    return sorted({p for (p,) in fetch_rows(lake, sql)} | set(load_sweep_profiles(lake)))
 
 
 def profiles_by_runs(lake: Lake) -> list[str]:
