@@ -18,7 +18,7 @@ from datetime import datetime
 from fiolake.aggregator.lake.lake import Lake
 from fiolake.aggregator.rows.filters import RunFilter, validate
 from fiolake.aggregator.rows.series import fetch_rows
-from fiolake.jobhash import effective_job_text, job_options
+from fiolake.jobhash import effective_job_sha256, effective_job_text, job_options
 from fiolake.units import size_or_none
 
 # In the order a knob is preferred when several step at once.
@@ -54,6 +54,7 @@ class LoadPoint:
     clat_p50_ns: float | None
     clat_p99_ns: float | None
     clat_p999_ns: float | None
+    effective_job_sha256: str | None = None  # runs pool only within one effective job
 
 
 def knob_value(knob: str, text: str, direction: str) -> float | None:
@@ -110,7 +111,8 @@ def load_points(lake: Lake, filt: RunFilter) -> list[LoadPoint]:
     sql = f"""
         SELECT x.run_id, r.backend, r.campaign_id, r.profile, r.started_at, x.job_name,
                x.direction, any_value(r.canonical_job_file), sum(x.iops), sum(x.bw_bytes),
-               avg(x.clat_p50_ns), avg(x.clat_p99_ns), avg(x.clat_p999_ns)
+               avg(x.clat_p50_ns), avg(x.clat_p99_ns), avg(x.clat_p999_ns),
+               any_value(r.effective_job_sha256)
         FROM results x JOIN runs r USING (run_id)
         WHERE {filt.where("r")} AND r.canonical_job_file IS NOT NULL
         GROUP BY ALL ORDER BY r.started_at, x.run_id, min(x.job_index), x.direction
@@ -125,23 +127,8 @@ def load_points(lake: Lake, filt: RunFilter) -> list[LoadPoint]:
         load = knob_value(sweep.knob, sweep.values[job], direction)
         if load is None:
             continue
-        iops, bw, p50, p99, p999 = numbers
-        points.append(
-            LoadPoint(
-                run_id,
-                backend,
-                campaign,
-                profile,
-                at,
-                job,
-                direction,
-                sweep.knob,
-                load,
-                float(iops or 0),
-                float(bw or 0),
-                p50,
-                p99,
-                p999,
-            )  # fmt: skip
-        )
+        iops, bw, p50, p99, p999, sha = numbers
+        measured = (float(iops or 0), float(bw or 0), p50, p99, p999)
+        where = (run_id, backend, campaign, profile, at, job, direction, sweep.knob, load)
+        points.append(LoadPoint(*where, *measured, sha or effective_job_sha256(text)))
     return points
