@@ -13,8 +13,9 @@ verdict rule of `compare` (docs/statistics.md §10).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 import numpy as np
 
@@ -193,7 +194,11 @@ def _compare_row(
         row.notes.append(
             "runs beyond the loads tested count at their bound ("
             + ", ".join(sorted(censored | base_censored))
-            + ("): the ratio is conservative" if safe else "): no verdict but inconclusive")
+            + (
+                "): the ratio is conservative"
+                if safe
+                else "): it may err away from 1, so at most inconclusive"
+            )
         )
     if test.p_value is None:
         row.verdict = TOO_FEW
@@ -243,8 +248,10 @@ def compare_saturations(
 
 def family_text(slo: slo_math.Slo, filt: RunFilter, baseline: str, tests: int, how: str) -> str:
     """What the p-values were adjusted across, in words."""
+    scope = filt.describe()
     return (
-        f"IOPS at {slo.text()}: {filt.describe()} vs {baseline}, {tests} tests, "
+        f"IOPS at {slo.text()}: {'all runs' if scope == 'no filter' else scope} vs {baseline}, "
+        f"{tests} tests, "
         f"{HOLM_NAMES.get(how, how)}"
     )
 
@@ -266,8 +273,8 @@ def saturation(
     points = [p for p in load_points(lake, filt) if knob is None or p.knob == knob]
     if not points:
         raise LakeError(
-            f"no load sweep among the successful runs that match {filt.describe()}"
-            + (f" with knob {knob}" if knob else "")
+            f"no load sweep in the successful runs selected ({filt.describe()})"
+            + (f" that steps {knob}" if knob else "")
             + " — run a sweep profile (latency-at-load, iodepth-sweep) first"
         )
     results = analyse(points, slo)
@@ -281,3 +288,42 @@ def saturation(
     return SaturationReport(
         slo, base, results, rows, family_text(slo, filt, base, tests, adjustment)
     )
+
+
+def gate_rows(
+    lake: Lake,
+    slo: slo_math.Slo,
+    filt: RunFilter,
+    pools: Mapping[str, Sequence[str]] | None,
+    *,
+    baseline: str,
+    campaign: str,
+    min_effect: float = stats.DEFAULT_MIN_EFFECT,
+) -> tuple[list[CompareRow], str]:
+    """The gate's rows for `iops_at_slo`: the new campaign's runs against the baseline's
+    (a campaign, or with `pools` the named sets of run ids), one family per call (the
+    gate asks per backend); no rows when the runs hold no load sweep."""
+    if pools:
+        owner = {run: name for name, ids in pools.items() for run in ids}
+        filt = replace(filt, runs=tuple(owner))
+        results = analyse(load_points(lake, filt), slo, lambda p: owner.get(p.run_id))
+    else:
+        results = analyse(load_points(lake, filt), slo, lambda p: p.campaign_id)
+    rows, tests = compare_saturations(results, baseline, min_effect=min_effect)
+    return [r for r in rows if r.group == campaign], family_text(slo, filt, baseline, tests, "holm")
+
+
+def run_values(
+    lake: Lake, slo: slo_math.Slo | None, filt: RunFilter
+) -> list[tuple[str, tuple[str, str, str, str, datetime, float]]]:
+    """Each run's own IOPS at `slo` (default p99 ≤ 1 ms) per load sweep × direction,
+    oldest first, as (run id, (backend, profile, "KNOB sweep", direction, started,
+    value)); a run beyond the loads tested counts at its bound."""
+    points = load_points(lake, filt)
+    started = {p.run_id: p.started_at for p in points}
+    out = []
+    for s in analyse(points, slo or slo_math.parse_slo(slo_math.DEFAULT_SLO)):
+        for run, (value, _) in s.per_run.items():
+            where = (s.group, s.profile, f"{s.knob} sweep", s.direction, started[run], value)
+            out.append((run, where))
+    return sorted(out, key=lambda item: (item[1][:4], item[1][4], item[0]))
