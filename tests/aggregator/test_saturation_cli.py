@@ -127,3 +127,18 @@ def test_gate_fails_on_a_capacity_drop_and_trend_follows_it(tmp_path: Path) -> N
     assert res.exit_code == 0, res.output
     assert [round(v) for v in values[:4]] == [pytest.approx(8000, rel=0.03)] * 4
     assert all(math.isclose(v, 2000, rel_tol=0.03) for v in values[4:])
+
+
+def test_the_report_shows_the_section_offline(tmp_path: Path) -> None:
+    store = lakegen.local_store(tmp_path / "lake")
+    write(store, "before", "box", TMPFS, 4)
+    write(store, "after", "box", DISK, 4, start=10)
+    out = tmp_path / "report.html"
+    res = run("report", "--lake", str(tmp_path / "lake"), "--campaign", "after",
+              "--metric", "iops_at_slo", "--slo", "p99<=1ms", "-o", str(out))  # fmt: skip
+    assert res.exit_code == 0, res.output
+    page = out.read_text()
+    assert "<h2>Saturation: IOPS at a latency SLO</h2>" in page
+    assert "read, latency-at-load (rate_iops sweep) at p99 ≤ 1ms: box 2.0k IOPS [" in page
+    assert page.count('class="chart saturation"') == 1 and "SLO p99 ≤ 1ms" in page
+    assert "<script" not in page and "http" not in page.replace("http://www.w3.org/2000/svg", "")

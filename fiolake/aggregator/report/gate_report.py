@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 
 from fiolake import units
 from fiolake.aggregator.lake.columns import format_value, nines, p_text, ratio_text
+from fiolake.aggregator.report.saturation_report import saturation_section
 from fiolake.aggregator.report.svg import Axis, Line, Whisker, line_chart, ratio_chart
 from fiolake.aggregator.stats.verdict_text import label
 
@@ -77,6 +78,7 @@ def html_report(result: GateResult, app_url: str | None, data: ReportData) -> st
         "p-values Holm-adjusted per backend; minimum effect "
         f"±{result.min_effect:.0%}. Families: {e('; '.join(result.families))}.</p>",
         *_charts(result, data),
+        *saturation_section(data.saturation, result.min_effect),
         *_environment(result, data),
         f"<p>Reproduce: <code>{e(reproduce(result))}</code></p>",
         "</body></html>",

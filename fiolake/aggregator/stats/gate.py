@@ -46,6 +46,7 @@ class GateResult:
     families: list[str]
     min_effect: float
     baseline_kind: str = "campaign"  # or "window": every comparable run of a window
+    slo: Slo | None = None  # the SLO of iops_at_slo (the report's Saturation section too)
 
     @property
     def worse(self) -> list[GateRow]:
@@ -214,4 +215,4 @@ def gate(
             "run the same job files on the same backends, or choose another baseline"
         )
     kind = "window" if since is not None else "campaign"
-    return GateResult(campaign, name, sorted(rows, key=_order), families, min_effect, kind)
+    return GateResult(campaign, name, sorted(rows, key=_order), families, min_effect, kind, slo)
