@@ -170,3 +170,11 @@ def test_the_95_interval_covers_the_truth_at_least_93_percent_of_the_time() -> N
     # Measured (docs/statistics.md §10): 0.961 with 10 runs, 0.933 with 5, 0.745 with 3.
     assert coverage(10) >= 0.93
     assert coverage(3) < 0.9  # the simulation can fail: too few runs under-cover
+
+
+def test_one_run_has_no_interval_and_no_test() -> None:
+    (one,) = analyse(points("tmpfs", 1, 1.0, 0.1, 12), MS)
+    assert (one.runs, one.ci_low, one.ci_high) == (1, None, None)
+    results = analyse(points("disk", 1, 1.0, 0.1, 13) + points("tmpfs", 3, 2.0, 0.1, 14), MS)
+    (row,), tests = compare_saturations(results, "disk")
+    assert (row.verdict, tests, row.ratio is not None) == ("too few repetitions", 0, True)

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from fiolake.cli import cli
+from tests.aggregator.test_gate import run_campaign
 
 LOADS = (250, 1000, 4000, 16000, 64000, 256000)
 JOB = (
@@ -35,16 +36,6 @@ pytestmark = [
 ]
 
 
-def fio_run(lake: Path, job: Path, target: Path, backend: str) -> None:
-    args = ["run", str(job), "--create-dir", "--dir", str(target), "--backend", backend,
-            "--lake", str(lake), "--campaign", "sat", "--format", "csv"]  # fmt: skip
-    try:
-        res = CliRunner().invoke(cli, args)
-        assert res.exit_code == 0, res.output
-    finally:
-        shutil.rmtree(target, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tmpfs, disk and tmpfs again, one run each in turn (so drift on a shared machine
@@ -57,9 +48,9 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     lake = root / "lake"
     shm = SHM / f"fiolake-sat-{root.name}"
     for _ in range(REPS):
-        fio_run(lake, job, shm, "tmpfs")
-        fio_run(lake, job, root / "disk", "disk")
-        fio_run(lake, job, shm, "tmpfs-again")
+        run_campaign(lake, job, shm, "sat", "tmpfs", repeat=1)
+        run_campaign(lake, job, root / "disk", "sat", "disk", repeat=1)
+        run_campaign(lake, job, shm, "sat", "tmpfs-again", repeat=1)
     return lake
 
 

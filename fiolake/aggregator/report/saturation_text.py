@@ -23,6 +23,8 @@ def iops_text(s: Saturation) -> str:
     value = f"{human_count(s.iops_at_slo)} IOPS"
     if s.status == ABOVE:
         return f"≥ {value} (last tested)"
+    if s.runs < 2:
+        return f"{value} (one run: no interval)"
     low = human_count(s.ci_low) if s.ci_low is not None else "< first tested"
     high = human_count(s.ci_high) if s.ci_high is not None else "≥ last tested"
     return f"{value} [{low}, {high}]"

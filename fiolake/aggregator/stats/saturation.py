@@ -114,7 +114,7 @@ def analyse_one(points: Sequence[LoadPoint], slo: slo_math.Slo, group: str) -> S
     value, code = slo_math.iops_at_slo(med[:, 0], med[:, at], slo.limit_ns)
     boot = slo_math.resample_medians(cube[:, :, [0, at]])  # resamples × loads × 2
     boot_value, boot_code = slo_math.iops_at_slo(boot[..., 0], boot[..., 1], slo.limit_ns)
-    low, high = slo_math.interval(boot_value, boot_code)
+    low, high = slo_math.interval(boot_value, boot_code) if len(runs) > 1 else (None, None)
     band = np.nanquantile(boot, [0.025, 0.975], axis=0)  # 2 × loads × 2
     curve = [
         CurvePoint(
@@ -179,6 +179,12 @@ def _compare_row(
     whether bounds stood in for values: None no, True conservatively, False not."""
     values, censored = _values(other)
     base_values, base_censored = _values(base)
+    if not (values and base_values and stats.positive(values + base_values)):
+        row = CompareRow(other.group, other.profile, f"{other.knob} sweep", other.direction,
+                         IOPS_AT_SLO, other.effective_job_sha256, len(values),
+                         len(base_values), None, None, None, None, None, None, None, None,
+                         TOO_FEW)  # fmt: skip
+        return row, None
     test = stats.compare_logs(base_values, values, min_effect=min_effect)
     row = CompareRow(other.group, other.profile, f"{other.knob} sweep", other.direction,
                      IOPS_AT_SLO, other.effective_job_sha256, len(values), len(base_values),
