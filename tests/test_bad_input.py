@@ -89,8 +89,9 @@ SIZE_FIX = "use a whole number of bytes or one with a suffix, e.g. 4k, 256m, 1g 
 ID_FIX = "use letters, digits, '.', '_' or '-' (at most 128, starting with a letter or digit)"
 SHIPPED = (
     "give a path to a .fio file or one of the shipped profiles: bs-sweep, database-oltp, "
-    "git-small-files, iodepth-sweep, media-streaming, precondition-fill, random-reads, "
-    "random-writes, sequential-reads, sequential-writes, sync-write-latency, web-server-assets"
+    "git-small-files, iodepth-sweep, latency-at-load, media-streaming, precondition-fill, "
+    "random-reads, random-writes, sequential-reads, sequential-writes, sync-write-latency, "
+    "web-server-assets"
 )
 CUT_SHORT = (
     "above the runtime cap of 3600 s that stops it, so it would be cut short (change that "

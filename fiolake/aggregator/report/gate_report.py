@@ -13,7 +13,6 @@ from urllib.parse import urlencode
 
 from fiolake import units
 from fiolake.aggregator.lake.columns import format_value, nines, p_text, ratio_text
-from fiolake.aggregator.report.saturation_report import saturation_section
 from fiolake.aggregator.report.svg import Axis, Line, Whisker, line_chart, ratio_chart
 from fiolake.aggregator.stats.verdict_text import label
 
@@ -45,6 +44,9 @@ def html_report(result: GateResult, app_url: str | None, data: ReportData) -> st
     percentile curves and per-second series of both sides (`data`, from
     `report_data.report_data`), the environments and their differences, and the command
     that reproduces it. Charts are inline SVG (`aggregator.report.svg`): no script, no fetch."""
+    # Here, not at the top: `fiolake gate --help` imports this module and must stay light.
+    from fiolake.aggregator.report.saturation_report import saturation_section
+
     e = html.escape
     worse, unsure = len(result.worse), len(result.inconclusive)
     verdict = "fails" if worse else "passes"
