@@ -43,7 +43,7 @@ def test_a_bad_slo_is_said_not_raised(lake: Path) -> None:
 @pytest.mark.browser
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs Debian's chromium")
 def test_the_page_settles_in_chromium(lake: Path) -> None:
-    shot = browser.ARTIFACTS / "Saturation.png"
+    shot = browser.ARTIFACTS / "Saturation-sweep.png"  # Saturation.png: test_browser, no sweep
     shot.unlink(missing_ok=True)
     with browser.serve_app(lake) as url, browser.chromium() as context:
         visit = browser.visit(context, url, "Saturation?slo=p99%3C%3D250us", shot)
