@@ -66,3 +66,17 @@ def test_points_carry_the_knob_and_value_per_job(tmp_path: Path) -> None:
         ("load-1k", "read", "rate_iops", 1000.0, 990.0, 50_000),
         ("load-4k", "write", "rate_iops", 2000.0, 1900.0, 900_000),
     ]
+
+
+def test_the_latency_pages_sweep_follows_the_job_files_order(tmp_path: Path) -> None:
+    store = local_store(tmp_path / "lake")
+    text = "[global]\niodepth=32\n[load-250]\nrate_iops=250\n[load-1000]\nrate_iops=1000\n"
+    metrics = {  # by name load-1000 sorts first; in the job file it is second
+        ("load-250", "read"): {"iops": 250.0, "job_index": 0, "iodepth": 32},
+        ("load-1000", "read"): {"iops": 1000.0, "job_index": 1, "iodepth": 32},
+    }
+    write_run(store, run_id="r1", job_id="j1", profile="lat", metrics=metrics,
+              canonical_job_file=text)  # fmt: skip
+    with connect(str(tmp_path / "lake")) as lake:
+        points = latency.sweep(lake, RunFilter(profile="lat"))
+    assert [p.job_name for p in points] == ["load-250", "load-1000"]

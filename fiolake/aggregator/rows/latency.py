@@ -87,12 +87,14 @@ def bins(lake: Lake, filt: RunFilter, lat_type: str = "clat") -> list[Bin]:
 
 def sweep(lake: Lake, filt: RunFilter) -> list[SweepPoint]:
     """Per backend × job × direction: mean IOPS and latency over runs, with the job's
-    iodepth and block size, ordered as the sweep runs (iodepth, then job name)."""
+    iodepth and block size, ordered as the sweep runs (iodepth, then the job file's
+    order: a rate_iops sweep's loads at one iodepth)."""
     where = _scope(lake, filt)
     sql = f"""
         WITH per_run AS (
             SELECT r.backend, x.job_name, x.direction, x.run_id,
                    max(x.iodepth) AS iodepth, max(x.bs) AS bs, sum(x.iops) AS iops,
+                   min(x.job_index) AS job_index,
                    avg(x.clat_mean_ns) AS clat_mean, avg(x.clat_p99_ns) AS clat_p99
             FROM results x JOIN runs r USING (run_id)
             WHERE {where}
@@ -101,7 +103,7 @@ def sweep(lake: Lake, filt: RunFilter) -> list[SweepPoint]:
         SELECT backend, job_name, direction, max(iodepth), max(bs), avg(iops),
                avg(clat_mean), avg(clat_p99), count(*)
         FROM per_run GROUP BY ALL
-        ORDER BY backend, direction, max(iodepth), job_name
+        ORDER BY backend, direction, max(iodepth), min(job_index), job_name
     """
     return [SweepPoint(*row) for row in fetch_rows(lake, sql)]
 
