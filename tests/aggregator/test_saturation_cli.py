@@ -142,3 +142,14 @@ def test_the_report_shows_the_section_offline(tmp_path: Path) -> None:
     assert "read, latency-at-load (rate_iops sweep) at p99 ≤ 1ms: box 2.0k IOPS [" in page
     assert page.count('class="chart saturation"') == 1 and "SLO p99 ≤ 1ms" in page
     assert "<script" not in page and "http" not in page.replace("http://www.w3.org/2000/svg", "")
+
+
+def test_by_keeps_the_sweeps_of_one_knob(lake: Path) -> None:
+    res = run("saturation", "--lake", str(lake), "--by", "rate_iops", "--format", "json")
+    assert res.exit_code == 0 and {r["knob"] for r in json.loads(res.stdout)} == {"rate_iops"}
+    res = run("saturation", "--lake", str(lake), "--by", "iodepth")
+    assert res.exit_code == 1
+    assert res.output == (
+        "Error: no load sweep in the successful runs selected (no filter) that steps iodepth — "
+        "run a sweep profile (latency-at-load, iodepth-sweep) first\n"
+    )
