@@ -119,8 +119,9 @@ SIZE_FIX = "use a whole number of bytes or one with a suffix, e.g. 4k, 256m, 1g 
 ID_FIX = "use letters, digits, '.', '_' or '-' (at most 128, starting with a letter or digit)"
 SHIPPED = (
     "give a path to a .fio file or one of the shipped profiles: bs-sweep, database-oltp, "
-    "git-small-files, iodepth-sweep, media-streaming, precondition-fill, random-reads, "
-    "random-writes, sequential-reads, sequential-writes, sync-write-latency, web-server-assets"
+    "git-small-files, iodepth-sweep, latency-at-load, media-streaming, precondition-fill, "
+    "random-reads, random-writes, sequential-reads, sequential-writes, sync-write-latency, "
+    "web-server-assets"
 )
 CUT_SHORT = (
     "above the runtime cap of 3600 s that stops it, so it would be cut short (change that "
@@ -811,6 +812,63 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         {},
         2,
         "Error: invalid time '7x' — use a duration (7d, 12h) or an ISO date (2025-03-01)\n",
+    ),
+    # -- issue 35: saturation, and iops_at_slo in trend and gate
+    (
+        ["saturation", "--lake", "{lake}", "--slo", "p99"],
+        {},
+        2,
+        "Error: Invalid value for '--slo': 'p99' is not an SLO — write PERCENTILE<=LIMIT with "
+        "a time unit, e.g. p99<=1ms, p50<=200us, p99.9<=5ms\n",
+    ),
+    (
+        ["saturation", "--lake", "{lake}", "--slo", "p97<=1ms"],
+        {},
+        2,
+        "Error: Invalid value for '--slo': 'p97<=1ms': fiolake keeps the clat percentiles p50, "
+        "p99, p99.9 per job, not p97 — choose one of them\n",
+    ),
+    (
+        ["saturation", "--lake", "{lake}", "--slo", "p99<=0ms"],
+        {},
+        2,
+        "Error: Invalid value for '--slo': 'p99<=0ms': the latency limit must be above zero, "
+        "e.g. p99<=1ms\n",
+    ),
+    (
+        ["saturation", "--lake", "{lake}", "--by", "depth"],
+        {},
+        2,
+        "Error: Invalid value for '--by': 'depth' is not one of 'rate_iops', 'iodepth', "
+        "'numjobs', 'bs'.\n",
+    ),
+    (
+        ["saturation", "--lake", "{lake}"],
+        {},
+        1,
+        "Error: no load sweep in the successful runs selected (no filter) — run a sweep "
+        "profile (latency-at-load, iodepth-sweep) first\n",
+    ),
+    (
+        ["trend", "--lake", "{lake}", "--metric", "iops_at_slo", "--bucket", "day"],
+        {},
+        2,
+        "Error: --bucket day does not apply to iops_at_slo: each run is one whole sweep with "
+        "its own value — use --bucket run\n",
+    ),
+    (
+        ["trend", "--lake", "{lake}", "--metric", "iops_at_slo"],
+        {},
+        1,
+        "Error: no load sweep in the successful runs selected (no filter) — run a sweep "
+        "profile (latency-at-load, iodepth-sweep) first\n",
+    ),
+    (
+        ["gate", "--lake", "{lake}", "--campaign", "c-bad-input", "--slo", "1ms"],
+        {},
+        2,
+        "Error: Invalid value for '--slo': '1ms' is not an SLO — write PERCENTILE<=LIMIT with "
+        "a time unit, e.g. p99<=1ms, p50<=200us, p99.9<=5ms\n",
     ),
     (
         ["regressions", "--lake", "{lake}", "--since", "soon"],

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "compare": ("fiolake.cli.comparisons", "compare", "Ratios of backends or runs, decided."),
     "trend": ("fiolake.cli.timeline", "trend", "A metric over time, change points marked."),
     "regressions": ("fiolake.cli.timeline", "regressions", "Change points for the worse."),
+    "saturation": ("fiolake.cli.saturation", "saturation", "IOPS at a latency SLO, decided."),
     "env-diff": ("fiolake.cli.analysis", "env_diff", "How two runs' environments differ."),
     "lake": ("fiolake.cli.analysis", "lake", "Lake hygiene: compact, prune, check."),
     "app": ("fiolake.cli.analysis", "app", "Open the Streamlit app."),
@@ -77,7 +78,7 @@ def problems_are_usage() -> Iterator[None]:
 # every object and module of numpy, scipy, pyarrow, pandas and DuckDB one by one: 0.1 s
 # after the imports alone, 0.25 s after `compare` on a 100,000-run lake (BENCHMARKS.md,
 # issue 24), all of it spent after the answer is out.
-ENDS_AT_ONCE = frozenset({"compare", "trend", "regressions", "sql", "env-diff"})
+ENDS_AT_ONCE = frozenset({"compare", "trend", "regressions", "sql", "env-diff", "saturation"})
 
 
 ANSWERED = object()  # what LazyGroup.invoke returns after an ENDS_AT_ONCE command

@@ -24,10 +24,12 @@ from fiolake.cli import lake_option, problems_are_usage
 from fiolake.cli.common import connect, parse_labels
 from fiolake.cli.comparisons import metric_option, min_effect_option
 from fiolake.cli.output import emit
+from fiolake.cli.saturation import slo_option
 
 if TYPE_CHECKING:
     from fiolake.aggregator.lake.lake import Lake
     from fiolake.aggregator.stats.gate import GateResult, GateRow
+    from fiolake.aggregator.stats.slo import Slo
 
 FIELDS = ("profile", "job_name", "direction", "metric", "n", "n_baseline", "geomean", "ratio",
           "ratio_ci_low", "ratio_ci_high", "p_value", "p_adjusted", "p_equivalence",
@@ -117,6 +119,7 @@ QUESTION_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     ),
     metric_option,
     min_effect_option,
+    slo_option,
 ]
 
 
@@ -141,13 +144,14 @@ def gate_question(
             baseline_runs: str | None,
             metrics: tuple[str, ...],
             min_effect: float,
+            slo: Slo,
             **rest: Any,
         ) -> Any:
             since = _window(baseline_runs) if baseline_runs is not None else None
             wanted = parse_labels((baseline_label,), "--baseline-label") if baseline_label else {}
             result, data = _result(lake, campaign, baseline_campaign,
                                    next(iter(wanted.items()), None), since, metrics,
-                                   min_effect, extra)  # fmt: skip
+                                   min_effect, extra, slo)  # fmt: skip
             return fn(result=result, **({"data": data} if extra else {}), **rest)
 
         decorated: Callable[..., Any] = command
@@ -179,6 +183,7 @@ def _result(
     metrics: tuple[str, ...],
     min_effect: float,
     extra: Callable[[Lake, GateResult], Any] | None = None,
+    slo: Slo | None = None,
 ) -> tuple[GateResult, Any]:
     """The gate's result and `extra` of it (None without); every problem is a usage
     error (exit 2), so that gate's exit 1 keeps meaning "worse" — for `report` too, whose
@@ -189,7 +194,7 @@ def _result(
     with problems_are_usage(), connect(lake) as handle:
         result = run_gate(handle, campaign, baseline, label=label, since=since,
                           metrics=list(metrics) or list(DEFAULT_METRICS),
-                          min_effect=min_effect)  # fmt: skip
+                          min_effect=min_effect, slo=slo)  # fmt: skip
         return result, extra(handle, result) if extra else None
 
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from fiolake.aggregator.stats.verdict_text import MARKS
@@ -17,8 +19,12 @@ from fiolake.cli.comparisons import (
     since_option,
 )
 from fiolake.cli.output import emit
+from fiolake.cli.saturation import slo_option
 from fiolake.timetext import iso_utc, parse_window
 from fiolake.units import MISSING
+
+if TYPE_CHECKING:
+    from fiolake.aggregator.stats.slo import Slo
 
 
 @click.command()
@@ -26,7 +32,13 @@ from fiolake.units import MISSING
 @format_option()
 @filter_options
 @since_option
-@click.option("--metric", default="iops", show_default=True, help="results column to follow.")
+@click.option(
+    "--metric",
+    default="iops",
+    show_default=True,
+    help="results column to follow, or iops_at_slo (each run's IOPS at --slo, load sweeps).",
+)
+@slo_option
 @click.option(
     "--bucket",
     type=click.Choice(["run", "day"]),
@@ -42,6 +54,7 @@ def trend(
     profile: str | None,
     since: str | None,
     metric: str,
+    slo: Slo,
     bucket: str,
 ) -> None:
     """A metric over time per backend, profile, job and direction; change points marked."""
@@ -51,7 +64,7 @@ def trend(
 
     filt = run_filter(campaign, backends, profile, since)
     with connect(lake, SUMMARY_TABLES) as handle:
-        points = metric_trend(handle, metric, filt=filt, bucket=bucket)
+        points = metric_trend(handle, metric, filt=filt, bucket=bucket, slo=slo)
     at = "started_at" if bucket == "run" else "day"
     cols = ["backend", "profile", "job_name", "direction", at, metric, "n", "change_point",
             "run_id"]  # fmt: skip

@@ -42,6 +42,7 @@ PAGES = {  # URL path -> the page's title
     "Fleet": "Fleet",
     "SQL": "SQL",
     "Gate": "Regression gate",
+    "Saturation": "Saturation: IOPS at a latency SLO",
 }
 BUSY = (
     '[data-testid="stStatusWidget"], [data-testid="stSkeleton"], '

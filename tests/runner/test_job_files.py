@@ -29,6 +29,7 @@ REQUIRED = {
     "git-small-files",
     "bs-sweep",
     "iodepth-sweep",
+    "latency-at-load",
 }
 PROFILES = {p.name: p for p in list_profiles()}
 
@@ -74,6 +75,23 @@ def test_sweeps_have_the_promised_shape() -> None:
     qd = check_job_file(PROFILES["iodepth-sweep"].path.read_text())
     assert [j.options["iodepth"] for j in qd.jobs] == ["1", "4", "16", "64"]
     assert expected_seconds(qd) == 48
+
+
+def test_latency_at_load_steps_the_offered_load_open_loop() -> None:
+    job = check_job_file(PROFILES["latency-at-load"].path.read_text())
+    assert [j.options["rate_iops"] for j in job.jobs] == [
+        "250", "1000", "4000", "16000", "64000", "256000"
+    ]  # fmt: skip
+    for j in job.jobs:
+        assert (j.options["rate_process"], j.options["iodepth"], j.options["bs"]) == (
+            "poisson",
+            "32",
+            "4k",
+        )
+        opts = (j.options["rw"], j.options["direct"], j.options["stonewall"])
+        assert opts == ("randrw", "1", "1")
+    assert expected_seconds(job) == 36
+    assert "tmpfs" in PROFILES["latency-at-load"].path.read_text()  # the O_DIRECT note
 
 
 @pytest.mark.slow  # waits on real time or a real fio run (2-4 s): out of the fast tier

@@ -44,6 +44,9 @@ def html_report(result: GateResult, app_url: str | None, data: ReportData) -> st
     percentile curves and per-second series of both sides (`data`, from
     `report_data.report_data`), the environments and their differences, and the command
     that reproduces it. Charts are inline SVG (`aggregator.report.svg`): no script, no fetch."""
+    # Here, not at the top: `fiolake gate --help` imports this module and must stay light.
+    from fiolake.aggregator.report.saturation_report import saturation_section
+
     e = html.escape
     worse, unsure = len(result.worse), len(result.inconclusive)
     verdict = "fails" if worse else "passes"
@@ -77,6 +80,7 @@ def html_report(result: GateResult, app_url: str | None, data: ReportData) -> st
         "p-values Holm-adjusted per backend; minimum effect "
         f"±{result.min_effect:.0%}. Families: {e('; '.join(result.families))}.</p>",
         *_charts(result, data),
+        *saturation_section(data.saturation, result.min_effect),
         *_environment(result, data),
         f"<p>Reproduce: <code>{e(reproduce(result))}</code></p>",
         "</body></html>",

@@ -7,7 +7,7 @@ representative run of each side with their differences. Read from the lake once,
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from fiolake.aggregator.rows.envdiff import EnvDifference, env_diff, environment
@@ -15,6 +15,9 @@ from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.latency import PercentilePoint, percentile_curves
 from fiolake.aggregator.rows.series import SeriesPoint, fetch_rows, per_second
 from fiolake.aggregator.stats.gate import window_runs
+from fiolake.aggregator.stats.saturation import SaturationReport, saturation
+from fiolake.aggregator.stats.slo import DEFAULT_SLO, parse_slo
+from fiolake.errors import LakeError
 
 if TYPE_CHECKING:
     from fiolake.aggregator.lake.lake import Lake
@@ -49,6 +52,7 @@ class ReportData:
     env_runs: tuple[str, str] | None = None  # (new run, baseline run)
     environment: list[tuple[str, Any, Any]] = field(default_factory=list)  # field, new, base
     differences: list[EnvDifference] = field(default_factory=list)
+    saturation: SaturationReport | None = None  # the new campaign's load sweeps, if any
 
 
 def side_runs(lake: Lake, result: GateResult) -> tuple[list[SideRun], list[SideRun]]:
@@ -103,7 +107,17 @@ def report_data(lake: Lake, result: GateResult) -> ReportData:
                 if case in wanted:
                     series[case][side].append(s)
     data = ReportData(cases, dict(curves), metric, dict(series))
-    return _with_environment(lake, data, runs, cases)
+    return replace(_with_environment(lake, data, runs, cases), saturation=_sweeps(lake, result))
+
+
+def _sweeps(lake: Lake, result: GateResult) -> SaturationReport | None:
+    """IOPS at the gate's SLO (default p99 ≤ 1 ms) of the new campaign's load sweeps."""
+    try:
+        return saturation(lake, result.slo or parse_slo(DEFAULT_SLO),
+                          filt=RunFilter(campaign=result.campaign),
+                          min_effect=result.min_effect)  # fmt: skip
+    except LakeError:  # the campaign ran no load sweep
+        return None
 
 
 def _with_environment(

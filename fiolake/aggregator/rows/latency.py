@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from fiolake.aggregator.lake.lake import Lake
 from fiolake.aggregator.rows.filters import RunFilter, validate
 from fiolake.aggregator.rows.series import fetch_rows
+from fiolake.aggregator.rows.sweeps import load_sweep_profiles
 
 LAT_TYPES = ("clat", "lat", "slat")
 # fio's histogram: 64 log-linear buckets per power of two (runner/fio_bins.py), so a
@@ -86,12 +87,14 @@ def bins(lake: Lake, filt: RunFilter, lat_type: str = "clat") -> list[Bin]:
 
 def sweep(lake: Lake, filt: RunFilter) -> list[SweepPoint]:
     """Per backend × job × direction: mean IOPS and latency over runs, with the job's
-    iodepth and block size, ordered as the sweep runs (iodepth, then job name)."""
+    iodepth and block size, ordered as the sweep runs (iodepth, then the job file's
+    order: a rate_iops sweep's loads at one iodepth)."""
     where = _scope(lake, filt)
     sql = f"""
         WITH per_run AS (
             SELECT r.backend, x.job_name, x.direction, x.run_id,
                    max(x.iodepth) AS iodepth, max(x.bs) AS bs, sum(x.iops) AS iops,
+                   min(x.job_index) AS job_index,
                    avg(x.clat_mean_ns) AS clat_mean, avg(x.clat_p99_ns) AS clat_p99
             FROM results x JOIN runs r USING (run_id)
             WHERE {where}
@@ -100,13 +103,14 @@ def sweep(lake: Lake, filt: RunFilter) -> list[SweepPoint]:
         SELECT backend, job_name, direction, max(iodepth), max(bs), avg(iops),
                avg(clat_mean), avg(clat_p99), count(*)
         FROM per_run GROUP BY ALL
-        ORDER BY backend, direction, max(iodepth), job_name
+        ORDER BY backend, direction, max(iodepth), min(job_index), job_name
     """
     return [SweepPoint(*row) for row in fetch_rows(lake, sql)]
 
 
 def sweep_profiles(lake: Lake) -> list[str]:
-    """Profiles whose jobs differ in iodepth or block size (the sweeps)."""
+    """Profiles whose jobs differ in iodepth or block size, and the load sweeps whose
+    sections step rate_iops or numjobs (`sweeps.sweep_of`)."""
     sql = """
         SELECT r.profile FROM results x JOIN runs r USING (run_id)
         WHERE r.status = 'ok'
@@ -115,7 +119,7 @@ def sweep_profiles(lake: Lake) -> list[str]:
            AND (count(DISTINCT x.iodepth) > 1 OR count(DISTINCT x.bs) > 1)
         ORDER BY 1
     """
-    return [p for (p,) in fetch_rows(lake, sql)]
+    return sorted({p for (p,) in fetch_rows(lake, sql)} | set(load_sweep_profiles(lake)))
 
 
 def profiles_by_runs(lake: Lake) -> list[str]:

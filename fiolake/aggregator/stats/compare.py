@@ -129,6 +129,12 @@ def _decide(row: CompareRow, metric: str, min_effect: float) -> str:
     return INCONCLUSIVE
 
 
+def decide(row: CompareRow, metric: str, min_effect: float) -> str:
+    """The one verdict rule (docs/statistics.md §6), for rows built outside `compare`
+    (IOPS at an SLO, `saturation`): `metric` gives the direction."""
+    return _decide(row, metric, min_effect)
+
+
 def compare(
     lake: Lake,
     *,

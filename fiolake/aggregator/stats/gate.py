@@ -22,6 +22,8 @@ from fiolake.aggregator.stats.compare import (
     CompareRow,
     compare,
 )
+from fiolake.aggregator.stats.saturation import IOPS_AT_SLO, gate_rows
+from fiolake.aggregator.stats.slo import DEFAULT_SLO, Slo, parse_slo
 from fiolake.errors import UsageProblem
 from fiolake.timetext import as_utc, iso_utc, parse_time
 
@@ -44,6 +46,7 @@ class GateResult:
     families: list[str]
     min_effect: float
     baseline_kind: str = "campaign"  # or "window": every comparable run of a window
+    slo: Slo | None = None  # the SLO of iops_at_slo (the report's Saturation section too)
 
     @property
     def worse(self) -> list[GateRow]:
@@ -148,6 +151,7 @@ def gate(
     since: str | None = None,
     metrics: list[str] | tuple[str, ...] = DEFAULT_METRICS,
     min_effect: float = stats.DEFAULT_MIN_EFFECT,
+    slo: Slo | None = None,
 ) -> GateResult:
     """Set `campaign` per backend against one baseline: the campaign `baseline`; the
     newest earlier campaign whose runs carry `label` (KEY, VALUE); every comparable run
@@ -170,11 +174,19 @@ def gate(
         asked = _campaign_questions(lake, campaign, name)
     rows: list[GateRow] = []
     families: list[str] = []
+    plain = [m for m in metrics if m != IOPS_AT_SLO]  # iops_at_slo: saturation.gate_rows
     for backend, filt, pools in asked:
-        result = compare(lake, by="campaign_id", baseline=name, metrics=metrics, filt=filt,
-                         min_effect=min_effect, pools=pools)  # fmt: skip
-        families.append(result.family)
-        rows += [GateRow(backend, r) for r in result.rows if r.group == campaign]
+        if plain:
+            result = compare(lake, by="campaign_id", baseline=name, metrics=plain, filt=filt,
+                             min_effect=min_effect, pools=pools)  # fmt: skip
+            families.append(result.family)
+            rows += [GateRow(backend, r) for r in result.rows if r.group == campaign]
+        if IOPS_AT_SLO in metrics:
+            objective = slo or parse_slo(DEFAULT_SLO)
+            found, family = gate_rows(lake, objective, filt, pools, baseline=name,
+                                      campaign=campaign, min_effect=min_effect)  # fmt: skip
+            families.append(f"{backend}: {family}")
+            rows += [GateRow(backend, r) for r in found]
     if not any(g.row.ratio is not None for g in rows):
         raise UsageProblem(
             f"nothing comparable: campaign '{campaign}' and baseline '{name}' share no "
@@ -182,7 +194,7 @@ def gate(
             "run the same job files on the same backends, or choose another baseline"
         )
     kind = "window" if since is not None else "campaign"
-    return GateResult(campaign, name, sorted(rows, key=_order), families, min_effect, kind)
+    return GateResult(campaign, name, sorted(rows, key=_order), families, min_effect, kind, slo)
 
 
 def _window_questions(lake: Lake, campaign: str, since: str, name: str) -> list[_Question]:

@@ -11,6 +11,8 @@ from fiolake.aggregator.rows.filters import RunFilter, validate
 from fiolake.aggregator.rows.series import fetch_rows
 from fiolake.aggregator.stats.changepoints import change_points
 from fiolake.aggregator.stats.compare import check_metrics
+from fiolake.aggregator.stats.saturation import IOPS_AT_SLO, run_values
+from fiolake.aggregator.stats.slo import Slo
 from fiolake.errors import LakeError, UsageProblem
 
 BUCKETS = ("run", "day")
@@ -38,10 +40,25 @@ def trend(
     filt: RunFilter | None = None,
     bucket: str = "run",
     case: tuple[str, str] | None = None,
+    slo: Slo | None = None,
 ) -> list[TrendPoint]:
     """`metric` per backend × profile × job × direction over time, oldest first; `case`
-    (job name, direction) keeps only that job × direction."""
+    (job name, direction) keeps only that job × direction. `iops_at_slo` (at `slo`) is
+    each run's own IOPS at the SLO per load sweep × direction (`saturation.run_values`)."""
     filt = filt or RunFilter()
+    if metric == IOPS_AT_SLO:
+        if bucket != "run":
+            raise UsageProblem(
+                "--bucket day does not apply to iops_at_slo: each run is one whole sweep "
+                "with its own value — use --bucket run"
+            )
+        found = [TrendPoint(*v, 1, run) for run, v in run_values(lake, slo, filt)]
+        if not found:
+            raise LakeError(
+                f"no load sweep in the successful runs selected ({filt.describe()}) — run a "
+                "sweep profile (latency-at-load, iodepth-sweep) first"
+            )
+        return _mark_change_points(found)
     check_metrics(lake, [metric])
     if bucket not in BUCKETS:
         raise UsageProblem(f"invalid bucket {bucket!r}: choose {' or '.join(BUCKETS)}")
