@@ -176,3 +176,12 @@ def test_without_extras_run_works_and_compare_and_app_name_their_extra(
             f"Error: fiolake {command} needs {module}, from fiolake's {extra} extra — "
             f"pip install 'fiolake[{extra}]'\n"
         )
+
+
+def test_without_extras_every_command_has_its_help(bare_venv: Path, tmp_path: Path) -> None:
+    from fiolake.cli import COMMANDS
+
+    for command in COMMANDS:
+        done = run_installed(bare_venv, tmp_path, command, "--help")
+        assert done.returncode == 0, (command, done.stderr)
+        assert done.stdout.startswith(f"Usage: fiolake {command}"), command
