@@ -53,6 +53,12 @@ def test_wheel_carries_every_module_and_data_file(built_wheel: Path) -> None:
     assert missing == []
 
 
+def without_pythonpath() -> dict[str, str]:
+    """The environment without PYTHON* variables: a checkout on PYTHONPATH (its
+    fiolake.egg-info from the wheel build) would count as fiolake installed already."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+
+
 @pytest.fixture(scope="module")
 def wheel_venv(built_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv outside the checkout with only the wheel installed into it."""
@@ -62,7 +68,7 @@ def wheel_venv(built_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> P
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
          "--no-index", str(built_wheel)],
-        check=True,
+        check=True, env=without_pythonpath(),
     )  # fmt: skip
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -92,6 +98,7 @@ def test_installed_fiolake_is_the_wheel_not_the_checkout(wheel_venv: Path, tmp_p
     done = subprocess.run(
         [str(wheel_venv / "bin" / "python"), "-c", code],
         cwd=tmp_path,
+        env=without_pythonpath(),
         capture_output=True,
         text=True,
         check=True,
@@ -135,12 +142,10 @@ def bare_venv(built_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     python = venv / "bin" / "python"
     local = REPO / "build" / "wheels" / "runner"
     find_links = ["--find-links", str(local)] if local.is_dir() else []
-    # Without the caller's PYTHONPATH: a checkout on it would count as fiolake installed.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "-q",
          *find_links, str(built_wheel)],
-        check=True, timeout=600, env=env,
+        check=True, timeout=600, env=without_pythonpath(),
     )  # fmt: skip
     return venv
 
@@ -150,10 +155,9 @@ def test_without_extras_nothing_of_an_extra_is_installed(bare_venv: Path, tmp_pa
         "import importlib.util; from fiolake.cli.extras import EXTRA_OF_MODULE; "
         "print([m for m in EXTRA_OF_MODULE if importlib.util.find_spec(m)])"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     done = subprocess.run(
         [str(bare_venv / "bin" / "python"), "-c", code],
-        cwd=tmp_path, env=env, capture_output=True, text=True, check=True,
+        cwd=tmp_path, env=without_pythonpath(), capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert done.stdout.strip() == "[]"
 
