@@ -4,6 +4,9 @@ The wheel is built from this tree (`pip wheel . --no-deps`) and installed into a
 venv outside the checkout. Its third-party dependencies come from the test venv through
 a plain path entry (so no registry is needed and the test takes seconds); that entry does
 not run the test venv's `.pth` hooks, so the checkout's editable install stays invisible.
+A second venv holds the wheel with its own dependencies and no extra, as `pip install
+fiolake` gives them (pip resolves them from PyPI through its cache, or from `make images`'
+runner wheels): `run` works there, and a command that needs an extra names it.
 Every command runs from an empty directory.
 """
 
