@@ -52,7 +52,7 @@ setup: fio venv minio ## everything the demo and tests need
 # (runtime runc, ulimits within the host's hard limits, host networking).
 export CONTAINERS_CONF := $(CURDIR)/build/containers.conf
 
-images: sysdeps venv ## podman images for compose.yaml and infra/k8s/ from a cached Debian base (no registry)
+images: sysdeps venv ## podman images for compose.yaml and infra/k8s/, one per stage, from two cached Debian bases (no registry)
 	CACHE=$(CACHE) PY=$(CURDIR)/$(BIN)/python bash infra/containers/images.sh
 	@podman images --format '{{.Repository}}:{{.Tag}}\t{{.Size}}' | grep /fiolake-
 

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -1481,6 +1482,94 @@ def test_bad_input_is_a_clear_error(
     assert _error(output) == _fill(message, places), output
     assert _listing(places["tmp"]) == before, "a refused command left files behind"
     assert {d: sha256(places[d]) for d in devices} == checksums, "a device was written"
+
+
+# -- a command whose extra is not installed (`pip install fiolake` alone, or a partial
+# install): the missing package, its extra, exit 2. Each case makes one package unimportable
+# in a fresh interpreter (None in sys.modules: `import X` then raises ModuleNotFoundError as
+# where X is not installed; in this process they are imported already), so the message is
+# the same whatever the command imports first. tests/packaging/test_wheel.py installs the
+# wheel without any extra for real.
+WITHOUT = """
+import sys
+sys.modules[sys.argv[1]] = None
+sys.argv = ["fiolake", *sys.argv[2:]]
+from fiolake.cli import main
+main()
+"""
+ANALYSIS = "from fiolake's analysis extra — pip install 'fiolake[analysis]'\n"
+# (the package missing, args, the whole error)
+MISSING_EXTRA_CASES: list[tuple[str, list[str], str]] = [
+    ("duckdb", ["compare", "--lake", "{tmp}"], "Error: fiolake compare needs duckdb, " + ANALYSIS),
+    (
+        "duckdb",
+        ["sql", "SELECT 1", "--lake", "{tmp}"],
+        "Error: fiolake sql needs duckdb, " + ANALYSIS,
+    ),
+    ("duckdb", ["trend", "--lake", "{tmp}"], "Error: fiolake trend needs duckdb, " + ANALYSIS),
+    (
+        "scipy",
+        ["regressions", "--lake", "{tmp}"],
+        "Error: fiolake regressions needs scipy, " + ANALYSIS,
+    ),
+    (
+        "duckdb",
+        ["env-diff", "--run", "a", "--run", "b", "--lake", "{tmp}"],
+        "Error: fiolake env-diff needs duckdb, " + ANALYSIS,
+    ),
+    (
+        "scipy",
+        ["gate", "--lake", "{tmp}", "--campaign", "c"],
+        "Error: fiolake gate needs scipy, " + ANALYSIS,
+    ),
+    (
+        "duckdb_extension_httpfs",
+        ["report", "--lake", "{tmp}", "--campaign", "c", "--out", "{tmp}/r.html"],
+        "Error: fiolake report needs duckdb_extension_httpfs, " + ANALYSIS,
+    ),
+    (
+        "deltalake",
+        ["lake", "compact", "--lake", "{tmp}"],
+        "Error: fiolake lake compact needs deltalake, " + ANALYSIS,
+    ),
+    (
+        "streamlit",
+        ["app", "--lake", "{tmp}"],
+        "Error: fiolake app needs streamlit, from fiolake's app extra — "
+        "pip install 'fiolake[app]'\n",
+    ),
+    (
+        "duckdb",
+        ["app", "--lake", "{tmp}"],
+        "Error: fiolake app needs duckdb, " + ANALYSIS,
+    ),
+    (
+        "minio",
+        ["stack", "status"],
+        "Error: fiolake stack needs minio, from fiolake's stack extra — "
+        "pip install 'fiolake[stack]'\n",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("missing", "args", "message"),
+    MISSING_EXTRA_CASES,
+    ids=[f"{c[0]}: {' '.join(c[1])[:40]}" for c in MISSING_EXTRA_CASES],
+)
+def test_a_command_without_its_extra_names_what_to_install(
+    missing: str, args: list[str], message: str, tmp_path: Path
+) -> None:
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FIOLAKE_")}
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT, missing, *argv],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert "Traceback" not in done.stderr, done.stderr
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr == message
+    assert list(tmp_path.iterdir()) == [], "a refused command left files behind"
 
 
 # -- property tests: the parsers give a value or a clean error, never another exception

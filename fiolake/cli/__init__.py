@@ -3,7 +3,9 @@
 Subcommands live in the modules of `fiolake/cli/` named in COMMANDS and are imported
 only when invoked, so `fiolake --help` stays fast and one component's dependencies never
 load another's. Library errors (`FiolakeError`) become `Error: …` and an exit code in one
-place, `LazyGroup.invoke`: commands let them propagate.
+place, `LazyGroup.invoke`: commands let them propagate. So does a module an optional extra
+installs (`fiolake compare` without `fiolake[analysis]`): `LazyGroup` names the extra
+(`fiolake.cli.extras`), exit 2.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, NoReturn
 
 import click
 
+from fiolake.cli.extras import missing_extra
 from fiolake.cli.output import FORMATS
 from fiolake.errors import FiolakeError
 
@@ -98,7 +101,7 @@ def _end_now() -> NoReturn:
 
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use, and the one place where
-    library errors become messages and exit codes."""
+    library errors and missing extras become messages and exit codes."""
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the subcommand; a `FiolakeError` from anywhere below becomes `fail(...)`.
@@ -115,6 +118,9 @@ class LazyGroup(click.Group):
             in_phase = bool(ctx.meta.get(_USAGE_PHASE))  # a `problems_are_usage` block
             usage = in_phase or ctx.invoked_subcommand in EVERY_PROBLEM_IS_USAGE
             raise fail(exc, _failing_context(exc.__traceback__), usage=usage) from None
+        except ModuleNotFoundError as exc:
+            failing = _failing_context(exc.__traceback__) or ctx
+            raise (missing_extra(exc, failing.command_path) or exc) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
@@ -123,7 +129,10 @@ class LazyGroup(click.Group):
         if cmd_name not in COMMANDS:
             return None
         module, attr, _ = COMMANDS[cmd_name]
-        return getattr(importlib.import_module(module), attr)
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except ModuleNotFoundError as exc:  # the command's module needs an extra
+            raise (missing_extra(exc, f"{ctx.command_path} {cmd_name}") or exc) from None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, short) for name, (_, _, short) in COMMANDS.items()]

@@ -12,6 +12,7 @@ import click
 
 from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import connect
+from fiolake.cli.extras import require_extras
 from fiolake.cli.output import emit
 from fiolake.layout import TABLES
 
@@ -173,6 +174,9 @@ def app(lake: str, port: int, address: str) -> None:
     """Open the Streamlit app on http://ADDRESS:PORT (reads the lake, never writes)."""
     import fiolake.app as app_package
 
+    # Streamlit runs in a child process: a missing one is named here (the app extra,
+    # which installs the analysis extra too), not in the child's traceback.
+    require_extras("app", "analysis")
     home = Path(app_package.__file__).resolve().parent / "Home.py"
     if not home.exists():
         raise click.ClickException(f"the app is not installed: {home} is missing")

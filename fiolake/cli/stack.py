@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import shlex
@@ -11,6 +10,7 @@ from pathlib import Path
 import click
 
 from fiolake.cli import format_option
+from fiolake.cli.extras import require_extras
 from fiolake.cli.output import emit
 from fiolake.stack.roles import ROLE_NAMES
 
@@ -42,12 +42,7 @@ def stack() -> None:
       fiolake stack env --role runner  # least-privilege credentials of one role
       fiolake stack down [--purge]     # stop; --purge also deletes the state
     """
-    missing = [name for name in ("minio", "hvac") if importlib.util.find_spec(name) is None]
-    if missing:
-        raise click.ClickException(
-            f"the local stack needs {', '.join(missing)}, which fiolake's [stack] extra "
-            "installs — pip install 'fiolake[stack]'"
-        )
+    require_extras("stack")  # `fiolake.cli` names the extra of a missing module, exit 2
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
 

@@ -1,4 +1,5 @@
-"""`lint-imports` checks the layer contract in pyproject.toml against the installed code.
+"""`lint-imports` checks the contracts in pyproject.toml against the installed code: the
+layers, and that the core and the runner import no package an extra installs.
 
 `make lint-imports` checks the tree (the stage folders live in fiolake/); this
 checks the unpacked wheel, what users install, and that a planted forbidden import breaks it.
@@ -59,3 +60,35 @@ def test_runner_importing_the_aggregator_breaks_the_contract(
     done = lint_imports(site, tmp_path)
     assert done.returncode == 1
     assert "BROKEN" in done.stdout and "fiolake.runner.spool" in done.stdout
+
+
+def test_the_runner_importing_duckdb_breaks_the_extras_contract(
+    unpacked_wheel: Path, tmp_path: Path
+) -> None:
+    """`pip install fiolake` has no duckdb: a runner module importing it must not pass."""
+    site = tmp_path / "site"
+    shutil.copytree(unpacked_wheel, site)
+    spool = site / "fiolake" / "runner" / "spool.py"
+    spool.write_text(spool.read_text() + "\nimport duckdb  # planted\n")
+    done = lint_imports(site, tmp_path)
+    assert done.returncode == 1
+    assert "the core and the runner import no extra's package BROKEN" in done.stdout
+    assert "fiolake.runner is not allowed to import duckdb" in done.stdout
+    assert "fiolake.runner.spool -> duckdb" in done.stdout
+
+
+def test_the_core_reaching_scipy_through_another_module_breaks_the_extras_contract(
+    unpacked_wheel: Path, tmp_path: Path
+) -> None:
+    """Forbidden contracts follow indirect imports: a core module that reaches scipy only
+    through a module outside the contract's list is caught all the same."""
+    site = tmp_path / "site"
+    shutil.copytree(unpacked_wheel, site)
+    (site / "fiolake" / "planted.py").write_text("import scipy\n")
+    steady = site / "fiolake" / "steady.py"
+    steady.write_text(steady.read_text() + "\nimport fiolake.planted  # planted\n")
+    done = lint_imports(site, tmp_path)
+    assert done.returncode == 1
+    assert "fiolake.steady is not allowed to import scipy" in done.stdout
+    assert "fiolake.steady -> fiolake.planted" in done.stdout
+    assert "fiolake.planted -> scipy" in done.stdout

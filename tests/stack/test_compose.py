@@ -15,6 +15,10 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "compose.yaml"
 K8S = ROOT / "infra" / "k8s"
+DOCKERFILES = [
+    "Dockerfile.minio", "Dockerfile.openbao", "Dockerfile.runner", "Dockerfile.init",
+    "Dockerfile.app",
+]  # fmt: skip
 
 
 def _compose() -> dict:
@@ -90,9 +94,7 @@ def test_build_contexts_and_dockerfiles_exist() -> None:
         assert (context / build["dockerfile"]).is_file(), name
 
 
-@pytest.mark.parametrize(
-    "name", ["Dockerfile.minio", "Dockerfile.openbao", "Dockerfile.runner", "Dockerfile.app"]
-)
+@pytest.mark.parametrize("name", DOCKERFILES)
 def test_dockerfile_args_are_declared_with_defaults_or_passed(name: str) -> None:
     passed: set[str] = set()
     for service in _compose()["services"].values():
@@ -119,9 +121,7 @@ def test_dockerfile_args_are_declared_with_defaults_or_passed(name: str) -> None
         assert has_default or arg in passed, f"{name}: ARG {arg} has no default and is not passed"
 
 
-@pytest.mark.parametrize(
-    "name", ["Dockerfile.minio", "Dockerfile.openbao", "Dockerfile.runner", "Dockerfile.app"]
-)
+@pytest.mark.parametrize("name", DOCKERFILES)
 def test_images_run_as_a_non_root_user(name: str) -> None:
     users = [rest for word, rest in _instructions(_dockerfile(name)) if word == "USER"]
     assert users, f"{name} sets no USER"
@@ -138,20 +138,56 @@ def test_runner_image_installs_fio_and_runs_the_runner() -> None:
     assert "with-env.sh fiolake runner" in script
 
 
-@pytest.mark.parametrize("name", ["Dockerfile.app", "Dockerfile.openbao"])
+def _mounted(text: str) -> list[str]:
+    """The build-context paths a Dockerfile bind-mounts into its RUN steps."""
+    return re.findall(r"--mount=type=bind,source=([^,]+),", text)
+
+
+@pytest.mark.parametrize("name", ["Dockerfile.app", "Dockerfile.init"])
 def test_python_images_share_the_runner_layers(name: str) -> None:
-    """Identical instructions up to ENV: the builds reuse one venv layer."""
+    """Identical instructions up to the runner's wheels: the builds reuse those layers."""
 
     def prefix(text: str) -> list[tuple[str, str]]:
         steps = _instructions(text)
-        return steps[: [w for w, _ in steps].index("ENV") + 1]
+        runner_wheels = next(
+            i for i, (word, rest) in enumerate(steps) if "build/wheels/runner" in rest
+        )
+        return steps[: runner_wheels + 1]
 
     assert prefix(_dockerfile(name)) == prefix(_dockerfile("Dockerfile.runner"))
 
 
-@pytest.mark.parametrize(
-    "name", ["Dockerfile.minio", "Dockerfile.openbao", "Dockerfile.runner", "Dockerfile.app"]
-)
+def test_the_runner_image_installs_no_extra() -> None:
+    """Only `pip install fiolake`'s dependencies and fiolake: no analysis, app or stack."""
+    assert _mounted(_dockerfile("Dockerfile.runner")) == [
+        "build/wheels/runner", "build/wheels/fiolake",
+    ]  # fmt: skip
+    script = (ROOT / "infra" / "containers" / "images.sh").read_text()
+    assert 'pip_wheel "$wheels/runner" .\n' in script
+
+
+def test_the_openbao_image_is_the_binary_without_python() -> None:
+    text = _dockerfile("Dockerfile.openbao")
+    steps = _instructions(text)
+    assert ("COPY", "build/bin/openbao/bao /usr/local/bin/bao") in steps
+    assert _mounted(text) == []
+    assert "python" not in " ".join(rest for _, rest in steps)
+
+
+@pytest.mark.parametrize("name", DOCKERFILES)
+def test_what_a_dockerfile_takes_from_the_context_is_allowed_in(name: str) -> None:
+    allowed = [
+        line[1:]
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.startswith("!")
+    ]
+    steps = _instructions(_dockerfile(name))
+    copied = [path for word, rest in steps if word == "COPY" for path in rest.split()[:-1]]
+    for path in [*copied, *(f"{m}/*.whl" for m in _mounted(_dockerfile(name)))]:
+        assert path in allowed, f"{name}: {path} is not in .dockerignore's allow-list"
+
+
+@pytest.mark.parametrize("name", DOCKERFILES)
 def test_images_build_from_a_base_argument(name: str) -> None:
     """`make images` passes its mmdebstrap base; Docker falls back to debian:bookworm-slim."""
     steps = _instructions(_dockerfile(name))
