@@ -56,13 +56,6 @@ def plan_campaign(
     fills = list(preconditions) or [None] * len(job_files)
     if len(fills) != len(job_files):
         raise ValueError("one precondition (or None) per job file")
-    plan = [
-        (profile, text, fill, backend, gang, rep)
-        for rep in range(repeat)
-        for (profile, text), fill in zip(job_files, fills, strict=True)
-        for backend in backends
-        for gang in (gangs or (None,))
-    ]
     return [
         new_manifest(
             campaign_id=campaign_id,
@@ -82,7 +75,27 @@ def plan_campaign(
             precondition=fill,
             target=target,
         )
-        for sequence, (profile, text, fill, backend, gang, rep) in enumerate(plan)
+        for sequence, (profile, text, fill, backend, gang, rep) in enumerate(
+            _interleaved(job_files, fills, backends, gangs, repeat)
+        )
+    ]
+
+
+def _interleaved(
+    job_files: Sequence[tuple[str, str]],
+    fills: Sequence[tuple[str, str] | None],
+    backends: Sequence[str],
+    gangs: Sequence[int],
+    repeat: int,
+) -> list[tuple[str, str, tuple[str, str] | None, str, int | None, int]]:
+    """(profile, text, precondition, backend, gang, repetition) in publishing order: every
+    job file × backend (× gang) of repetition 0, then of repetition 1, …"""
+    return [
+        (profile, text, fill, backend, gang, rep)
+        for rep in range(repeat)
+        for (profile, text), fill in zip(job_files, fills, strict=True)
+        for backend in backends
+        for gang in (gangs or (None,))
     ]
 
 

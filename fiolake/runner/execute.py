@@ -214,17 +214,9 @@ def _execute(
     run_id = new_run_id()
     binary = find_fio(fio)
     block = policy.BlockTarget(request.device) if request.device else None
-    page_cache_bytes = None
-    if block is None:
-        try:
-            page_cache_bytes = preflight(prepared).page_cache_bytes
-        except FiolakeError as exc:
-            return outcome_without_fio(request, run_id, "failed", str(exc))
-        env_cols = sysinfo.environment_columns(request.target_dir, binary)
-    else:
-        env_cols = device_environment(block.path, binary)
-    env_cols["page_cache_bytes"] = page_cache_bytes
-    env_cols["host_lock_wait_ms"] = waited_ms
+    env_cols = _environment(prepared, binary, block, waited_ms)
+    if isinstance(env_cols, str):
+        return outcome_without_fio(request, run_id, "failed", env_cols)
     outdir = Path(tempfile.mkdtemp(prefix=f"fiolake-{run_id}-", dir=workdir))
     # fio's data files go in a per-run subdirectory we remove afterwards (none on a device).
     data_dir = shared_dir or Path(request.target_dir) / f".fiolake-{run_id}"
@@ -256,18 +248,48 @@ def _execute(
             )
         finally:
             alone = monitor.stop()
-        env_cols.update(
-            other_fio_procs=alone.other_fio_procs,
-            outside_cpu_pct=alone.outside_cpu_pct,
-            steal_pct=alone.steal_pct,
-        )
-        flags = [SHARED_FLAG] if host_lock is None else []
-        flags += alone.flags() + (["page-cache"] if page_cache_bytes else [])
+        flags = _alone_flags(alone, env_cols, shared=host_lock is None)
         return _collect(prepared, run_id, env_cols, canonical, fio_run, outdir, flags)
     finally:
         if shared_dir is None and block is None:
             shutil.rmtree(data_dir, ignore_errors=True)
         shutil.rmtree(outdir, ignore_errors=True)
+
+
+def _environment(
+    prepared: PreparedJob,
+    binary: FioBinary,
+    block: policy.BlockTarget | None,
+    waited_ms: float | None,
+) -> dict[str, object] | str:
+    """The run's environment columns — of the target directory (after its preflight) or of
+    the raw device — or, when the directory fails its preflight, why."""
+    page_cache_bytes = None
+    if block is None:
+        try:
+            page_cache_bytes = preflight(prepared).page_cache_bytes
+        except FiolakeError as exc:
+            return str(exc)
+        env_cols = sysinfo.environment_columns(prepared.request.target_dir, binary)
+    else:
+        env_cols = device_environment(block.path, binary)
+    env_cols["page_cache_bytes"] = page_cache_bytes
+    env_cols["host_lock_wait_ms"] = waited_ms
+    return env_cols
+
+
+def _alone_flags(
+    alone: contention.Contention, env_cols: dict[str, object], *, shared: bool
+) -> list[str]:
+    """What the contention monitor saw while fio ran, into `env_cols`; the run's flags
+    (shared host, other fio, busy CPU, steal, page cache)."""
+    env_cols.update(
+        other_fio_procs=alone.other_fio_procs,
+        outside_cpu_pct=alone.outside_cpu_pct,
+        steal_pct=alone.steal_pct,
+    )
+    flags = [SHARED_FLAG] if shared else []
+    return flags + alone.flags() + (["page-cache"] if env_cols["page_cache_bytes"] else [])
 
 
 def device_environment(device: str, fio: FioBinary) -> dict[str, object]:
@@ -308,26 +330,7 @@ def _collect(
         watchdog=fio_run.watchdog,
     )
     tables = empty_tables(row)
-    errors: list[str] = []
-    try:
-        report = fio_output.parse_fio_json(text)
-    except FioError as exc:
-        detail = (fio_run.stderr.strip() or str(exc))[:2000]
-        errors.append(f"fio exited {fio_run.exit_code} without a JSON report: {detail}")
-    else:
-        sections = [(section.name, section.options) for section in prepared.job.jobs]
-        errors += fio_output.job_errors(report)
-        tables.update(
-            report_tables(
-                report,
-                run_id=run_id,
-                backend=request.backend,
-                job_options=prepared.job.options_for,
-                sections=sections,
-                log_dir=outdir,
-                log_prefixes=(LOG_PREFIX,),
-            )
-        )
+    errors = _read_report(prepared, run_id, fio_run, outdir, tables)
     if _cut_short(prepared, tables["results"]):
         flags = [*flags, "cut-short"]
     if fio_run.watchdog == "interrupted":
@@ -335,6 +338,43 @@ def _collect(
         tables["runs"] = schema.to_table("runs", [row])
         why = "stopped by a signal to fiolake"
         return RunOutcome(run_id, "interrupted", why, fio_run.started_at, tables, raw, fio_run)
+    errors = _run_errors(fio_run, errors)
+    status = "failed" if errors else "ok"
+    error = "; ".join(errors) or None
+    row.update(status=status, error=error, flags=flags)
+    tables["runs"] = schema.to_table("runs", [row])
+    return RunOutcome(run_id, status, error, fio_run.started_at, tables, raw, fio_run)
+
+
+def _read_report(
+    prepared: PreparedJob, run_id: str, fio_run: FioRun, outdir: Path, tables: dict[str, pa.Table]
+) -> list[str]:
+    """fio's JSON report (and the logs beside it) into `tables`; the errors it names, or
+    that there was no report."""
+    try:
+        report = fio_output.parse_fio_json(fio_run.output_text)
+    except FioError as exc:
+        detail = (fio_run.stderr.strip() or str(exc))[:2000]
+        return [f"fio exited {fio_run.exit_code} without a JSON report: {detail}"]
+    sections = [(section.name, section.options) for section in prepared.job.jobs]
+    tables.update(
+        report_tables(
+            report,
+            run_id=run_id,
+            backend=prepared.request.backend,
+            job_options=prepared.job.options_for,
+            sections=sections,
+            log_dir=outdir,
+            log_prefixes=(LOG_PREFIX,),
+        )
+    )
+    return fio_output.job_errors(report)
+
+
+def _run_errors(fio_run: FioRun, errors: list[str]) -> list[str]:
+    """`errors` plus what the watchdog and fio's exit code say, and fio's stderr when
+    anything went wrong."""
+    errors = list(errors)
     if fio_run.watchdog:
         errors.append(f"watchdog stopped fio ({fio_run.watchdog})")
     elif fio_run.exit_code not in (0, None) and not errors:
@@ -342,11 +382,7 @@ def _collect(
     if errors and fio_run.stderr.strip():
         # fio 3.33 writes io_u errors (e.g. ENOSPC) to stderr, not into --output.
         errors.append(f"fio stderr: {fio_run.stderr.strip()[-1500:]}")
-    status = "failed" if errors else "ok"
-    error = "; ".join(errors) or None
-    row.update(status=status, error=error, flags=flags)
-    tables["runs"] = schema.to_table("runs", [row])
-    return RunOutcome(run_id, status, error, fio_run.started_at, tables, raw, fio_run)
+    return errors
 
 
 def _cut_short(prepared: PreparedJob, results: pa.Table) -> bool:

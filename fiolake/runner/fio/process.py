@@ -149,32 +149,17 @@ def run_fio(
     output = outdir / OUTPUT_NAME
     tmpdir = outdir / "tmp"
     tmpdir.mkdir(parents=True, exist_ok=True)
-    argv = [
-        fio,
-        "--output-format=json+",
-        f"--output={output}",
-        "--eta=always" if on_progress else "--eta=never",
-        str(job_file),
-    ]
+    # json+ (the latency bins); --output, never a pipe (fio may write text before the JSON).
+    eta_flag = "--eta=always" if on_progress else "--eta=never"
+    argv = [fio, "--output-format=json+", f"--output={output}", eta_flag, str(job_file)]
     if before_start is not None:
         before_start()
     started = datetime.now(UTC)
     stderr_path = outdir / "fio.stderr"
     with open(stderr_path, "wb") as stderr_fh:
-        try:
-            proc = subprocess.Popen(
-                argv,
-                cwd=outdir,
-                env=clean_env(tmpdir),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE if on_progress else subprocess.DEVNULL,
-                stderr=stderr_fh,
-                start_new_session=True,  # our Ctrl-C must not reach fio twice
-                preexec_fn=_die_with_parent(os.getpid()),
-                pass_fds=pass_fds,
-            )
-        except OSError as exc:
-            raise FioError(f"cannot start {fio}: {exc.strerror} — {FIO_INSTALL_HINT}") from None
+        proc = _start(
+            argv, outdir, tmpdir, stderr_fh, piped=on_progress is not None, pass_fds=pass_fds
+        )
         eta = None
         if proc.stdout is not None and on_progress is not None:
             # One progress line per ETA line, at fio's own once-a-second cadence.
@@ -194,6 +179,34 @@ def run_fio(
         output_path=output,
         stderr=console + stderr_path.read_text(errors="replace"),
     )
+
+
+def _start(
+    argv: list[str],
+    outdir: Path,
+    tmpdir: Path,
+    stderr_fh: IO[bytes],
+    *,
+    piped: bool,
+    pass_fds: tuple[int, ...],
+) -> subprocess.Popen[bytes]:
+    """fio started in `outdir` with the clean environment, in a session of its own (our
+    Ctrl-C must not reach it twice), dying with this thread; stdout piped when `piped`
+    (the ETA lines). FioError naming the install hint when it cannot start."""
+    try:
+        return subprocess.Popen(
+            argv,
+            cwd=outdir,
+            env=clean_env(tmpdir),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if piped else subprocess.DEVNULL,
+            stderr=stderr_fh,
+            start_new_session=True,
+            preexec_fn=_die_with_parent(os.getpid()),
+            pass_fds=pass_fds,
+        )
+    except OSError as exc:
+        raise FioError(f"cannot start {argv[0]}: {exc.strerror} — {FIO_INSTALL_HINT}") from None
 
 
 def _supervise(
