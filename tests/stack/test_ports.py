@@ -23,13 +23,17 @@ def test_taken_defaults_are_replaced_by_free_ports(tmp_path: Path) -> None:
                 held.append(sock)
             except OSError:
                 sock.close()  # already taken by something else: just as good for this test
+        ours = {sock.getsockname()[1] for sock in held}
         chosen = resolve_ports(tmp_path / "state", NONE_ASKED)
     finally:
         for sock in held:
             sock.close()
     assert set(chosen) == set(DEFAULT_PORTS)
     assert len(set(chosen.values())) == 4
-    assert not set(chosen.values()) & set(DEFAULT_PORTS.values())
+    # Only the defaults this test held are sure to be taken: one that another stack on the
+    # machine held a moment ago may be free again by the time ports are resolved.
+    assert ours, "no default port could be held"
+    assert not set(chosen.values()) & ours
 
 
 def test_asked_ports_are_kept_and_free_previous_ones_reused(tmp_path: Path) -> None:
