@@ -18,7 +18,14 @@ import click
 
 from fiolake.aggregator.lake.columns import p_text, ratio_text
 from fiolake.aggregator.report.gate_report import gate_page_url
-from fiolake.aggregator.stats.verdict_text import BETTER, EQUIVALENT, WORSE, decider, label
+from fiolake.aggregator.stats.verdict_text import (
+    BETTER,
+    EQUIVALENT,
+    WORSE,
+    decider,
+    host_busy_words,
+    label,
+)
 from fiolake.atomic import write_atomic
 from fiolake.cli import lake_option, problems_are_usage
 from fiolake.cli.common import connect, parse_labels
@@ -62,7 +69,8 @@ def junit_xml(result: GateResult) -> bytes:
             ET.SubElement(case, "failure", message=f"{WORSE}: {numbers}", type=WORSE)
         elif r.verdict not in (BETTER, EQUIVALENT):
             skipped += 1
-            ET.SubElement(case, "skipped", message=f"{label(r, result.min_effect)}: {numbers}")
+            word = label(r, result.min_effect, g.reason)
+            ET.SubElement(case, "skipped", message=f"{word}: {numbers}")
     suite.set("tests", str(len(result.rows)))
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))
@@ -82,7 +90,7 @@ def markdown(result: GateResult, app_url: str | None) -> str:
     link = gate_page_url(app_url, result) if app_url else None
     for g in result.rows:
         r = g.row
-        verdict = label(r, result.min_effect)
+        verdict = label(r, result.min_effect, g.reason)
         if link:
             verdict = f"[{verdict}]({link})"
         ratio = ratio_text(r.metric, r.ratio, r.ratio_ci_low, r.ratio_ci_high)
@@ -203,6 +211,14 @@ def _result(
     show_default=True,
     help="Whether an inconclusive row fails the gate (a warning names them either way).",
 )
+@click.option(
+    "--host-noise",
+    type=click.Choice(["pass", "fail"]),
+    default="pass",
+    show_default=True,
+    help="Whether a row made inconclusive because a run was not alone (flagged cpu-busy, "
+    "other-fio or steal on either side) fails the gate (a warning names them either way).",
+)
 @click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML to this file.")
 @click.option(
     "--format",
@@ -219,6 +235,7 @@ def _result(
 def gate(
     result: GateResult,
     on_inconclusive: str,
+    host_noise: str,
     junit: str | None,
     fmt: str,
     app_url: str | None,
@@ -230,7 +247,9 @@ def gate(
     or a window's) of the same effective jobs with the verdicts of `compare`: ratios
     with 95 % CIs, Holm-adjusted p-values, ±--min-effect. Exit 0 when no row is worse,
     1 when any is (or, with --inconclusive fail, any is inconclusive), 2 on bad input or
-    nothing comparable.
+    nothing comparable. A row whose runs were flagged as not alone (cpu-busy, other-fio,
+    steal) on either side is never worse: `inconclusive: host busy (outside CPU 45 %)`,
+    exit 0 with a warning unless --host-noise fail.
     Latency metrics are worse when higher. docs/ci.md has the CI wiring.
       fiolake gate --campaign nightly-2026-11-24
       fiolake gate --campaign B --baseline-campaign A --junit gate.xml --format md
@@ -249,7 +268,8 @@ def gate(
             "baseline_kind": result.baseline_kind,
             "families": result.families,
             "min_effect": result.min_effect,
-            "rows": [{"backend": g.backend, **{f: getattr(g.row, f) for f in FIELDS}}
+            "rows": [{"backend": g.backend, **{f: getattr(g.row, f) for f in FIELDS},
+                      "reason": g.reason or None}
                      for g in result.rows],
         }  # fmt: skip
         click.echo(json.dumps(doc, indent=2, default=str))
@@ -259,18 +279,37 @@ def gate(
         emit(cols, [(g.backend, g.row.profile, g.row.job_name, g.row.direction, g.row.metric,
                      ratio_text(g.row.metric, g.row.ratio, g.row.ratio_ci_low,
                                 g.row.ratio_ci_high),
-                     p_text(g.row.p_adjusted), label(g.row, min_effect))
+                     p_text(g.row.p_adjusted), label(g.row, min_effect, g.reason))
                     for g in result.rows], "table")  # fmt: skip
-    if result.inconclusive:
-        names = ", ".join(
-            f"{_case(g)} ({decider(g.row, min_effect) or 'more runs'})" for g in result.inconclusive
-        )
-        click.echo(f"warning: inconclusive: {names}", err=True)
+    _warn(result)
     click.echo(
         f"gate: {result.campaign} vs {result.baseline}: {len(result.worse)} worse, "
-        f"{len(result.inconclusive)} inconclusive of {len(result.rows)}; "
+        f"{len(result.inconclusive)} inconclusive"
+        f"{host_busy_words([g.reason for g in result.rows])} of {len(result.rows)}; "
         f"family: {'; '.join(result.families)}",
         err=True,
     )
-    if result.worse or (on_inconclusive == "fail" and result.inconclusive):
+    if (
+        result.worse
+        or (on_inconclusive == "fail" and result.inconclusive)
+        or (host_noise == "fail" and result.host_busy)
+    ):
         raise click.exceptions.Exit(1)
+
+
+def _warn(result: GateResult) -> None:
+    """Name the inconclusive rows on stderr: host-busy ones with the figure, then the rest
+    with what would decide them."""
+    if result.host_busy:
+        names = ", ".join(f"{_case(g)} ({g.reason})" for g in result.host_busy)
+        click.echo(
+            f"warning: not judged worse, a run was not alone: {names} — rerun on a quiet "
+            "host, or --host-noise fail to fail on it",
+            err=True,
+        )
+    rest = [g for g in result.inconclusive if not g.reason]
+    if rest:
+        names = ", ".join(
+            f"{_case(g)} ({decider(g.row, result.min_effect) or 'more runs'})" for g in rest
+        )
+        click.echo(f"warning: inconclusive: {names}", err=True)

@@ -14,7 +14,7 @@ from fiolake.aggregator.lake.lake import Lake
 from fiolake.aggregator.rows.envdiff import ENV_COLUMNS
 from fiolake.aggregator.rows.filters import RunFilter, runs_columns, validate
 from fiolake.aggregator.rows.series import fetch_rows
-from fiolake.aggregator.stats import stats
+from fiolake.aggregator.stats import host_noise, stats
 from fiolake.aggregator.stats.compare import (
     DEFAULT_METRICS,
     INCONCLUSIVE,
@@ -32,6 +32,7 @@ class GateRow:
 
     backend: str
     row: CompareRow  # group = the new campaign, against the baseline campaign
+    reason: str = ""  # why a row is inconclusive beyond its numbers (`host busy (…)`)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,11 @@ class GateResult:
     def inconclusive(self) -> list[GateRow]:
         """Rows neither shown different nor shown equivalent."""
         return [g for g in self.rows if g.row.verdict == INCONCLUSIVE]
+
+    @property
+    def host_busy(self) -> list[GateRow]:
+        """Rows made inconclusive because a run of either side was not alone (host_noise)."""
+        return [g for g in self.rows if g.reason.startswith("host busy")]
 
 
 # New campaign's comparable runs: its ok runs' (backend, effective job) pairs.
@@ -195,7 +201,9 @@ def gate(
         result = compare(lake, by="campaign_id", baseline=name, metrics=metrics, filt=filt,
                          min_effect=min_effect, pools=pools)  # fmt: skip
         families.append(result.family)
-        rows += [GateRow(backend, r) for r in result.rows if r.group == campaign]
+        busy = host_noise.busy_jobs(lake, filt, pools)  # issue 34: host noise
+        rows += [GateRow(backend, *host_noise.judge(r, busy))
+                 for r in result.rows if r.group == campaign]  # fmt: skip
     if not any(g.row.ratio is not None for g in rows):
         raise UsageProblem(
             f"nothing comparable: campaign '{campaign}' and baseline '{name}' share no "
