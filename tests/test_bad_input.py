@@ -46,6 +46,14 @@ JOBS = {
     "nofill.fio": "# precondition: nowhere.fio\n" + TINY,
     "emptyfill.fio": "# precondition:\n" + TINY,
     "filled.fio": "# precondition: exec.fio\n" + TINY,
+    # fiolake-gate.toml files (issue 34)
+    "gate-syntax.toml": "[gate\n",
+    "gate-key.toml": "[gate]\nmin_efect = 0.1\n",
+    "gate-policy.toml": '[gate]\ninconclusive = "warn"\n',
+    "gate-metrics.toml": '[gate]\nmetrics = "iops"\n',
+    "gate-array.toml": "threshold = 3\n",
+    "gate-threshold.toml": '[[threshold]]\nmetric = "iops"\n',
+    "gate-effect.toml": "[[threshold]]\nmin_effect = 10\n",
 }
 # Every results column a comparison can use, as `unknown metric` lists them.
 METRICS = (
@@ -916,6 +924,47 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         {},
         2,
         "Error: Invalid value for '--repeat': 1001 is not in the range 1<=x<=1000.\n",
+    ),
+    # -- issue 34: fiolake-gate.toml, refused whole before the lake is read
+    *[
+        (
+            ["gate", "--lake", "{lake}", "--campaign", "c-bad-input", "--config", f"{{job}}/{f}"],
+            {},
+            2,
+            f"Error: {{job}}/{f}{message}\n",
+        )
+        for f, message in (
+            (
+                "gate-syntax.toml",
+                " is not valid TOML: Expected ']' at the end of a table "
+                "declaration (at line 1, column 6) — fix the file",
+            ),
+            (
+                "gate-key.toml",
+                ": unknown key [gate] 'min_efect' — use metrics, min_effect, "
+                "inconclusive, host_noise",
+            ),
+            ("gate-policy.toml", ': [gate] inconclusive = \'warn\' — use "pass" or "fail"'),
+            (
+                "gate-metrics.toml",
+                ": [gate] metrics must be a non-empty list of metric names "
+                '— e.g. metrics = ["iops", "clat_p99_ns"]',
+            ),
+            ("gate-array.toml", ": 'threshold' must be an array of tables — write [[threshold]]"),
+            ("gate-threshold.toml", ": [[threshold]] 1: no min_effect — add e.g. min_effect = 0.1"),
+            (
+                "gate-effect.toml",
+                ": [[threshold]] 1: min_effect = 10 is not a fraction between "
+                "0 and 1 — write e.g. 0.1 for ±10 %",
+            ),
+        )
+    ],  # fmt: skip
+    (
+        ["gate", "--lake", "{lake}", "--campaign", "c-bad-input", "--config", "{tmp}/no.toml"],
+        {},
+        2,
+        "Error: --config {tmp}/no.toml: no such file — give the path of a fiolake-gate.toml "
+        "(docs/ci.md shows one)\n",
     ),
     (
         ["publish", "random-reads", "--backend", "x", "--repeat", "1001"],

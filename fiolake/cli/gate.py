@@ -35,6 +35,7 @@ from fiolake.cli.output import emit
 if TYPE_CHECKING:
     from fiolake.aggregator.lake.lake import Lake
     from fiolake.aggregator.stats.gate import GateResult, GateRow
+    from fiolake.aggregator.stats.gate_config import GateConfig
 
 FIELDS = ("profile", "job_name", "direction", "metric", "n", "n_baseline", "geomean", "ratio",
           "ratio_ci_low", "ratio_ci_high", "p_value", "p_adjusted", "p_equivalence",
@@ -69,7 +70,7 @@ def junit_xml(result: GateResult) -> bytes:
             ET.SubElement(case, "failure", message=f"{WORSE}: {numbers}", type=WORSE)
         elif r.verdict not in (BETTER, EQUIVALENT):
             skipped += 1
-            word = label(r, result.min_effect, g.reason)
+            word = label(r, g.min_effect, g.reason)
             ET.SubElement(case, "skipped", message=f"{word}: {numbers}")
     suite.set("tests", str(len(result.rows)))
     suite.set("failures", str(failures))
@@ -90,7 +91,7 @@ def markdown(result: GateResult, app_url: str | None) -> str:
     link = gate_page_url(app_url, result) if app_url else None
     for g in result.rows:
         r = g.row
-        verdict = label(r, result.min_effect, g.reason)
+        verdict = label(r, g.min_effect, g.reason)
         if link:
             verdict = f"[{verdict}]({link})"
         ratio = ratio_text(r.metric, r.ratio, r.ratio_ci_low, r.ratio_ci_high)
@@ -125,6 +126,13 @@ QUESTION_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     ),
     metric_option,
     min_effect_option,
+    click.option(
+        "--config",
+        "config_path",
+        metavar="PATH",
+        help="The gate's thresholds and policies (default: ./fiolake-gate.toml when there is "
+        "one; docs/ci.md). Options given on the command line win over it.",
+    ),
 ]
 
 
@@ -149,13 +157,19 @@ def gate_question(
             baseline_runs: str | None,
             metrics: tuple[str, ...],
             min_effect: float,
+            config_path: str | None,
             **rest: Any,
         ) -> Any:
             since = _window(baseline_runs) if baseline_runs is not None else None
+            config = _config(config_path)
+            if config and config.metrics and not metrics:
+                metrics = config.metrics
+            if config and config.min_effect is not None and _defaulted("min_effect"):
+                min_effect = config.min_effect
             wanted = parse_labels((baseline_label,), "--baseline-label") if baseline_label else {}
             result, data = _result(lake, campaign, baseline_campaign,
                                    next(iter(wanted.items()), None), since, metrics,
-                                   min_effect, extra)  # fmt: skip
+                                   min_effect, extra, config)  # fmt: skip
             return fn(result=result, **({"data": data} if extra else {}), **rest)
 
         decorated: Callable[..., Any] = command
@@ -164,6 +178,21 @@ def gate_question(
         return decorated
 
     return decorate(fn) if fn is not None else decorate
+
+
+def _config(given: str | None) -> GateConfig | None:
+    """The fiolake-gate.toml to apply (`--config`, else the working directory's), parsed."""
+    from fiolake.aggregator.stats import gate_config
+
+    with problems_are_usage():
+        path = gate_config.find(given, Path.cwd())
+        return gate_config.load(path) if path else None
+
+
+def _defaulted(name: str) -> bool:
+    """Whether option `name` was left at its default (so the config file may set it)."""
+    source = click.get_current_context().get_parameter_source(name)
+    return source in (None, click.core.ParameterSource.DEFAULT)
 
 
 def _window(text: str) -> str:
@@ -187,6 +216,7 @@ def _result(
     metrics: tuple[str, ...],
     min_effect: float,
     extra: Callable[[Lake, GateResult], Any] | None = None,
+    config: GateConfig | None = None,
 ) -> tuple[GateResult, Any]:
     """The gate's result and `extra` of it (None without); every problem is a usage
     error (exit 2), so that gate's exit 1 keeps meaning "worse" — for `report` too, whose
@@ -197,7 +227,7 @@ def _result(
     with problems_are_usage(), connect(lake) as handle:
         result = run_gate(handle, campaign, baseline, label=label, since=since,
                           metrics=list(metrics) or list(DEFAULT_METRICS),
-                          min_effect=min_effect)  # fmt: skip
+                          min_effect=min_effect, config=config)  # fmt: skip
         return result, extra(handle, result) if extra else None
 
 
@@ -207,17 +237,15 @@ def _result(
     "--inconclusive",
     "on_inconclusive",
     type=click.Choice(["pass", "fail"]),
-    default="pass",
-    show_default=True,
-    help="Whether an inconclusive row fails the gate (a warning names them either way).",
+    help="Whether an inconclusive row fails the gate (a warning names them either way); "
+    "default: the config file's, else pass.",
 )
 @click.option(
     "--host-noise",
     type=click.Choice(["pass", "fail"]),
-    default="pass",
-    show_default=True,
     help="Whether a row made inconclusive because a run was not alone (flagged cpu-busy, "
-    "other-fio or steal on either side) fails the gate (a warning names them either way).",
+    "other-fio or steal on either side) fails the gate (a warning names them either way); "
+    "default: the config file's, else pass.",
 )
 @click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML to this file.")
 @click.option(
@@ -234,8 +262,8 @@ def _result(
 )
 def gate(
     result: GateResult,
-    on_inconclusive: str,
-    host_noise: str,
+    on_inconclusive: str | None,
+    host_noise: str | None,
     junit: str | None,
     fmt: str,
     app_url: str | None,
@@ -256,7 +284,9 @@ def gate(
       fiolake gate --campaign B --baseline-label kernel=6.1   # the last 6.1 campaign
       fiolake gate --campaign B --baseline-runs since:7d      # the week before B
     """
-    min_effect = result.min_effect
+    config = result.config
+    on_inconclusive = on_inconclusive or (config and config.inconclusive) or "pass"
+    host_noise = host_noise or (config and config.host_noise) or "pass"
     if junit:
         write_atomic(Path(junit), junit_xml(result))  # a failure exits 2: EVERY_PROBLEM_IS_USAGE
     if fmt == "md":
@@ -268,8 +298,9 @@ def gate(
             "baseline_kind": result.baseline_kind,
             "families": result.families,
             "min_effect": result.min_effect,
+            "config": config.describe() if config else None,
             "rows": [{"backend": g.backend, **{f: getattr(g.row, f) for f in FIELDS},
-                      "reason": g.reason or None}
+                      "reason": g.reason or None, "min_effect": g.min_effect}
                      for g in result.rows],
         }  # fmt: skip
         click.echo(json.dumps(doc, indent=2, default=str))
@@ -279,7 +310,7 @@ def gate(
         emit(cols, [(g.backend, g.row.profile, g.row.job_name, g.row.direction, g.row.metric,
                      ratio_text(g.row.metric, g.row.ratio, g.row.ratio_ci_low,
                                 g.row.ratio_ci_high),
-                     p_text(g.row.p_adjusted), label(g.row, min_effect, g.reason))
+                     p_text(g.row.p_adjusted), label(g.row, g.min_effect, g.reason))
                     for g in result.rows], "table")  # fmt: skip
     _warn(result)
     click.echo(
@@ -289,6 +320,8 @@ def gate(
         f"family: {'; '.join(result.families)}",
         err=True,
     )
+    if config:
+        click.echo(f"config: {config.words()}", err=True)
     if (
         result.worse
         or (on_inconclusive == "fail" and result.inconclusive)
@@ -310,6 +343,6 @@ def _warn(result: GateResult) -> None:
     rest = [g for g in result.inconclusive if not g.reason]
     if rest:
         names = ", ".join(
-            f"{_case(g)} ({decider(g.row, result.min_effect) or 'more runs'})" for g in rest
+            f"{_case(g)} ({decider(g.row, g.min_effect) or 'more runs'})" for g in rest
         )
         click.echo(f"warning: inconclusive: {names}", err=True)

@@ -51,7 +51,7 @@ def html_report(result: GateResult, app_url: str | None, data: ReportData) -> st
     rows = []
     for g in result.rows:
         r = g.row
-        cell = e(label(r, result.min_effect, g.reason))
+        cell = e(label(r, g.min_effect, g.reason))
         if link:
             cell = f'<a href="{e(link)}">{cell}</a>'
         cells = [g.backend, r.profile, r.job_name, r.direction, r.metric,
@@ -76,7 +76,8 @@ def html_report(result: GateResult, app_url: str | None, data: ReportData) -> st
         "<tbody>", *rows, "</tbody></table>",
         "<p>Worst first. Ratios of geometric means (new / baseline) with 95 % CIs; "
         "p-values Holm-adjusted per backend; minimum effect "
-        f"±{result.min_effect:.0%}. Families: {e('; '.join(result.families))}.</p>",
+        f"±{result.min_effect:.0%}. Families: {e('; '.join(result.families))}."
+        + (f" Config: {e(result.config.words())}." if result.config else "") + "</p>",
         *_charts(result, data),
         *_environment(result, data),
         f"<p>Reproduce: <code>{e(reproduce(result))}</code></p>",
@@ -116,7 +117,7 @@ def _charts(result: GateResult, data: ReportData) -> list[str]:
         Whisker(
             f"{g.backend} · {g.row.job_name} {g.row.direction} · {g.row.metric}",
             g.row.ratio, g.row.ratio_ci_low, g.row.ratio_ci_high, g.row.verdict,
-            f"{label(g.row, result.min_effect, g.reason)}: "
+            f"{label(g.row, g.min_effect, g.reason)}: "
             + ratio_text(g.row.metric, g.row.ratio, g.row.ratio_ci_low, g.row.ratio_ci_high),
         )
         for g in result.rows

@@ -14,7 +14,7 @@ from fiolake.aggregator.lake.lake import Lake
 from fiolake.aggregator.rows.envdiff import ENV_COLUMNS
 from fiolake.aggregator.rows.filters import RunFilter, runs_columns, validate
 from fiolake.aggregator.rows.series import fetch_rows
-from fiolake.aggregator.stats import host_noise, stats
+from fiolake.aggregator.stats import gate_config, host_noise, stats
 from fiolake.aggregator.stats.compare import (
     DEFAULT_METRICS,
     INCONCLUSIVE,
@@ -33,6 +33,7 @@ class GateRow:
     backend: str
     row: CompareRow  # group = the new campaign, against the baseline campaign
     reason: str = ""  # why a row is inconclusive beyond its numbers (`host busy (…)`)
+    min_effect: float = stats.DEFAULT_MIN_EFFECT  # the row's own (fiolake-gate.toml)
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class GateResult:
     families: list[str]
     min_effect: float
     baseline_kind: str = "campaign"  # or "window": every comparable run of a window
+    config: gate_config.GateConfig | None = None  # the fiolake-gate.toml it read (gate_config)
 
     @property
     def worse(self) -> list[GateRow]:
@@ -150,6 +152,7 @@ def gate(
     since: str | None = None,
     metrics: list[str] | tuple[str, ...] = DEFAULT_METRICS,
     min_effect: float = stats.DEFAULT_MIN_EFFECT,
+    config: gate_config.GateConfig | None = None,
 ) -> GateResult:
     """Set `campaign` per backend against one baseline: the campaign `baseline`; the
     newest earlier campaign whose runs carry `label` (KEY, VALUE); every comparable run
@@ -157,6 +160,7 @@ def gate(
 
     UsageProblem when more than one is given, when the campaigns are the same, or when
     no row of the new campaign has a baseline row of the same backend and effective job.
+    With `config`, each row is judged at its own threshold (`gate_config.effect_of`).
     """
     if sum(x is not None for x in (baseline, label, since)) > 1:
         raise UsageProblem(
@@ -198,12 +202,19 @@ def gate(
     rows: list[GateRow] = []
     families: list[str] = []
     for backend, filt, pools in asked:
-        result = compare(lake, by="campaign_id", baseline=name, metrics=metrics, filt=filt,
-                         min_effect=min_effect, pools=pools)  # fmt: skip
-        families.append(result.family)
         busy = host_noise.busy_jobs(lake, filt, pools)  # issue 34: host noise
-        rows += [GateRow(backend, *host_noise.judge(r, busy))
-                 for r in result.rows if r.group == campaign]  # fmt: skip
+        effects = config.effects(min_effect) if config else [min_effect]  # issue 34: toml
+        for effect in effects:
+            result = compare(lake, by="campaign_id", baseline=name, metrics=metrics, filt=filt,
+                             min_effect=effect, pools=pools)  # fmt: skip
+            if effect == min_effect:
+                families.append(result.family)
+            mine = [
+                r for r in result.rows
+                if r.group == campaign
+                and gate_config.effect_of(config, backend, r, min_effect) == effect
+            ]  # fmt: skip
+            rows += [GateRow(backend, *host_noise.judge(r, busy), effect) for r in mine]
     if not any(g.row.ratio is not None for g in rows):
         raise UsageProblem(
             f"nothing comparable: campaign '{campaign}' and baseline '{name}' share no "
@@ -211,4 +222,4 @@ def gate(
             "run the same job files on the same backends, or choose another baseline"
         )
     kind = "window" if since is not None else "campaign"
-    return GateResult(campaign, name, sorted(rows, key=_order), families, min_effect, kind)
+    return GateResult(campaign, name, sorted(rows, key=_order), families, min_effect, kind, config)

@@ -51,7 +51,7 @@ table = pd.DataFrame(
                 g.row.metric, g.row.ratio, g.row.ratio_ci_low, g.row.ratio_ci_high
             ),
             "p (adjusted)": p_text(g.row.p_adjusted),
-            "verdict": label(g.row, result.min_effect, g.reason),
+            "verdict": label(g.row, g.min_effect, g.reason),
         }
         for g in result.rows
     ]
