@@ -967,6 +967,32 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         "(docs/ci.md shows one)\n",
     ),
     (
+        ["gate", "accept", "--lake", "{lake}", "--campaign", "../x", "--reason", "r"],
+        {},
+        2,
+        "Error: Invalid value for '--campaign': invalid campaign id '../x' — use letters, "
+        "digits, '.', '_' or '-' (at most 128, starting with a letter or digit)\n",
+    ),
+    (
+        ["gate", "accept", "--lake", "{lake}", "--campaign", "nope", "--reason", "new fw"],
+        {},
+        2,
+        no_runs("campaign", "nope", "campaign_id"),
+    ),
+    (
+        ["gate", "accept", "--lake", "{lake}", "--campaign", "c-bad-input", "--reason", " "],
+        {},
+        2,
+        "Error: --reason must say why the change is intended in 1 to 2000 characters — e.g. "
+        "--reason 'firmware 2.1: write cache off on purpose'\n",
+    ),
+    (
+        ["gate", "accept", "--lake", "{lake}", "--campaign", "c-bad-input"],
+        {},
+        2,
+        "Error: Missing option '--reason'.\n",
+    ),
+    (
         ["publish", "random-reads", "--backend", "x", "--repeat", "1001"],
         {},
         2,

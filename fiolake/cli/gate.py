@@ -30,6 +30,7 @@ from fiolake.atomic import write_atomic
 from fiolake.cli import lake_option, problems_are_usage
 from fiolake.cli.common import connect, parse_labels
 from fiolake.cli.comparisons import metric_option, min_effect_option
+from fiolake.cli.gate_accept import GateCommand
 from fiolake.cli.output import emit
 
 if TYPE_CHECKING:
@@ -231,7 +232,7 @@ def _result(
         return result, extra(handle, result) if extra else None
 
 
-@click.command()
+@click.command(cls=GateCommand)
 @gate_question
 @click.option(
     "--inconclusive",
@@ -283,6 +284,7 @@ def gate(
       fiolake gate --campaign B --baseline-campaign A --junit gate.xml --format md
       fiolake gate --campaign B --baseline-label kernel=6.1   # the last 6.1 campaign
       fiolake gate --campaign B --baseline-runs since:7d      # the week before B
+      fiolake gate accept --campaign B --reason 'firmware 2.1'  # B is intended: baseline
     """
     config = result.config
     on_inconclusive = on_inconclusive or (config and config.inconclusive) or "pass"

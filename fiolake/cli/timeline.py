@@ -95,6 +95,12 @@ def trend(
     help="Keep change points whose (selection-corrected) p-value is at most this.",
 )
 @click.option("--all", "include_better", is_flag=True, help="Show improvements too.")
+@click.option(
+    "--accepted",
+    "include_accepted",
+    is_flag=True,
+    help="List change points at accepted campaigns too (`gate accept`), marked as such.",
+)
 def regressions(
     lake: str,
     fmt: str,
@@ -105,6 +111,7 @@ def regressions(
     metrics: tuple[str, ...],
     max_pvalue: float,
     include_better: bool,
+    include_accepted: bool,
 ) -> None:
     """Where a series of comparable runs changed for the worse (change points).
 
@@ -129,15 +136,19 @@ def regressions(
             filt=filt,
             max_pvalue=max_pvalue,
             include_better=include_better,
+            include_accepted=include_accepted,
         )
+    hidden = report.accepted if not include_accepted else 0
     click.echo(
         f"{len(report.rows)} change point(s) in {report.series} series "
-        f"({report.too_short} too short to test); p ≤ {max_pvalue:g}",
+        f"({report.too_short} too short to test); p ≤ {max_pvalue:g}"
+        + (f"; {hidden} at accepted campaigns not listed (--accepted)" if hidden else ""),
         err=True,
     )
     cols = ["backend", "profile", "job_name", "direction", "metric", "at", "ratio",
             "ratio_ci_low", "ratio_ci_high", "p_value", "verdict", "n_before", "n_after",
-            "run_before", "run_after", "env_changes", "effective_job_sha256"]  # fmt: skip
+            "run_before", "run_after", "env_changes", "effective_job_sha256",
+            "accepted"]  # fmt: skip
     rows: list[tuple[object, ...]]
     if fmt != "table":
         rows = [
@@ -159,6 +170,7 @@ def regressions(
                 c.run_after,
                 c.env_changes,
                 c.effective_job_sha256,
+                c.accepted or None,
             )  # fmt: skip
             for c in report.rows
         ]
@@ -174,7 +186,7 @@ def regressions(
             iso_utc(c.at, "minutes") if c.at else MISSING,
             ratio_text(c.metric, c.ratio, c.ratio_ci_low, c.ratio_ci_high),
             p_text(c.p_value),
-            MARKS.get(c.verdict, c.verdict),
+            MARKS.get(c.verdict, c.verdict) + (f" ({c.accepted})" if c.accepted else ""),
             f"{c.n_before}/{c.n_after}",
             f"{c.run_before} → {c.run_after}",
             "; ".join(c.env_changes) or MISSING,

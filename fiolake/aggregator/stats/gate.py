@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fiolake.aggregator.lake.lake import Lake
+from fiolake.aggregator.lake.accepted import acceptances
+from fiolake.aggregator.lake.lake import Lake, literals
 from fiolake.aggregator.rows.envdiff import ENV_COLUMNS
 from fiolake.aggregator.rows.filters import RunFilter, runs_columns, validate
 from fiolake.aggregator.rows.series import fetch_rows
@@ -72,16 +73,20 @@ _NEW_JOBS = """new AS (SELECT DISTINCT backend, effective_job_sha256 FROM runs
 
 def default_baseline(lake: Lake, campaign: str, label: tuple[str, str] | None = None) -> str:
     """The newest campaign started before `campaign` that ran one of its effective jobs on
-    one of its backends — with `label` (KEY, VALUE), one whose runs carry it (`label_sql`);
-    UsageProblem when there is none."""
+    one of its backends — the newest accepted one (`lake.accepted`) when there is one;
+    with `label` (KEY, VALUE), the newest whose runs carry it (`label_sql`); UsageProblem
+    when there is none."""
     cond, args = label_sql(lake, *label) if label else ("true", [])
+    # issue 34: without a label, an accepted campaign comes first (gate accept)
+    first = "false" if label else f"r.campaign_id IN ({literals(['', *acceptances(lake)])})"
     found = fetch_rows(
         lake,
         f"""WITH {_NEW_JOBS}
            SELECT r.campaign_id FROM runs r JOIN new USING (backend, effective_job_sha256)
            WHERE r.status = 'ok' AND r.campaign_id <> ?
              AND r.started_at < (SELECT t0 FROM start) AND {cond}
-           GROUP BY r.campaign_id ORDER BY max(r.started_at) DESC LIMIT 1""",
+           GROUP BY r.campaign_id ORDER BY bool_or({first}) DESC, max(r.started_at) DESC
+           LIMIT 1""",
         [campaign, campaign, campaign, *args],
     )
     if found:

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from fiolake.aggregator.lake import columns
+from fiolake.aggregator.lake.accepted import acceptances, campaigns_of_runs
 from fiolake.aggregator.lake.lake import Lake
 from fiolake.aggregator.rows.envdiff import env_diff
 from fiolake.aggregator.rows.filters import RunFilter, validate
@@ -48,6 +49,7 @@ class ChangePoint:
     run_before: str
     run_after: str
     env_changes: list[str] = field(default_factory=list)  # e.g. "kernel 6.1 → 6.8"
+    accepted: str = ""  # `accepted by … at …: why` when run_after's campaign is accepted
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ class RegressionReport:
     rows: list[ChangePoint]
     series: int
     too_short: int  # series with fewer than MIN_POINTS runs
+    accepted: int = 0  # change points at accepted campaigns (left out unless asked for)
 
 
 def _describe(lake: Lake, before: str, after: str) -> list[str]:
@@ -111,8 +114,11 @@ def regressions(
     max_pvalue: float = DEFAULT_MAX_PVALUE,
     include_better: bool = False,
     now: datetime | None = None,
+    include_accepted: bool = False,
 ) -> RegressionReport:
-    """Change points per series over the runs of the last `since` (all when None)."""
+    """Change points per series over the runs of the last `since` (all when None); one
+    whose first run after belongs to an accepted campaign (`lake.accepted`) is marked and
+    left out unless `include_accepted` (counted in `accepted`)."""
     filt = filt or RunFilter()
     metrics = check_metrics(lake, metrics)
     if since is not None:
@@ -136,7 +142,22 @@ def regressions(
             rows += _series_points(key, metric, values, max_pvalue)
     if not include_better:
         rows = [r for r in rows if r.verdict == WORSE]
+    hidden = mark_accepted(lake, rows)  # issue 34: accepted changes
+    if not include_accepted:
+        rows = [r for r in rows if not r.accepted]
     for row in rows:
         row.env_changes = _describe(lake, row.run_before, row.run_after)
     rows.sort(key=lambda r: (-stats.effect_size(r.ratio), r.backend))
-    return RegressionReport(rows, series, too_short)
+    return RegressionReport(rows, series, too_short, hidden)
+
+
+def mark_accepted(lake: Lake, rows: list[ChangePoint]) -> int:
+    """Mark each change point whose first run after is of an accepted campaign; how many."""
+    accepted = acceptances(lake)
+    if not accepted or not rows:
+        return 0
+    campaign_of = campaigns_of_runs(lake, sorted({r.run_after for r in rows}))
+    for row in rows:
+        found = accepted.get(campaign_of.get(row.run_after, ""))
+        row.accepted = found.words() if found else ""
+    return sum(1 for r in rows if r.accepted)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from fiolake.aggregator.lake import columns
+from fiolake.aggregator.lake.accepted import acceptances, campaigns_of_runs
 from fiolake.aggregator.lake.lake import Lake, literal
 from fiolake.aggregator.rows.filters import RunFilter, validate
 from fiolake.aggregator.rows.series import fetch_rows
@@ -29,6 +30,7 @@ class TrendPoint:
     n: int  # runs behind the value
     run_id: str | None  # set for bucket=run
     change_point: bool = False  # the first point after a change (E-Divisive, see regressions)
+    accepted: str = ""  # a change point at an accepted campaign: `accepted by … at …: why`
 
 
 def trend(
@@ -67,7 +69,22 @@ def trend(
     points = [TrendPoint(*row) for row in fetch_rows(lake, sql)]
     if not points:
         raise LakeError(f"no successful runs with results match {filt.describe()}")
-    return _mark_change_points(points)
+    return _mark_accepted(lake, _mark_change_points(points))  # issue 34: accepted changes
+
+
+def _mark_accepted(lake: Lake, points: list[TrendPoint]) -> list[TrendPoint]:
+    """Change points (of runs) whose run's campaign is accepted carry who, when and why."""
+    runs = [p.run_id for p in points if p.change_point and p.run_id]
+    accepted = acceptances(lake) if runs else {}
+    if not accepted:
+        return points
+    campaign_of = campaigns_of_runs(lake, runs)
+    return [
+        replace(p, accepted=found.words())
+        if p.change_point and (found := accepted.get(campaign_of.get(p.run_id or "", "")))
+        else p
+        for p in points
+    ]
 
 
 def _mark_change_points(points: list[TrendPoint]) -> list[TrendPoint]:

@@ -61,12 +61,13 @@ frame = pd.DataFrame(
         "runs": p.n,
         "run": p.run_id or "",
         "change": p.change_point,
+        "accepted": p.accepted,
         "when": when(p.at),
     }
     for p in points
 )
 title = f"{metric} ({unit})" if unit else metric
-tooltip = ["backend", "when", alt.Tooltip("value:Q", format=".4g"), "runs", "run"]
+tooltip = ["backend", "when", alt.Tooltip("value:Q", format=".4g"), "runs", "run", "accepted"]
 base = alt.Chart(frame).encode(x=time_axis("at"), y=alt.Y("value:Q", title=title))
 # Dots for a readable number of points only: thousands of marks slow the browser down.
 lines = base.mark_line(point=alt.OverlayMarkDef(size=18) if len(frame) <= 400 else False).encode(
@@ -81,7 +82,9 @@ rules = (
 show(alt.layer(rules, lines).properties(height=420))
 st.caption(
     f"{len(frame):,} points; dashed lines: change points (E-Divisive means, as `fiolake "
-    "regressions`), at the first point after the change. Times are run starts in UTC."
+    "regressions`), at the first point after the change; a change at an accepted campaign "
+    "(`fiolake gate accept`) says so in its tooltip and is no regression. Times are run "
+    "starts in UTC."
 )
 
 if changes.empty:
@@ -89,12 +92,17 @@ if changes.empty:
     st.stop()
 st.subheader("What changed across a change point")
 labels = {
-    int(i): f"{b} · {w}"
-    for i, b, w in zip(changes.index, changes["backend"], changes["when"], strict=True)
+    int(i): f"{b} · {w}" + (" · accepted" if a else "")
+    for i, b, w, a in zip(
+        changes.index, changes["backend"], changes["when"], changes["accepted"], strict=True
+    )
 }
 picked = st.selectbox(
     "Change point", list(labels), format_func=labels.__getitem__, key="change", bind="query-params"
 )
+accepted_words = str(frame.at[picked, "accepted"])
+if accepted_words:
+    st.success(f"This change is {accepted_words} — not a regression.")
 if bucket != "run":
     st.info("Pick one point per run to compare the runs on both sides of a change.")
     st.stop()
