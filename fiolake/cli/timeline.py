@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from fiolake.aggregator.stats.verdict_text import MARKS
+from fiolake.aggregator.stats.verdict_text import MARKS, times
 from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import connect
 from fiolake.cli.comparisons import (
@@ -28,6 +28,14 @@ from fiolake.units import MISSING
 @since_option
 @click.option("--metric", default="iops", show_default=True, help="results column to follow.")
 @click.option(
+    "--min-segment",
+    type=click.IntRange(2, 100),
+    default=3,
+    show_default=True,
+    help="Nights (campaigns) each side of a change point: one odd night is an outlier, "
+    "not a change.",
+)
+@click.option(
     "--bucket",
     type=click.Choice(["run", "day"]),
     default="run",
@@ -42,6 +50,7 @@ def trend(
     profile: str | None,
     since: str | None,
     metric: str,
+    min_segment: int,
     bucket: str,
 ) -> None:
     """A metric over time per backend, profile, job and direction; change points marked."""
@@ -51,7 +60,7 @@ def trend(
 
     filt = run_filter(campaign, backends, profile, since)
     with connect(lake, SUMMARY_TABLES) as handle:
-        points = metric_trend(handle, metric, filt=filt, bucket=bucket)
+        points = metric_trend(handle, metric, filt=filt, bucket=bucket, min_segment=min_segment)
     at = "started_at" if bucket == "run" else "day"
     cols = ["backend", "profile", "job_name", "direction", at, metric, "n", "change_point",
             "run_id"]  # fmt: skip
@@ -94,6 +103,14 @@ def trend(
     show_default=True,
     help="Keep change points whose (selection-corrected) p-value is at most this.",
 )
+@click.option(
+    "--min-segment",
+    type=click.IntRange(2, 100),
+    default=3,
+    show_default=True,
+    help="Nights (campaigns) each side of a change point: one odd night is an outlier, "
+    "not a change.",
+)
 @click.option("--all", "include_better", is_flag=True, help="Show improvements too.")
 @click.option(
     "--accepted",
@@ -110,6 +127,7 @@ def regressions(
     since: str,
     metrics: tuple[str, ...],
     max_pvalue: float,
+    min_segment: int,
     include_better: bool,
     include_accepted: bool,
 ) -> None:
@@ -118,8 +136,11 @@ def regressions(
     \b
     A series is backend × profile × job × direction × effective job × metric in time
     order; change points come from E-Divisive means with a merge pass (as Apache Otava
-    does it). Each lists the ratio after/before with its 95 % CI, the p-value, the runs
-    on both sides and what changed between them (kernel, fio, job…). Worst first.
+    does it) over its nights (campaigns), --min-segment nights each side: a single odd
+    night is listed as an outlier on stderr, not as a change. Each change lists the ratio
+    after/before with its 95 % CI, the p-value, the runs on both sides and what changed
+    between them (kernel, fio, job…). Worst first; change points at accepted campaigns
+    (`gate accept`) only with --accepted.
       fiolake regressions --since 7d --backend nvme
     """
     from fiolake.aggregator.lake.lake import SUMMARY_TABLES
@@ -137,6 +158,7 @@ def regressions(
             max_pvalue=max_pvalue,
             include_better=include_better,
             include_accepted=include_accepted,
+            min_segment=min_segment,
         )
     hidden = report.accepted if not include_accepted else 0
     click.echo(
@@ -145,6 +167,13 @@ def regressions(
         + (f"; {hidden} at accepted campaigns not listed (--accepted)" if hidden else ""),
         err=True,
     )
+    for o in report.outliers:
+        click.echo(
+            f"outlier night: {o.backend} · {o.profile} · {o.job_name} · {o.direction} · "
+            f"{o.metric}: campaign {o.campaign} at {times(o.ratio)} the other nights of its "
+            "segment — one night, not a change",
+            err=True,
+        )
     cols = ["backend", "profile", "job_name", "direction", "metric", "at", "ratio",
             "ratio_ci_low", "ratio_ci_high", "p_value", "verdict", "n_before", "n_after",
             "run_before", "run_after", "env_changes", "effective_job_sha256",
