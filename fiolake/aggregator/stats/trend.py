@@ -78,15 +78,16 @@ def trend(
     if not points:
         raise LakeError(f"no successful runs with results match {filt.describe()}")
     marked = _mark_change_points(points, min_segment)
-    return _mark_accepted(lake, marked)  # issue 34: accepted changes
+    return mark_accepted(lake, marked)  # issue 34: accepted changes
 
 
-def _mark_accepted(lake: Lake, points: list[TrendPoint]) -> list[TrendPoint]:
-    """Change points (of runs) whose run's campaign is accepted carry who, when and why."""
+def mark_accepted(lake: Lake, points: list[TrendPoint]) -> list[TrendPoint]:
+    """The points with each change point at an accepted campaign carrying who, when and
+    why (and every other point none): cheap, so a cached trend can be re-marked."""
     accepted = acceptances(lake) if any(p.change_point and p.campaign for p in points) else {}
     return [
-        replace(p, accepted=found.words())
-        if p.change_point and (found := accepted.get(p.campaign or ""))
+        replace(p, accepted=found.words() if (found := accepted.get(p.campaign or "")) else "")
+        if p.change_point
         else p
         for p in points
     ]

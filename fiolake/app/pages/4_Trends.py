@@ -12,9 +12,9 @@ from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.latency import profiles_by_runs
 from fiolake.aggregator.rows.series import cases_of, distinct
 from fiolake.aggregator.stats.compare import metric_columns
-from fiolake.aggregator.stats.trend import trend
+from fiolake.aggregator.stats.trend import mark_accepted, trend
 from fiolake.app.charts import backend_colour, show, time_axis, when
-from fiolake.app.common import get_lake, run_or_stop
+from fiolake.app.common import call_or_stop, get_lake, run_or_stop
 
 st.set_page_config(page_title="fiolake · Trends", layout="wide")
 st.title("Trends")
@@ -52,6 +52,8 @@ if not backends or profile is None or case is None:
 
 filt = RunFilter(backends=tuple(backends), profile=profile)
 points = run_or_stop(trend, lake, metric, filt=filt, bucket=bucket, case=tuple(case))
+# Acceptances are no commits: the cached answer is re-marked with the lake's records now.
+points = call_or_stop(mark_accepted, lake, points)
 divisor, unit = display_scale(metric, max((p.value or 0.0) for p in points))
 frame = pd.DataFrame(
     {
