@@ -11,6 +11,7 @@ import functools
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -100,7 +101,7 @@ def markdown(result: GateResult, app_url: str | None) -> str:
             f"| {g.backend} | {r.profile} | {r.job_name} | {r.direction} | {r.metric} | "
             f"{ratio} | {p_text(r.p_adjusted)} | {verdict} |"
         )
-    lines += ["", "Families: " + "; ".join(result.families)]
+    lines += ["", "Families: " + "; ".join(result.families), "", f"Nights: {result.nights_words()}"]
     return "\n".join(lines) + "\n"
 
 
@@ -301,8 +302,10 @@ def gate(
             "families": result.families,
             "min_effect": result.min_effect,
             "config": config.describe() if config else None,
+            "nights": result.nights_words(),
             "rows": [{"backend": g.backend, **{f: getattr(g.row, f) for f in FIELDS},
-                      "reason": g.reason or None, "min_effect": g.min_effect}
+                      "reason": g.reason or None, "min_effect": g.min_effect, "mde": g.mde,
+                      "nights": asdict(g.night) if g.night else None}
                      for g in result.rows],
         }  # fmt: skip
         click.echo(json.dumps(doc, indent=2, default=str))
@@ -322,6 +325,7 @@ def gate(
         f"family: {'; '.join(result.families)}",
         err=True,
     )
+    click.echo(f"nights: {result.nights_words()}", err=True)
     if config:
         click.echo(f"config: {config.words()}", err=True)
     if (
@@ -342,9 +346,9 @@ def _warn(result: GateResult) -> None:
             "host, or --host-noise fail to fail on it",
             err=True,
         )
-    rest = [g for g in result.inconclusive if not g.reason]
+    rest = [g for g in result.inconclusive if g not in result.host_busy]
     if rest:
         names = ", ".join(
-            f"{_case(g)} ({decider(g.row, g.min_effect) or 'more runs'})" for g in rest
+            f"{_case(g)} ({g.reason or decider(g.row, g.min_effect) or 'more runs'})" for g in rest
         )
         click.echo(f"warning: inconclusive: {names}", err=True)

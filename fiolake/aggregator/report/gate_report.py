@@ -77,7 +77,8 @@ def html_report(result: GateResult, app_url: str | None, data: ReportData) -> st
         "<p>Worst first. Ratios of geometric means (new / baseline) with 95 % CIs; "
         "p-values Holm-adjusted per backend; minimum effect "
         f"±{result.min_effect:.0%}. Families: {e('; '.join(result.families))}."
-        + (f" Config: {e(result.config.words())}." if result.config else "") + "</p>",
+        + (f" Config: {e(result.config.words())}." if result.config else "")
+        + f" Nights: {e(result.nights_words())}.</p>",
         *_charts(result, data),
         *_environment(result, data),
         f"<p>Reproduce: <code>{e(reproduce(result))}</code></p>",

@@ -15,7 +15,7 @@ from fiolake.aggregator.lake.lake import Lake, literals
 from fiolake.aggregator.rows.envdiff import ENV_COLUMNS
 from fiolake.aggregator.rows.filters import RunFilter, runs_columns, validate
 from fiolake.aggregator.rows.series import fetch_rows
-from fiolake.aggregator.stats import gate_config, host_noise, stats
+from fiolake.aggregator.stats import gate_config, host_noise, nights, stats
 from fiolake.aggregator.stats.compare import (
     DEFAULT_METRICS,
     INCONCLUSIVE,
@@ -35,6 +35,8 @@ class GateRow:
     row: CompareRow  # group = the new campaign, against the baseline campaign
     reason: str = ""  # why a row is inconclusive beyond its numbers (`host busy (…)`)
     min_effect: float = stats.DEFAULT_MIN_EFFECT  # the row's own (fiolake-gate.toml)
+    night: nights.NightModel | None = None  # the new night against earlier nights
+    mde: float | None = None  # smallest drop it could have detected (80 % power), fraction
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,17 @@ class GateResult:
     def inconclusive(self) -> list[GateRow]:
         """Rows neither shown different nor shown equivalent."""
         return [g for g in self.rows if g.row.verdict == INCONCLUSIVE]
+
+    def nights_words(self) -> str:
+        """The footer's line on the night-to-night model and the minimum detectable effect."""
+        known = [g.night for g in self.rows if g.night is not None]
+        most = max((n.nights for n in known), default=0)
+        mde = nights.mde_words([g.mde for g in self.rows])
+        if most < nights.MIN_NIGHTS:
+            where = next((n.words() for n in known), "baseline is one night")
+        else:
+            where = f"the new night against up to {most} earlier nights (campaign as the unit)"
+        return where + (f"; smallest drop it could detect (80 % power): {mde}" if mde else "")
 
     @property
     def host_busy(self) -> list[GateRow]:
@@ -148,6 +161,21 @@ def _order(g: GateRow) -> tuple[int, float]:
     return rank, -size
 
 
+def _judged(
+    backend: str,
+    row: CompareRow,
+    busy: dict[tuple[str, str], host_noise.HostNoise],
+    model: dict[nights.Key, nights.NightModel],
+    effect: float,
+) -> GateRow:
+    """Issue 34: the night model's verdict (the campaign the unit), then host noise's veto."""
+    night = model.get(nights.key(row))
+    row, why = nights.judge(row, night, effect)
+    row, busy_why = host_noise.judge(row, busy)
+    mde = night.mde if night and night.mde is not None else nights.run_mde(row)
+    return GateRow(backend, row, busy_why or why, effect, night, mde)
+
+
 def gate(
     lake: Lake,
     campaign: str,
@@ -206,8 +234,10 @@ def gate(
         ]
     rows: list[GateRow] = []
     families: list[str] = []
+    default = baseline is None and label is None and since is None
     for backend, filt, pools in asked:
         busy = host_noise.busy_jobs(lake, filt, pools)  # issue 34: host noise
+        earlier = nights.earlier(lake, campaign, backend, name, pools, default)  # issue 34
         effects = config.effects(min_effect) if config else [min_effect]  # issue 34: toml
         for effect in effects:
             result = compare(lake, by="campaign_id", baseline=name, metrics=metrics, filt=filt,
@@ -219,7 +249,8 @@ def gate(
                 if r.group == campaign
                 and gate_config.effect_of(config, backend, r, min_effect) == effect
             ]  # fmt: skip
-            rows += [GateRow(backend, *host_noise.judge(r, busy), effect) for r in mine]
+            model = nights.models(lake, campaign, backend, earlier, metrics, effect)
+            rows += [_judged(backend, r, busy, model, effect) for r in mine]
     if not any(g.row.ratio is not None for g in rows):
         raise UsageProblem(
             f"nothing comparable: campaign '{campaign}' and baseline '{name}' share no "
