@@ -5,6 +5,8 @@ runs alone), then `hogged` (800 IOPS, every run flagged `cpu-busy` with 45 % of 
 used outside fio) and `slow` (800 IOPS, alone). `slow` against `quiet` is worse (exit 1);
 `hogged` is `inconclusive: host busy (outside CPU 45 %)`, exit 0 with a warning, and exit
 1 with --host-noise fail; JSON, Markdown, JUnit and the offline report say the same.
+`disk` (100 IOPS, flagged the same way) is 10× slower: more than 45 % of a core could
+explain, so it stays worse.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     night(store, "quiet", 0, 1000, outside_cpu_pct=3.0, flags=[])
     night(store, "hogged", 1, 800, outside_cpu_pct=45.2, flags=["cpu-busy"])
     night(store, "slow", 2, 800, outside_cpu_pct=2.0, flags=[])
+    night(store, "disk", 3, 100, outside_cpu_pct=45.2, flags=["cpu-busy"])
     return root
 
 
@@ -72,6 +75,13 @@ def test_a_hogged_night_is_inconclusive_host_busy_and_passes_with_a_warning(lake
         "to fail on it\n"
     ) in res.stderr
     assert "0 worse, 1 inconclusive (1 of them host busy (outside CPU 45 %)" in res.stderr
+
+
+def test_a_change_bigger_than_the_load_explains_stays_worse(lake: Path) -> None:
+    res = gate(lake, "disk", "--format", "json")  # 10× slower: 45 % of a core is no excuse
+    assert res.exit_code == 1, res.output
+    (row,) = json.loads(res.stdout)["rows"]
+    assert (row["verdict"], row["reason"]) == ("worse", None)
 
 
 def test_host_noise_fail_fails_the_gate(lake: Path) -> None:

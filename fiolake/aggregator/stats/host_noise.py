@@ -5,13 +5,16 @@ used more than a quarter of a core, `other-fio`, `steal`) and the figures behind
 (`runs.outside_cpu_pct`, `runs.steal_pct`). A CPU hog slows a CPU-bound job (fsync on
 tmpfs) by 10–30 % while the disk is unchanged, so a `worse` (or an undecided) row with a
 flagged run on either side is `inconclusive` with the reason, e.g. `host busy (outside CPU
-45 %)` — the figure the busiest flagged run recorded. `better` and `equivalent` stand: a
-busy host slows runs down, it does not make them equal or faster. The gate exits 0 on
-such rows with a warning unless `--host-noise fail` (docs/ci.md).
+45 %)` — the figure the busiest flagged run recorded — unless the change is bigger than
+that contention could cause (`HostNoise.explains`: 1 + outside CPU, ×2 with another fio).
+`better` and `equivalent` stand: a busy host slows runs down, it does not make them equal
+or faster. The gate exits 0 on such rows with a warning unless `--host-noise fail`
+(docs/ci.md).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -33,6 +36,14 @@ class HostNoise:
     flags: tuple[str, ...]
     outside_cpu_pct: float | None  # the highest any flagged run recorded, % of one core
     steal_pct: float | None
+
+    def explains(self) -> float:
+        """The largest slowdown this much contention could cause: a CPU-bound job sharing
+        its core with the outside work (1 + outside CPU / 100 %), halved again by another
+        fio and by the CPU stolen."""
+        factor = 1.0 + (self.outside_cpu_pct or 0.0) / 100.0
+        factor *= 2.0 if "other-fio" in self.flags else 1.0
+        return factor * (1.0 + (self.steal_pct or 0.0) / 100.0)
 
     def reason(self) -> str:
         """`host busy (outside CPU 45 %)`, `host busy (another fio; steal 7 %)`."""
@@ -69,8 +80,20 @@ def busy_jobs(
 
 def judge(row: CompareRow, busy: Mapping[tuple[str, str], HostNoise]) -> tuple[CompareRow, str]:
     """`row` and '' when its runs were alone or its verdict stands; else the row made
-    `inconclusive` and the reason (`host busy (outside CPU 45 %)`)."""
+    `inconclusive` and the reason (`host busy (outside CPU 45 %)`). A change bigger than
+    the busy host could explain (`HostNoise.explains`, judged at the CI bound nearest to
+    1×) stays `worse`: a disk 100× slower is not a CPU hog."""
     noise = busy.get((row.profile, row.effective_job_sha256 or ""))
     if noise is None or row.verdict not in (WORSE, INCONCLUSIVE):
         return row, ""
+    if row.verdict == WORSE and _surely(row) > noise.explains():
+        return row, ""
     return replace(row, verdict=INCONCLUSIVE), noise.reason()
+
+
+def _surely(row: CompareRow) -> float:
+    """The factor the row changed by at least (the 95 % CI bound nearest to 1×), ≥ 1."""
+    bounds = [b for b in (row.ratio_ci_low, row.ratio_ci_high) if b] or [row.ratio or 1.0]
+    if min(bounds) < 1.0 < max(bounds):
+        return 1.0
+    return math.exp(min(abs(math.log(b)) for b in bounds))

@@ -133,11 +133,11 @@ def models(
             continue
         for metric, new in by_metric.items():
             earlier = [data[(n, case)][metric].log for n in nights if (n, case) in data]
-            out[(*case, metric)] = _model(new.log, [e for e in earlier if e], min_effect)
+            out[(*case, metric)] = night_model(new.log, [e for e in earlier if e], min_effect)
     return _adjusted(out)
 
 
-def _model(
+def night_model(
     new: stats.LogSummary | None, earlier: list[stats.LogSummary], min_effect: float
 ) -> NightModel:
     parts = [s for s in (*earlier, new) if s is not None and s.var is not None and s.n > 1]
