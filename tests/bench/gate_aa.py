@@ -155,6 +155,80 @@ def simulate(sigma: float, tau: float, reps: int, history: int, drop: float,
     return worse / trials
 
 
+def aa_nights(args: argparse.Namespace, lake: Path, job: Path) -> list[str]:
+    """Step 1: the A/A nights, each gated three ways; prints the false-worse table."""
+    names: list[str] = []
+    decisions: dict[str, list[tuple[int, bool]]] = {"night before": [], "since:7d": [],
+                                                    "default (nights)": []}  # fmt: skip
+    for i in range(1, args.nights + 1):
+        name, hogged = f"aa-{i:02d}", i % args.hog_every == 0
+        with hogs(2) if hogged else contextlib.nullcontext():
+            night(lake, job, name, args.reps)
+        if names:
+            for kind, baseline in (("night before", ("--baseline-campaign", names[-1])),
+                                   ("since:7d", ("--baseline-runs", "since:7d")),
+                                   ("default (nights)", ())):  # fmt: skip
+                code, _ = gate(lake, name, *baseline)
+                decisions[kind].append((code, hogged))
+        names.append(name)
+        print(f"  night {name}{' (2 CPU hogs)' if hogged else ''} done", file=sys.stderr)
+    print(
+        f"\nA/A: {args.nights} nights × {args.reps} runs × {args.runtime} s, syncwrite-4k on "
+        f"tmpfs, 2 CPU hogs in every {args.hog_every}rd night"
+    )
+    print(f"{'baseline':<18} {'decisions':>9} {'exit 1':>7} {'in hogged nights':>17}")
+    for kind, got in decisions.items():
+        bad = sum(c == 1 for c, _ in got)
+        print(f"{kind:<18} {len(got):>9} {bad:>7} {sum(h for _, h in got):>17}")
+    return names
+
+
+def slowdowns(args: argparse.Namespace, root: Path, lake: Path, job: Path, centre: float) -> None:
+    """Step 2: throttled nights and a disk night, each in a copy of the A/A lake."""
+    print("\nSlowdowns (each night in a copy of the A/A lake)")
+    print(f"{'night':<28} {'ratio':>6} {'default':>8} {'since:7d':>9}")
+    disk: list[tuple[str, float | None]] = [("disk dir (same backend)", None)]
+    cases = [(f"CPU quota {f:.0%} of a core", f) for f in args.throttle
+             for _ in range(args.throttled_nights)] + disk  # fmt: skip
+    for k, (what, fraction) in enumerate(cases):
+        copy = root / f"lake-{k}"
+        shutil.copytree(lake, copy)
+        name = f"slow-{k:02d}"
+        if fraction is None:
+            night(copy, job, name, args.reps, target=Path(tempfile.mkdtemp(dir="/var/tmp")))
+        else:
+            with cpu_quota(fraction) as group:
+                if group is None:
+                    continue
+                night(copy, job, name, args.reps, cgroup=group)
+        with open_lake(str(copy)) as handle:
+            data, _ = summarise(handle, "CAST(r.campaign_id AS VARCHAR)",
+                                RunFilter(campaign=name), ["iops"])  # fmt: skip
+        log = next(iter(data.values()))["iops"].log
+        ratio = math.exp(log.mean - centre) if log else float("nan")
+        found = [gate(copy, name)[0], gate(copy, name, "--baseline-runs", "since:7d")[0]]
+        print(
+            f"{what:<28} {ratio:>6.2f} {'worse' if found[0] == 1 else 'missed':>8} "
+            f"{'worse' if found[1] == 1 else 'missed':>9}"
+        )
+        shutil.rmtree(copy)
+
+
+def simulation(sigma: float, tau: float, trials: int) -> None:
+    """Step 3: the night model's false worse and power per recipe at these spreads."""
+    rng = np.random.default_rng(34)
+    alpha = stats.ALPHA / 3
+    print(
+        f"\nSimulation at σ = {sigma:.3f}, τ = {tau:.3f}: {trials} decisions each, "
+        f"night model at α = {alpha:.3f} (Holm's first step over 3 tests)"
+    )
+    print(f"{'runs/night':>10} {'nights':>6} {'false worse':>12} {'15 % drop found':>16}")
+    for reps, history in ((3, 3), (3, 7), (5, 7), (5, 10), (10, 10)):
+        false = simulate(sigma, tau, reps, history, 0.0, trials, rng, alpha)
+        power = simulate(sigma, tau, reps, history, 0.15, trials, rng, alpha)
+        print(f"{reps:>10} {history:>6} {false:>12.1%} {power:>16.1%}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -183,73 +257,19 @@ def main() -> None:
     subprocess.run(["fio", f"--directory={SHM}", "--filename=fiolake-bench-warmup",
                     str(job)], capture_output=True, check=True)  # fmt: skip
     (SHM / "fiolake-bench-warmup").unlink(missing_ok=True)
-    names: list[str] = []
-    decisions: dict[str, list[tuple[int, bool]]] = {"night before": [], "since:7d": [],
-                                                    "default (nights)": []}  # fmt: skip
-    for i in range(1, args.nights + 1):
-        name, hogged = f"aa-{i:02d}", i % args.hog_every == 0
-        with hogs(2) if hogged else contextlib.nullcontext():
-            night(lake, job, name, args.reps)
-        if names:
-            for kind, baseline in (("night before", ("--baseline-campaign", names[-1])),
-                                   ("since:7d", ("--baseline-runs", "since:7d")),
-                                   ("default (nights)", ())):  # fmt: skip
-                code, _ = gate(lake, name, *baseline)
-                decisions[kind].append((code, hogged))
-        names.append(name)
-        print(f"  night {name}{' (2 CPU hogs)' if hogged else ''} done", file=sys.stderr)
+    names = aa_nights(args, lake, job)
     sigma, tau, centre = spreads(lake, names)
-    print(
-        f"\nA/A: {args.nights} nights × {args.reps} runs × {args.runtime} s, syncwrite-4k on "
-        f"tmpfs, 2 CPU hogs every {args.hog_every}rd night"
-    )
-    print(f"{'baseline':<18} {'decisions':>9} {'exit 1':>7} {'in hogged nights':>17}")
-    for kind, got in decisions.items():
-        bad = sum(c == 1 for c, _ in got)
-        print(f"{kind:<18} {len(got):>9} {bad:>7} {sum(h for _, h in got):>17}")
+    quiet = [n for i, n in enumerate(names, 1) if i % args.hog_every]
+    q_sigma, q_tau, _ = spreads(lake, quiet)
     print(
         f"spreads of log iops: within a night σ = {sigma:.3f}, between nights τ = {tau:.3f}"
-        f" ({math.exp(centre):,.0f} IOPS)"
+        f" ({math.exp(centre):,.0f} IOPS); quiet nights only σ = {q_sigma:.3f}, "
+        f"τ = {q_tau:.3f}"
     )
-
-    print("\nSlowdowns (each night in a copy of the A/A lake)")
-    print(f"{'night':<28} {'ratio':>6} {'default':>8} {'since:7d':>9}")
-    disk: list[tuple[str, float | None]] = [("disk dir (same backend)", None)]
-    cases = [(f"CPU quota {f:.0%} of a core", f) for f in args.throttle
-             for _ in range(args.throttled_nights)] + disk  # fmt: skip
-    for k, (what, fraction) in enumerate(cases):
-        copy = root / f"lake-{k}"
-        shutil.copytree(lake, copy)
-        name = f"slow-{k:02d}"
-        if fraction is None:
-            night(copy, job, name, args.reps, target=Path(tempfile.mkdtemp(dir="/var/tmp")))
-        else:
-            with cpu_quota(fraction) as group:
-                if group is None:
-                    continue
-                night(copy, job, name, args.reps, cgroup=group)
-        with open_lake(str(copy)) as handle:
-            data, _ = summarise(handle, "CAST(r.campaign_id AS VARCHAR)",
-                                RunFilter(campaign=name), ["iops"])  # fmt: skip
-        ratio = math.exp(next(iter(data.values()))["iops"].log.mean - centre)
-        found = [gate(copy, name)[0], gate(copy, name, "--baseline-runs", "since:7d")[0]]
-        print(
-            f"{what:<28} {ratio:>6.2f} {'worse' if found[0] == 1 else 'missed':>8} "
-            f"{'worse' if found[1] == 1 else 'missed':>9}"
-        )
-        shutil.rmtree(copy)
-
-    rng = np.random.default_rng(34)
-    alpha = stats.ALPHA / 3
-    print(
-        f"\nSimulation at σ = {sigma:.3f}, τ = {tau:.3f}: {args.trials} decisions each, "
-        f"night model at α = {alpha:.3f} (Holm's first step over 3 tests)"
-    )
-    print(f"{'runs/night':>10} {'nights':>6} {'false worse':>12} {'15 % drop found':>16}")
-    for reps, history in ((3, 3), (3, 7), (5, 7), (5, 10), (10, 10)):
-        false = simulate(sigma, tau, reps, history, 0.0, args.trials, rng, alpha)
-        power = simulate(sigma, tau, reps, history, 0.15, args.trials, rng, alpha)
-        print(f"{reps:>10} {history:>6} {false:>12.1%} {power:>16.1%}")
+    slowdowns(args, root, lake, job, centre)
+    simulation(sigma, tau, args.trials)
+    if (q_sigma, q_tau) != (sigma, tau):
+        simulation(q_sigma, q_tau, args.trials)
     print(f"\n{time.monotonic() - started:.0f} s" + (f"; lake kept at {lake}" if args.keep else ""))
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)
