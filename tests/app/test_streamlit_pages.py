@@ -230,3 +230,19 @@ def test_latency_page_shows_the_newest_campaign_until_asked_for_all(
     assert not at.exception
     assert "(all campaigns)" in at.caption[0].value
     assert _curve_runs(at) == {5}
+
+
+def test_gate_page_says_host_busy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.aggregator.test_gate_host_noise import night
+
+    store = lakegen.local_store(tmp_path / "lake")
+    night(store, "night-1", 0, 1000, outside_cpu_pct=3.0, flags=[])  # quiet
+    night(store, "night-2", 1, 800, outside_cpu_pct=45.2, flags=["cpu-busy"])  # hogged
+    monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "lake"))
+    at = page("pages/8_Gate.py")
+    assert not at.exception
+    assert "the gate **passes**" in at.markdown[0].value
+    assert "(4 of them host busy (outside CPU 45 %): a run was not alone)" in at.markdown[0].value
+    verdicts = set(at.dataframe[0].value["verdict"])
+    assert "inconclusive: host busy (outside CPU 45 %)" in verdicts
+    assert "Nights: baseline is one night" in at.caption[0].value

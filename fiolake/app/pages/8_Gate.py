@@ -69,5 +69,6 @@ st.caption(
     "Worst first. Verdicts as `fiolake compare` and `fiolake gate`: ratios of geometric "
     "means, 95 % CIs, p-values adjusted per backend (family: "
     + "; ".join(result.families)
-    + f"), ±{result.min_effect * 100:g} % minimum effect. docs/ci.md."
+    + f"), ±{result.min_effect * 100:g} % minimum effect. Nights: {result.nights_words()}. "
+    "docs/ci.md."
 )
