@@ -111,7 +111,8 @@ QUESTION_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--campaign", required=True, help="The new campaign (e.g. last night's)."),
     click.option(
         "--baseline-campaign",
-        help="Campaign to set it against (default: the newest earlier one with its jobs).",
+        help="Campaign to set it against (default: the newest accepted earlier one with its "
+        "jobs, else the newest earlier one, with its earlier nights).",
     ),
     click.option(
         "--baseline-label",
@@ -277,9 +278,12 @@ def gate(
     or a window's) of the same effective jobs with the verdicts of `compare`: ratios
     with 95 % CIs, Holm-adjusted p-values, ±--min-effect. Exit 0 when no row is worse,
     1 when any is (or, with --inconclusive fail, any is inconclusive), 2 on bad input or
-    nothing comparable. A row whose runs were flagged as not alone (cpu-busy, other-fio,
-    steal) on either side is never worse: `inconclusive: host busy (outside CPU 45 %)`,
-    exit 0 with a warning unless --host-noise fail.
+    nothing comparable. With the default baseline and ≥ 2 earlier nights of a job, the
+    new night is tested against those nights (the campaign the unit; the footer prints
+    the smallest drop it could detect). A row whose runs were flagged as not alone
+    (cpu-busy, other-fio, steal) on either side is not worse unless the change is bigger
+    than that load explains: `inconclusive: host busy (outside CPU 45 %)`, exit 0 with a
+    warning unless --host-noise fail. ./fiolake-gate.toml (or --config) sets thresholds.
     Latency metrics are worse when higher. docs/ci.md has the CI wiring.
       fiolake gate --campaign nightly-2026-11-24
       fiolake gate --campaign B --baseline-campaign A --junit gate.xml --format md

@@ -8,10 +8,10 @@
    before (`--baseline-campaign`), against a `since:7d` pool, and with the default baseline
    (the night-to-night model over the earlier nights): false `worse` per decision (exit 1).
 2. Slowdowns: in a copy of that lake, a night throttled to a known fraction of the A/A
-   rate — the fio process tree under a cgroup (v1) CPU quota of that fraction of one core
-   (fsync on tmpfs is CPU-bound), the realised ratio printed — and one night on a disk
-   directory under the same backend name; each gated with the default baseline and with
-   since:7d: detected = exit 1.
+   rate — the fio process tree under a cgroup (v1) CPU quota of that fraction of the CPU
+   fio used in the A/A nights (fsync on tmpfs is CPU-bound), the realised ratio printed —
+   and one night on a disk directory under the same backend name; each gated with the
+   default baseline and with since:7d: detected = exit 1.
 3. Simulation: the within-night (σ) and between-night (τ) spreads of iops measured in
    step 1, then 1,000 A/A decisions and 1,000 with a 15 % drop per recipe (repetitions ×
    nights of history), decided by the gate's night model (`stats.nights`) at the α the
@@ -183,12 +183,27 @@ def aa_nights(args: argparse.Namespace, lake: Path, job: Path) -> list[str]:
     return names
 
 
+def fio_cpu(lake: Path) -> float:
+    """fio's median CPU use over the A/A runs, as a fraction of one core (usr + sys)."""
+    with open_lake(str(lake)) as handle:
+        (share,) = (
+            handle.cursor()
+            .execute("SELECT median(usr_cpu + sys_cpu) / 100 FROM results")
+            .fetchone()
+        )
+    return float(share)
+
+
 def slowdowns(args: argparse.Namespace, root: Path, lake: Path, job: Path, centre: float) -> None:
-    """Step 2: throttled nights and a disk night, each in a copy of the A/A lake."""
-    print("\nSlowdowns (each night in a copy of the A/A lake)")
+    """Step 2: throttled nights and a disk night, each in a copy of the A/A lake. The
+    throttle is a CPU quota at a fraction of the CPU fio used in the A/A nights (fsync on
+    tmpfs is CPU-bound; on a shared machine fio gets well under a core, so a quota of a
+    fraction of a whole core would not bind)."""
+    share = fio_cpu(lake)
+    print(f"\nSlowdowns (each night in a copy of the A/A lake; fio used {share:.0%} of a core)")
     print(f"{'night':<28} {'ratio':>6} {'default':>8} {'since:7d':>9}")
     disk: list[tuple[str, float | None]] = [("disk dir (same backend)", None)]
-    cases = [(f"CPU quota {f:.0%} of a core", f) for f in args.throttle
+    cases = [(f"CPU quota {f:.0%} of fio's", f) for f in args.throttle
              for _ in range(args.throttled_nights)] + disk  # fmt: skip
     for k, (what, fraction) in enumerate(cases):
         copy = root / f"lake-{k}"
@@ -197,7 +212,7 @@ def slowdowns(args: argparse.Namespace, root: Path, lake: Path, job: Path, centr
         if fraction is None:
             night(copy, job, name, args.reps, target=Path(tempfile.mkdtemp(dir="/var/tmp")))
         else:
-            with cpu_quota(fraction) as group:
+            with cpu_quota(fraction * share) as group:
                 if group is None:
                     continue
                 night(copy, job, name, args.reps, cgroup=group)
