@@ -81,19 +81,16 @@ def busy_jobs(
 def judge(row: CompareRow, busy: Mapping[tuple[str, str], HostNoise]) -> tuple[CompareRow, str]:
     """`row` and '' when its runs were alone or its verdict stands; else the row made
     `inconclusive` and the reason (`host busy (outside CPU 45 %)`). A change bigger than
-    the busy host could explain (`HostNoise.explains`, judged at the CI bound nearest to
-    1×) stays `worse`: a disk 100× slower is not a CPU hog."""
+    the busy host could explain (`HostNoise.explains`, at the observed ratio) stays
+    `worse`: a disk 100× slower is not a CPU hog."""
     noise = busy.get((row.profile, row.effective_job_sha256 or ""))
     if noise is None or row.verdict not in (WORSE, INCONCLUSIVE):
         return row, ""
-    if row.verdict == WORSE and _surely(row) > noise.explains():
+    if row.verdict == WORSE and row.ratio and _factor(row.ratio) > noise.explains():
         return row, ""
     return replace(row, verdict=INCONCLUSIVE), noise.reason()
 
 
-def _surely(row: CompareRow) -> float:
-    """The factor the row changed by at least (the 95 % CI bound nearest to 1×), ≥ 1."""
-    bounds = [b for b in (row.ratio_ci_low, row.ratio_ci_high) if b] or [row.ratio or 1.0]
-    if min(bounds) < 1.0 < max(bounds):
-        return 1.0
-    return math.exp(min(abs(math.log(b)) for b in bounds))
+def _factor(ratio: float) -> float:
+    """How many times a ratio changed the value, either way (0.5× and 2× are 2)."""
+    return math.exp(abs(math.log(ratio)))
