@@ -94,4 +94,6 @@ def host_busy_words(reasons: Sequence[str]) -> str:
     busy = [r for r in reasons if r.startswith("host busy")]
     if not busy:
         return ""
-    return f" ({len(busy)} of them {', '.join(dict.fromkeys(busy))}: a run was not alone)"
+    reasons = list(dict.fromkeys(busy))
+    what = ", ".join(reasons) if len(reasons) <= 2 else "host busy (each row says how)"
+    return f" ({len(busy)} of them {what}: a run was not alone)"
