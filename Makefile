@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CACHE ?= $(HOME)/.cache/fiolake
 
-.PHONY: help setup sysdeps fio venv minio demo test test-fast screenshots lint-imports typecheck lint bench bench-otava soak faults-repeat clean images wheels
+.PHONY: help setup sysdeps fio venv minio demo test test-fast screenshots lint-imports typecheck lint bench bench-gate bench-otava soak faults-repeat clean images wheels
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -96,6 +96,9 @@ bench: setup ## benchmarks under tests/bench (print their figures)
 	for b in tests/bench/[a-z]*.py; do \
 	  case $$b in *_vs_otava.py) continue;; esac; \
 	  $(BIN)/python -m tests.bench.$$(basename $$b .py) || exit 1; done
+
+bench-gate: setup ## gate false alarms and power on this machine: A/A nights with CPU hogs, throttled nights (~5 min)
+	$(BIN)/python -m tests.bench.gate_aa
 
 OTAVA_VENV ?= build/otava-venv
 bench-otava: ## change points vs Apache Otava, in a throwaway venv (Otava's pins clash with ours)

@@ -33,6 +33,10 @@ RESULTS_PREFIX = "results/"
 # the marker that fails an attempt as a whole.
 GANGS_PREFIX = "gangs/"
 RAW_PREFIX = "raw/"
+# accepted/<campaign>.json: create-only, a team's record that the change a campaign brought
+# is intended (who, when, why; `fiolake gate accept`): the gate's default baseline from then
+# on, and a change point at it is no regression (aggregator.lake.accepted).
+ACCEPTED_PREFIX = "accepted/"
 
 TABLES = (
     "runs",
@@ -117,6 +121,22 @@ def campaign_from_done_key(key: str) -> str | None:
         return None
     try:
         return check_id("campaign id", parts[2][: -len(".json")])
+    except ValueError:
+        return None
+
+
+def accepted_key(campaign_id: str) -> str:
+    """Create-only record that campaign `campaign_id`'s change is accepted."""
+    return f"{ACCEPTED_PREFIX}{check_id('campaign id', campaign_id)}.json"
+
+
+def campaign_from_accepted_key(key: str) -> str | None:
+    """The campaign id of a key listed under ACCEPTED_PREFIX, else None."""
+    name = key.removeprefix(ACCEPTED_PREFIX)
+    if name == key or "/" in name or not name.endswith(".json"):
+        return None
+    try:
+        return check_id("campaign id", name[: -len(".json")])
     except ValueError:
         return None
 

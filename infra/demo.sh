@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job, end to end on one machine: local stack (MinIO over TLS + OpenBao),
 # two runners on two backends (a disk directory and tmpfs), a signed campaign of the
-# default suite scaled down, a wait for every commit, and a comparison of the backends.
+# default suite scaled down, a wait for every commit, a comparison of the backends, then
+# the same campaign again as a second night and `fiolake gate`'s answer on it.
 # Everything it starts it stops again, also on failure or Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,30 +45,45 @@ for backend in disk tmpfs; do
   pids+=($!)
 done
 
+publish() {
+  (
+    eval "$(role_env publisher)"
+    export FIOLAKE_SIGNER=vault
+    # The default suite, plus synchronous writes (where disk and tmpfs differ most).
+    $FIOLAKE publish random-reads random-writes sequential-reads sequential-writes \
+      web-server-assets media-streaming sync-write-latency \
+      --backend disk --backend tmpfs --repeat "$REPEAT" --runtime "$RUNTIME" --size "$SIZE"
+  )
+}
+
+wait_for() {  # every job of campaign $1 committed (or a runner died, or 15 min passed)
+  local deadline=$((SECONDS + 900)) summary pid
+  while :; do
+    summary=$($FIOLAKE status --campaign "$1" --format csv 2>&1 >/dev/null | tail -n 1)
+    echo "   $summary" >&2
+    case "$summary" in *pending*|*running*|*stale*) ;; *) break ;; esac
+    for pid in "${pids[@]}"; do
+      kill -0 "$pid" 2>/dev/null || { echo "a runner died; its log:" >&2; cat "$work"/runner-*.log >&2; exit 1; }
+    done
+    [ $SECONDS -lt $deadline ] || { echo "timed out waiting for runners" >&2; exit 1; }
+    sleep 3
+  done
+}
+
 echo "== publishing the default suite + sync-write-latency (runtime ${RUNTIME}s, size $SIZE, $REPEAT repetitions)" >&2
-campaign=$(
-  eval "$(role_env publisher)"
-  export FIOLAKE_SIGNER=vault
-  # The default suite, plus synchronous writes (where disk and tmpfs differ most).
-  $FIOLAKE publish random-reads random-writes sequential-reads sequential-writes \
-    web-server-assets media-streaming sync-write-latency \
-    --backend disk --backend tmpfs --repeat "$REPEAT" --runtime "$RUNTIME" --size "$SIZE"
-)
+campaign=$(publish)
 echo "campaign $campaign" >&2
 
-eval "$(role_env analyst)"
 echo "== waiting for every job to be committed" >&2
-deadline=$((SECONDS + 900))
-while :; do
-  summary=$($FIOLAKE status --campaign "$campaign" --format csv 2>&1 >/dev/null | tail -n 1)
-  echo "   $summary" >&2
-  case "$summary" in *pending*|*running*|*stale*) ;; *) break ;; esac
-  for pid in "${pids[@]}"; do
-    kill -0 "$pid" 2>/dev/null || { echo "a runner died; its log:" >&2; cat "$work"/runner-*.log >&2; exit 1; }
-  done
-  [ $SECONDS -lt $deadline ] || { echo "timed out waiting for runners" >&2; exit 1; }
-  sleep 3
-done
+( eval "$(role_env analyst)"; wait_for "$campaign" )
+
+# A second night: the same suite again, so `fiolake gate` and the app's Gate page have a
+# new campaign and a baseline (the first) to set it against.
+echo "== the second night: the same campaign again (a repeat, for the gate)" >&2
+night2=$(publish)
+echo "campaign $night2" >&2
+eval "$(role_env analyst)"
+wait_for "$night2"
 
 echo "== disk vs tmpfs (baseline: disk)" >&2
 $FIOLAKE compare --campaign "$campaign" --metric iops --metric clat_p99_ns
@@ -79,6 +95,12 @@ $FIOLAKE sql "SELECT backend, count(*) AS runs,
     round(sum(host_lock_wait_ms) / 1000) AS lock_wait_s,
     min(started_at) AS first_start, max(finished_at) AS last_end
   FROM runs WHERE campaign_id = '$campaign' GROUP BY backend ORDER BY backend" >&2
+
+echo "== fiolake gate: the second night against the first (the same suite: no row should be worse)" >&2
+gate_status=0
+$FIOLAKE gate --campaign "$night2" --baseline-campaign "$campaign" --metric iops --metric clat_p99_ns \
+  || gate_status=$?
+echo "   gate exit $gate_status (0: nothing worse; 1: some row worse — on a shared machine a busy night can be)" >&2
 
 echo "== the app on this lake: every page in headless Chromium (screenshots in build/demo-app/)" >&2
 ${PYTHON:-.venv/bin/python} -m tests.app.demo_pages --lake "$FIOLAKE_LAKE" --out build/demo-app

@@ -50,6 +50,14 @@ JOBS = {
     "emptyfill.fio": "# precondition:\n" + TINY,
     "filled.fio": "# precondition: exec.fio\n" + TINY,
     "devfile.fio": "[a]\nrw=read\nsize=1m\nfilename=/dev/loop0\nunlink=1\n",
+    # fiolake-gate.toml files (issue 34)
+    "gate-syntax.toml": "[gate\n",
+    "gate-key.toml": "[gate]\nmin_efect = 0.1\n",
+    "gate-policy.toml": '[gate]\ninconclusive = "warn"\n',
+    "gate-metrics.toml": '[gate]\nmetrics = "iops"\n',
+    "gate-array.toml": "threshold = 3\n",
+    "gate-threshold.toml": '[[threshold]]\nmetric = "iops"\n',
+    "gate-effect.toml": "[[threshold]]\nmin_effect = 10\n",
 }
 # fio output `import` refuses, each for one reason (a good document: GOOD_FIO).
 GOOD_FIO = (
@@ -1358,6 +1366,73 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         {},
         2,
         "Error: Invalid value for '--repeat': 1001 is not in the range 1<=x<=1000.\n",
+    ),
+    # -- issue 34: fiolake-gate.toml, refused whole before the lake is read
+    *[
+        (
+            ["gate", "--lake", "{lake}", "--campaign", "c-bad-input", "--config", f"{{job}}/{f}"],
+            {},
+            2,
+            f"Error: {{job}}/{f}{message}\n",
+        )
+        for f, message in (
+            (
+                "gate-syntax.toml",
+                " is not valid TOML: Expected ']' at the end of a table "
+                "declaration (at line 1, column 6) — fix the file",
+            ),
+            (
+                "gate-key.toml",
+                ": unknown key [gate] 'min_efect' — use metrics, min_effect, "
+                "inconclusive, host_noise",
+            ),
+            ("gate-policy.toml", ': [gate] inconclusive = \'warn\' — use "pass" or "fail"'),
+            (
+                "gate-metrics.toml",
+                ": [gate] metrics must be a non-empty list of metric names "
+                '— e.g. metrics = ["iops", "clat_p99_ns"]',
+            ),
+            ("gate-array.toml", ": 'threshold' must be an array of tables — write [[threshold]]"),
+            ("gate-threshold.toml", ": [[threshold]] 1: no min_effect — add e.g. min_effect = 0.1"),
+            (
+                "gate-effect.toml",
+                ": [[threshold]] 1: min_effect = 10 is not a fraction between "
+                "0 and 1 — write e.g. 0.1 for ±10 %",
+            ),
+        )
+    ],  # fmt: skip
+    (
+        ["gate", "--lake", "{lake}", "--campaign", "c-bad-input", "--config", "{tmp}/no.toml"],
+        {},
+        2,
+        "Error: --config {tmp}/no.toml: no such file — give the path of a fiolake-gate.toml "
+        "(docs/ci.md shows one)\n",
+    ),
+    (
+        ["gate", "accept", "--lake", "{lake}", "--campaign", "../x", "--reason", "r"],
+        {},
+        2,
+        "Error: Invalid value for '--campaign': invalid campaign id '../x' — use letters, "
+        "digits, '.', '_' or '-' (at most 128, starting with a letter or digit)\n",
+    ),
+    (
+        ["gate", "accept", "--lake", "{lake}", "--campaign", "nope", "--reason", "new fw"],
+        {},
+        2,
+        no_runs("campaign", "nope", "campaign_id"),
+    ),
+    (
+        ["gate", "accept", "--lake", "{lake}", "--campaign", "c-bad-input", "--reason", " "],
+        {},
+        2,
+        "Error: --reason must say why the change is intended in 1 to 2000 characters — e.g. "
+        "--reason 'firmware 2.1: write cache off on purpose'\n",
+    ),
+    (
+        ["gate", "accept", "--lake", "{lake}", "--campaign", "c-bad-input"],
+        {},
+        2,
+        "Error: Missing option '--reason'.\n",
     ),
     (
         ["publish", "random-reads", "--backend", "x", "--repeat", "1001"],

@@ -11,6 +11,7 @@ import functools
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,17 +19,26 @@ import click
 
 from fiolake.aggregator.lake.columns import p_text, ratio_text
 from fiolake.aggregator.report.gate_report import gate_page_url
-from fiolake.aggregator.stats.verdict_text import BETTER, EQUIVALENT, WORSE, decider, label
+from fiolake.aggregator.stats.verdict_text import (
+    BETTER,
+    EQUIVALENT,
+    WORSE,
+    decider,
+    host_busy_words,
+    label,
+)
 from fiolake.atomic import write_atomic
 from fiolake.cli import lake_option, problems_are_usage
 from fiolake.cli.common import connect, parse_labels
 from fiolake.cli.comparisons import metric_option, min_effect_option
+from fiolake.cli.gate_accept import GateCommand
 from fiolake.cli.output import emit
 from fiolake.cli.saturation import slo_option
 
 if TYPE_CHECKING:
     from fiolake.aggregator.lake.lake import Lake
     from fiolake.aggregator.stats.gate import GateResult, GateRow
+    from fiolake.aggregator.stats.gate_config import GateConfig
     from fiolake.aggregator.stats.slo import Slo
 
 FIELDS = ("profile", "job_name", "direction", "metric", "n", "n_baseline", "geomean", "ratio",
@@ -64,7 +74,8 @@ def junit_xml(result: GateResult) -> bytes:
             ET.SubElement(case, "failure", message=f"{WORSE}: {numbers}", type=WORSE)
         elif r.verdict not in (BETTER, EQUIVALENT):
             skipped += 1
-            ET.SubElement(case, "skipped", message=f"{label(r, result.min_effect)}: {numbers}")
+            word = label(r, g.min_effect, g.reason)
+            ET.SubElement(case, "skipped", message=f"{word}: {numbers}")
     suite.set("tests", str(len(result.rows)))
     suite.set("failures", str(failures))
     suite.set("skipped", str(skipped))
@@ -84,7 +95,7 @@ def markdown(result: GateResult, app_url: str | None) -> str:
     link = gate_page_url(app_url, result) if app_url else None
     for g in result.rows:
         r = g.row
-        verdict = label(r, result.min_effect)
+        verdict = label(r, g.min_effect, g.reason)
         if link:
             verdict = f"[{verdict}]({link})"
         ratio = ratio_text(r.metric, r.ratio, r.ratio_ci_low, r.ratio_ci_high)
@@ -92,7 +103,7 @@ def markdown(result: GateResult, app_url: str | None) -> str:
             f"| {g.backend} | {r.profile} | {r.job_name} | {r.direction} | {r.metric} | "
             f"{ratio} | {p_text(r.p_adjusted)} | {verdict} |"
         )
-    lines += ["", "Families: " + "; ".join(result.families)]
+    lines += ["", "Families: " + "; ".join(result.families), "", f"Nights: {result.nights_words()}"]
     return "\n".join(lines) + "\n"
 
 
@@ -102,7 +113,8 @@ QUESTION_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     click.option("--campaign", required=True, help="The new campaign (e.g. last night's)."),
     click.option(
         "--baseline-campaign",
-        help="Campaign to set it against (default: the newest earlier one with its jobs).",
+        help="Campaign to set it against (default: the newest accepted earlier one with its "
+        "jobs, else the newest earlier one, with its earlier nights).",
     ),
     click.option(
         "--baseline-label",
@@ -120,6 +132,13 @@ QUESTION_OPTIONS: list[Callable[[Callable[..., Any]], Callable[..., Any]]] = [
     metric_option,
     min_effect_option,
     slo_option,
+    click.option(
+        "--config",
+        "config_path",
+        metavar="PATH",
+        help="The gate's thresholds and policies (default: ./fiolake-gate.toml when there is "
+        "one; docs/ci.md). Options given on the command line win over it.",
+    ),
 ]
 
 
@@ -145,13 +164,19 @@ def gate_question(
             metrics: tuple[str, ...],
             min_effect: float,
             slo: Slo,
+            config_path: str | None,
             **rest: Any,
         ) -> Any:
             since = _window(baseline_runs) if baseline_runs is not None else None
+            config = _config(config_path)
+            if config and config.metrics and not metrics:
+                metrics = config.metrics
+            if config and config.min_effect is not None and _defaulted("min_effect"):
+                min_effect = config.min_effect
             wanted = parse_labels((baseline_label,), "--baseline-label") if baseline_label else {}
             result, data = _result(lake, campaign, baseline_campaign,
                                    next(iter(wanted.items()), None), since, metrics,
-                                   min_effect, extra, slo)  # fmt: skip
+                                   min_effect, extra, slo, config)  # fmt: skip
             return fn(result=result, **({"data": data} if extra else {}), **rest)
 
         decorated: Callable[..., Any] = command
@@ -160,6 +185,21 @@ def gate_question(
         return decorated
 
     return decorate(fn) if fn is not None else decorate
+
+
+def _config(given: str | None) -> GateConfig | None:
+    """The fiolake-gate.toml to apply (`--config`, else the working directory's), parsed."""
+    from fiolake.aggregator.stats import gate_config
+
+    with problems_are_usage():
+        path = gate_config.find(given, Path.cwd())
+        return gate_config.load(path) if path else None
+
+
+def _defaulted(name: str) -> bool:
+    """Whether option `name` was left at its default (so the config file may set it)."""
+    source = click.get_current_context().get_parameter_source(name)
+    return source in (None, click.core.ParameterSource.DEFAULT)
 
 
 def _window(text: str) -> str:
@@ -184,6 +224,7 @@ def _result(
     min_effect: float,
     extra: Callable[[Lake, GateResult], Any] | None = None,
     slo: Slo | None = None,
+    config: GateConfig | None = None,
 ) -> tuple[GateResult, Any]:
     """The gate's result and `extra` of it (None without); every problem is a usage
     error (exit 2), so that gate's exit 1 keeps meaning "worse" — for `report` too, whose
@@ -194,19 +235,25 @@ def _result(
     with problems_are_usage(), connect(lake) as handle:
         result = run_gate(handle, campaign, baseline, label=label, since=since,
                           metrics=list(metrics) or list(DEFAULT_METRICS),
-                          min_effect=min_effect, slo=slo)  # fmt: skip
+                          min_effect=min_effect, slo=slo, config=config)  # fmt: skip
         return result, extra(handle, result) if extra else None
 
 
-@click.command()
+@click.command(cls=GateCommand)
 @gate_question
 @click.option(
     "--inconclusive",
     "on_inconclusive",
     type=click.Choice(["pass", "fail"]),
-    default="pass",
-    show_default=True,
-    help="Whether an inconclusive row fails the gate (a warning names them either way).",
+    help="Whether an inconclusive row fails the gate (a warning names them either way); "
+    "default: the config file's, else pass.",
+)
+@click.option(
+    "--host-noise",
+    type=click.Choice(["pass", "fail"]),
+    help="Whether a row made inconclusive because a run was not alone (flagged cpu-busy, "
+    "other-fio or steal on either side) fails the gate (a warning names them either way); "
+    "default: the config file's, else pass.",
 )
 @click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML to this file.")
 @click.option(
@@ -223,7 +270,8 @@ def _result(
 )
 def gate(
     result: GateResult,
-    on_inconclusive: str,
+    on_inconclusive: str | None,
+    host_noise: str | None,
     junit: str | None,
     fmt: str,
     app_url: str | None,
@@ -235,14 +283,22 @@ def gate(
     or a window's) of the same effective jobs with the verdicts of `compare`: ratios
     with 95 % CIs, Holm-adjusted p-values, ±--min-effect. Exit 0 when no row is worse,
     1 when any is (or, with --inconclusive fail, any is inconclusive), 2 on bad input or
-    nothing comparable.
+    nothing comparable. With the default baseline and ≥ 2 earlier nights of a job, the
+    new night is tested against those nights (the campaign the unit; the footer prints
+    the smallest drop it could detect). A row whose runs were flagged as not alone
+    (cpu-busy, other-fio, steal) on either side is not worse unless the change is bigger
+    than that load explains: `inconclusive: host busy (outside CPU 45 %)`, exit 0 with a
+    warning unless --host-noise fail. ./fiolake-gate.toml (or --config) sets thresholds.
     Latency metrics are worse when higher. docs/ci.md has the CI wiring.
       fiolake gate --campaign nightly-2026-11-24
       fiolake gate --campaign B --baseline-campaign A --junit gate.xml --format md
       fiolake gate --campaign B --baseline-label kernel=6.1   # the last 6.1 campaign
       fiolake gate --campaign B --baseline-runs since:7d      # the week before B
+      fiolake gate accept --campaign B --reason 'firmware 2.1'  # B is intended: baseline
     """
-    min_effect = result.min_effect
+    config = result.config
+    on_inconclusive = on_inconclusive or (config and config.inconclusive) or "pass"
+    host_noise = host_noise or (config and config.host_noise) or "pass"
     if junit:
         write_atomic(Path(junit), junit_xml(result))  # a failure exits 2: EVERY_PROBLEM_IS_USAGE
     if fmt == "md":
@@ -254,7 +310,11 @@ def gate(
             "baseline_kind": result.baseline_kind,
             "families": result.families,
             "min_effect": result.min_effect,
-            "rows": [{"backend": g.backend, **{f: getattr(g.row, f) for f in FIELDS}}
+            "config": config.describe() if config else None,
+            "nights": result.nights_words(),
+            "rows": [{"backend": g.backend, **{f: getattr(g.row, f) for f in FIELDS},
+                      "reason": g.reason or None, "min_effect": g.min_effect, "mde": g.mde,
+                      "nights": asdict(g.night) if g.night else None}
                      for g in result.rows],
         }  # fmt: skip
         click.echo(json.dumps(doc, indent=2, default=str))
@@ -264,18 +324,40 @@ def gate(
         emit(cols, [(g.backend, g.row.profile, g.row.job_name, g.row.direction, g.row.metric,
                      ratio_text(g.row.metric, g.row.ratio, g.row.ratio_ci_low,
                                 g.row.ratio_ci_high),
-                     p_text(g.row.p_adjusted), label(g.row, min_effect))
+                     p_text(g.row.p_adjusted), label(g.row, g.min_effect, g.reason))
                     for g in result.rows], "table")  # fmt: skip
-    if result.inconclusive:
-        names = ", ".join(
-            f"{_case(g)} ({decider(g.row, min_effect) or 'more runs'})" for g in result.inconclusive
-        )
-        click.echo(f"warning: inconclusive: {names}", err=True)
+    _warn(result)
     click.echo(
         f"gate: {result.campaign} vs {result.baseline}: {len(result.worse)} worse, "
-        f"{len(result.inconclusive)} inconclusive of {len(result.rows)}; "
+        f"{len(result.inconclusive)} inconclusive"
+        f"{host_busy_words([g.reason for g in result.rows])} of {len(result.rows)}; "
         f"family: {'; '.join(result.families)}",
         err=True,
     )
-    if result.worse or (on_inconclusive == "fail" and result.inconclusive):
+    click.echo(f"nights: {result.nights_words()}", err=True)
+    if config:
+        click.echo(f"config: {config.words()}", err=True)
+    if (
+        result.worse
+        or (on_inconclusive == "fail" and result.inconclusive)
+        or (host_noise == "fail" and result.host_busy)
+    ):
         raise click.exceptions.Exit(1)
+
+
+def _warn(result: GateResult) -> None:
+    """Name the inconclusive rows on stderr: host-busy ones with the figure, then the rest
+    with what would decide them."""
+    if result.host_busy:
+        names = ", ".join(f"{_case(g)} ({g.reason})" for g in result.host_busy)
+        click.echo(
+            f"warning: not judged worse, a run was not alone: {names} — rerun on a quiet "
+            "host, or --host-noise fail to fail on it",
+            err=True,
+        )
+    rest = [g for g in result.inconclusive if g not in result.host_busy]
+    if rest:
+        names = ", ".join(
+            f"{_case(g)} ({g.reason or decider(g.row, g.min_effect) or 'more runs'})" for g in rest
+        )
+        click.echo(f"warning: inconclusive: {names}", err=True)

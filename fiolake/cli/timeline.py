@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from fiolake.aggregator.stats.verdict_text import MARKS
+from fiolake.aggregator.stats.verdict_text import MARKS, times
 from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import connect
 from fiolake.cli.comparisons import (
@@ -40,6 +40,14 @@ if TYPE_CHECKING:
 )
 @slo_option
 @click.option(
+    "--min-segment",
+    type=click.IntRange(2, 100),
+    default=3,
+    show_default=True,
+    help="Nights (campaigns) each side of a change point: one odd night is an outlier, "
+    "not a change.",
+)
+@click.option(
     "--bucket",
     type=click.Choice(["run", "day"]),
     default="run",
@@ -55,6 +63,7 @@ def trend(
     since: str | None,
     metric: str,
     slo: Slo,
+    min_segment: int,
     bucket: str,
 ) -> None:
     """A metric over time per backend, profile, job and direction; change points marked."""
@@ -64,7 +73,9 @@ def trend(
 
     filt = run_filter(campaign, backends, profile, since)
     with connect(lake, SUMMARY_TABLES) as handle:
-        points = metric_trend(handle, metric, filt=filt, bucket=bucket, slo=slo)
+        points = metric_trend(
+            handle, metric, filt=filt, bucket=bucket, slo=slo, min_segment=min_segment
+        )
     at = "started_at" if bucket == "run" else "day"
     cols = ["backend", "profile", "job_name", "direction", at, metric, "n", "change_point",
             "run_id"]  # fmt: skip
@@ -107,7 +118,21 @@ def trend(
     show_default=True,
     help="Keep change points whose (selection-corrected) p-value is at most this.",
 )
+@click.option(
+    "--min-segment",
+    type=click.IntRange(2, 100),
+    default=3,
+    show_default=True,
+    help="Nights (campaigns) each side of a change point: one odd night is an outlier, "
+    "not a change.",
+)
 @click.option("--all", "include_better", is_flag=True, help="Show improvements too.")
+@click.option(
+    "--accepted",
+    "include_accepted",
+    is_flag=True,
+    help="List change points at accepted campaigns too (`gate accept`), marked as such.",
+)
 def regressions(
     lake: str,
     fmt: str,
@@ -117,15 +142,20 @@ def regressions(
     since: str,
     metrics: tuple[str, ...],
     max_pvalue: float,
+    min_segment: int,
     include_better: bool,
+    include_accepted: bool,
 ) -> None:
     """Where a series of comparable runs changed for the worse (change points).
 
     \b
     A series is backend × profile × job × direction × effective job × metric in time
     order; change points come from E-Divisive means with a merge pass (as Apache Otava
-    does it). Each lists the ratio after/before with its 95 % CI, the p-value, the runs
-    on both sides and what changed between them (kernel, fio, job…). Worst first.
+    does it) over its nights (campaigns), --min-segment nights each side: a single odd
+    night is listed as an outlier on stderr, not as a change. Each change lists the ratio
+    after/before with its 95 % CI, the p-value, the runs on both sides and what changed
+    between them (kernel, fio, job…). Worst first; change points at accepted campaigns
+    (`gate accept`) only with --accepted.
       fiolake regressions --since 7d --backend nvme
     """
     from fiolake.aggregator.lake.lake import SUMMARY_TABLES
@@ -142,15 +172,27 @@ def regressions(
             filt=filt,
             max_pvalue=max_pvalue,
             include_better=include_better,
+            include_accepted=include_accepted,
+            min_segment=min_segment,
         )
+    hidden = report.accepted if not include_accepted else 0
     click.echo(
         f"{len(report.rows)} change point(s) in {report.series} series "
-        f"({report.too_short} too short to test); p ≤ {max_pvalue:g}",
+        f"({report.too_short} too short to test); p ≤ {max_pvalue:g}"
+        + (f"; {hidden} at accepted campaigns not listed (--accepted)" if hidden else ""),
         err=True,
     )
+    for o in report.outliers:
+        click.echo(
+            f"outlier night: {o.backend} · {o.profile} · {o.job_name} · {o.direction} · "
+            f"{o.metric}: campaign {o.campaign} at {times(o.ratio)} the other nights of its "
+            "segment — one night, not a change",
+            err=True,
+        )
     cols = ["backend", "profile", "job_name", "direction", "metric", "at", "ratio",
             "ratio_ci_low", "ratio_ci_high", "p_value", "verdict", "n_before", "n_after",
-            "run_before", "run_after", "env_changes", "effective_job_sha256"]  # fmt: skip
+            "run_before", "run_after", "env_changes", "effective_job_sha256",
+            "accepted"]  # fmt: skip
     rows: list[tuple[object, ...]]
     if fmt != "table":
         rows = [
@@ -172,6 +214,7 @@ def regressions(
                 c.run_after,
                 c.env_changes,
                 c.effective_job_sha256,
+                c.accepted or None,
             )  # fmt: skip
             for c in report.rows
         ]
@@ -187,7 +230,7 @@ def regressions(
             iso_utc(c.at, "minutes") if c.at else MISSING,
             ratio_text(c.metric, c.ratio, c.ratio_ci_low, c.ratio_ci_high),
             p_text(c.p_value),
-            MARKS.get(c.verdict, c.verdict),
+            MARKS.get(c.verdict, c.verdict) + (f" ({c.accepted})" if c.accepted else ""),
             f"{c.n_before}/{c.n_after}",
             f"{c.run_before} → {c.run_after}",
             "; ".join(c.env_changes) or MISSING,

@@ -25,8 +25,9 @@ T0 = lakegen.T0
 
 
 def history(tmp_path: Path, step_at: int | None, factor: float = 0.7, n: int = 40) -> str:
-    """Backend nvme: `n` runs, one every 6 h, σ = 3 % lognormal noise (seeded); from run
-    `step_at` on, iops × `factor` and a newer kernel."""
+    """Backend nvme: `n` runs, one every 6 h, σ = 3 % lognormal noise (seeded), four a
+    night in one campaign each (change points count nights); from run `step_at` on, iops
+    × `factor` and a newer kernel."""
     rng = np.random.default_rng(11)
     store = lakegen.local_store(tmp_path)
     for i in range(n):
@@ -37,6 +38,7 @@ def history(tmp_path: Path, step_at: int | None, factor: float = 0.7, n: int = 4
             run_id=f"r{i:02d}",
             job_id=f"j{i:02d}",
             started_at=T0 + timedelta(hours=6 * i),
+            campaign=f"night-{i // 4}",
             metrics={READ: {"iops": iops}},
             kernel="6.8.0" if after else "6.1.0-18-amd64",
         )

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from fiolake.aggregator.lake.accepted import accept
+from fiolake.aggregator.lake.lake import open_lake
 from tests.aggregator import lakegen
 
 APP = Path(__file__).parents[2] / "app"
@@ -96,6 +98,7 @@ def test_trends_page_shows_what_changed_across_a_change_point(
         slow = i >= 6
         lakegen.write_run(
             store, run_id=f"r{i:02d}", job_id=f"j{i:02d}", backend="nvme",
+            campaign=f"c{i:02d}",  # one night each: change points count nights
             metrics={READ: {"iops": (600.0 if slow else 1000.0) * (1 + (i % 3 - 1) / 100)}},
             started_at=lakegen.T0 + timedelta(hours=i),
             kernel="6.8.0" if slow else "6.1.0-18-amd64",
@@ -109,6 +112,16 @@ def test_trends_page_shows_what_changed_across_a_change_point(
     assert diff[diff["field"] == "kernel"][["before", "after"]].values.tolist() == [
         ["6.1.0-18-amd64", "6.8.0"]
     ]
+    # accepted (`fiolake gate accept`): the page says who, when and why
+    with open_lake(str(tmp_path / "lake")) as handle:
+        accept(handle, "c06", "kernel 6.8: new scheduler on purpose", "ana@ci-1")
+    at = page("pages/4_Trends.py")
+    assert at.selectbox(key="change").options == ["nvme · 2025-03-01T18:00Z · accepted"]
+    assert re.fullmatch(
+        r"This change is accepted by ana@ci-1 at \S+: kernel 6\.8: new scheduler on purpose — "
+        r"not a regression\.",
+        at.success[0].value,
+    )
 
 
 def test_gate_page_sets_the_newest_campaign_against_the_one_before(
@@ -217,3 +230,19 @@ def test_latency_page_shows_the_newest_campaign_until_asked_for_all(
     assert not at.exception
     assert "(all campaigns)" in at.caption[0].value
     assert _curve_runs(at) == {5}
+
+
+def test_gate_page_says_host_busy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.aggregator.test_gate_host_noise import night
+
+    store = lakegen.local_store(tmp_path / "lake")
+    night(store, "night-1", 0, 1000, outside_cpu_pct=3.0, flags=[])  # quiet
+    night(store, "night-2", 1, 800, outside_cpu_pct=45.2, flags=["cpu-busy"])  # hogged
+    monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "lake"))
+    at = page("pages/8_Gate.py")
+    assert not at.exception
+    assert "the gate **passes**" in at.markdown[0].value
+    assert "(4 of them host busy (outside CPU 45 %): a run was not alone)" in at.markdown[0].value
+    verdicts = set(at.dataframe[0].value["verdict"])
+    assert "inconclusive: host busy (outside CPU 45 %)" in verdicts
+    assert "Nights: baseline is one night" in at.caption[0].value

@@ -16,6 +16,9 @@ def test_keys_round_trip_and_partition_by_date() -> None:
     assert layout.parse_job_key(first_layout) == ("c-1", "job-1")
     assert layout.done_key("nvme", "c-1") == "done/nvme/c-1.json"
     assert layout.campaign_from_done_key("done/nvme/c-1.json") == "c-1"
+    assert layout.accepted_key("c-1") == "accepted/c-1.json"
+    assert layout.campaign_from_accepted_key("accepted/c-1.json") == "c-1"
+    assert layout.campaign_from_accepted_key("accepted/x/c-1.json") is None
     day = datetime(2026, 11, 22, 23, 59, tzinfo=UTC)
     assert layout.result_key("runs", day, "r-1") == "results/runs/date=2026-11-22/r-1.parquet"
 

@@ -85,6 +85,17 @@ def test_publisher_writes_jobs_only(stack: StackEnv) -> None:
             publisher.put(_key(prefix), b"{}")
 
 
+def test_publisher_alone_records_accepted_changes_create_only(stack: StackEnv) -> None:
+    key = layout.accepted_key(f"c-{uuid.uuid4().hex}")
+    for role in ("analyst", "runner"):
+        with pytest.raises(AccessDenied, match="access denied"):
+            _store(stack, role).put(key, b"{}", if_none_match=True)
+    _store(stack, "publisher").put(key, b"{}", if_none_match=True)
+    with pytest.raises(PreconditionFailed):
+        _store(stack, "publisher").put(key, b"{}", if_none_match=True)
+    assert key in list(_store(stack, "analyst").list(layout.ACCEPTED_PREFIX))
+
+
 def test_prefixed_lake_rules_do_not_open_the_root_layout(stack: StackEnv) -> None:
     # `${BUCKET}/*/results/*` (lakes under a prefix) also matches `jobs/c/results/…`:
     # the explicit Denies must still keep each role out of the other's prefixes.

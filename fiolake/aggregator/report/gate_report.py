@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 from fiolake import units
 from fiolake.aggregator.lake.columns import format_value, nines, p_text, ratio_text
 from fiolake.aggregator.report.svg import Axis, Line, Whisker, line_chart, ratio_chart
-from fiolake.aggregator.stats.verdict_text import label
+from fiolake.aggregator.stats.verdict_text import host_busy_words, label
 
 if TYPE_CHECKING:
     from fiolake.aggregator.report.report_data import Case, ReportData
@@ -54,7 +54,7 @@ def html_report(result: GateResult, app_url: str | None, data: ReportData) -> st
     rows = []
     for g in result.rows:
         r = g.row
-        cell = e(label(r, result.min_effect))
+        cell = e(label(r, g.min_effect, g.reason))
         if link:
             cell = f'<a href="{e(link)}">{cell}</a>'
         cells = [g.backend, r.profile, r.job_name, r.direction, r.metric,
@@ -73,12 +73,15 @@ def html_report(result: GateResult, app_url: str | None, data: ReportData) -> st
         f"<h1>{e(title)}</h1>",
         f'<p class="answer">Campaign <b>{e(result.campaign)}</b> against '
         f"<b>{e(result.baseline)}</b>: the gate <b>{verdict}</b> — {worse} worse, "
-        f"{unsure} inconclusive of {len(result.rows)} rows.</p>",
+        f"{unsure} inconclusive{e(host_busy_words([g.reason for g in result.rows]))} of "
+        f"{len(result.rows)} rows.</p>",
         "<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in heads) + "</tr></thead>",
         "<tbody>", *rows, "</tbody></table>",
         "<p>Worst first. Ratios of geometric means (new / baseline) with 95 % CIs; "
         "p-values Holm-adjusted per backend; minimum effect "
-        f"±{result.min_effect:.0%}. Families: {e('; '.join(result.families))}.</p>",
+        f"±{result.min_effect:.0%}. Families: {e('; '.join(result.families))}."
+        + (f" Config: {e(result.config.words())}." if result.config else "")
+        + f" Nights: {e(result.nights_words())}.</p>",
         *_charts(result, data),
         *saturation_section(data.saturation, result.min_effect),
         *_environment(result, data),
@@ -119,7 +122,7 @@ def _charts(result: GateResult, data: ReportData) -> list[str]:
         Whisker(
             f"{g.backend} · {g.row.job_name} {g.row.direction} · {g.row.metric}",
             g.row.ratio, g.row.ratio_ci_low, g.row.ratio_ci_high, g.row.verdict,
-            f"{label(g.row, result.min_effect)}: "
+            f"{label(g.row, g.min_effect, g.reason)}: "
             + ratio_text(g.row.metric, g.row.ratio, g.row.ratio_ci_low, g.row.ratio_ci_high),
         )
         for g in result.rows

@@ -54,35 +54,39 @@ def _energy_split(x: np.ndarray, min_size: int) -> int | None:
     return int(tau[int(np.argmax(q))])
 
 
-def _pvalue(left: np.ndarray, right: np.ndarray) -> float:
+def _pvalue(left: np.ndarray, right: np.ndarray, min_size: int = MIN_SIZE) -> float:
     """Two-sided Student t-test between two segments (as Otava's significance tester),
     times the number of places the split could have been chosen (Bonferroni): the split
     maximises the difference, so the raw p-value would be too small (see module doc)."""
     if len(left) < 2 or len(right) < 2:
         return 1.0
-    positions = max(len(left) + len(right) - 2 * MIN_SIZE + 1, 1)
+    positions = max(len(left) + len(right) - 2 * min_size + 1, 1)
     if np.ptp(left) == 0 and np.ptp(right) == 0:
         return 0.0 if left[0] != right[0] else 1.0
     return min(1.0, positions * pooled_t_pvalue(left, right))
 
 
-def _candidates(x: np.ndarray, offset: int, threshold: float, out: set[int]) -> None:
+def _candidates(
+    x: np.ndarray, offset: int, threshold: float, out: set[int], min_size: int = MIN_SIZE
+) -> None:
     """Recursive binary segmentation of one window at the relaxed threshold."""
-    tau = _energy_split(x, MIN_SIZE)
-    if tau is None or _pvalue(x[:tau], x[tau:]) > threshold:
+    tau = _energy_split(x, min_size)
+    if tau is None or _pvalue(x[:tau], x[tau:], min_size) > threshold:
         return
     out.add(offset + tau)
-    _candidates(x[:tau], offset, threshold, out)
-    _candidates(x[tau:], offset + tau, threshold, out)
+    _candidates(x[:tau], offset, threshold, out, min_size)
+    _candidates(x[tau:], offset + tau, threshold, out, min_size)
 
 
-def _merge(x: np.ndarray, points: list[int], max_pvalue: float) -> dict[int, float]:
+def _merge(
+    x: np.ndarray, points: list[int], max_pvalue: float, min_size: int = MIN_SIZE
+) -> dict[int, float]:
     """Drop the weakest change point while it fails the threshold; re-test the rest."""
-    points = sorted(p for p in points if MIN_SIZE <= p <= len(x) - MIN_SIZE)
+    points = sorted(p for p in points if min_size <= p <= len(x) - min_size)
     while points:
         bounds = [0, *points, len(x)]
         pvalues = [
-            _pvalue(x[bounds[i - 1] : bounds[i]], x[bounds[i] : bounds[i + 1]])
+            _pvalue(x[bounds[i - 1] : bounds[i]], x[bounds[i] : bounds[i + 1]], min_size)
             for i in range(1, len(bounds) - 1)
         ]
         worst = int(np.argmax(pvalues))
@@ -93,22 +97,23 @@ def _merge(x: np.ndarray, points: list[int], max_pvalue: float) -> dict[int, flo
 
 
 def change_points(
-    values: Sequence[float], max_pvalue: float = DEFAULT_MAX_PVALUE
+    values: Sequence[float], max_pvalue: float = DEFAULT_MAX_PVALUE, min_size: int = MIN_SIZE
 ) -> dict[int, float]:
     """Change points of a series of positive values: index of the first point after each
-    change -> its p-value (after the merge pass)."""
+    change -> its p-value (after the merge pass); at least `min_size` points on each side
+    (Otava's default of 3 points unless asked: the comparison bench keeps it)."""
     x = np.log(np.asarray(values, dtype=float))
     n = len(x)
     found: set[int] = set()
     step = max(WINDOW // 2, 1)
     starts = range(0, max(n - WINDOW, 0) + 1, step) if n > WINDOW else [0]
     for start in starts:
-        _candidates(x[start : start + WINDOW], start, RELAXED * max_pvalue, found)
+        _candidates(x[start : start + WINDOW], start, RELAXED * max_pvalue, found, min_size)
     if n > WINDOW and (n - WINDOW) % step:
-        _candidates(x[n - WINDOW :], n - WINDOW, RELAXED * max_pvalue, found)
+        _candidates(x[n - WINDOW :], n - WINDOW, RELAXED * max_pvalue, found, min_size)
     # Overlapping windows may propose neighbours of one change: keep the first of a run.
     merged: list[int] = []
     for p in sorted(found):
-        if not merged or p - merged[-1] >= MIN_SIZE:
+        if not merged or p - merged[-1] >= min_size:
             merged.append(p)
-    return _merge(x, merged, max_pvalue)
+    return _merge(x, merged, max_pvalue, min_size)

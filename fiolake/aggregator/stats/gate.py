@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fiolake.aggregator.lake.lake import Lake
+from fiolake.aggregator.lake.accepted import acceptances
+from fiolake.aggregator.lake.lake import Lake, literals
 from fiolake.aggregator.rows.envdiff import ENV_COLUMNS
 from fiolake.aggregator.rows.filters import RunFilter, runs_columns, validate
 from fiolake.aggregator.rows.series import fetch_rows
-from fiolake.aggregator.stats import stats
+from fiolake.aggregator.stats import gate_config, host_noise, nights, stats
 from fiolake.aggregator.stats.compare import (
     DEFAULT_METRICS,
     INCONCLUSIVE,
@@ -34,6 +35,10 @@ class GateRow:
 
     backend: str
     row: CompareRow  # group = the new campaign, against the baseline campaign
+    reason: str = ""  # why a row is inconclusive beyond its numbers (`host busy (…)`)
+    min_effect: float = stats.DEFAULT_MIN_EFFECT  # the row's own (fiolake-gate.toml)
+    night: nights.NightModel | None = None  # the new night against earlier nights
+    mde: float | None = None  # smallest drop it could have detected (80 % power), fraction
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class GateResult:
     min_effect: float
     baseline_kind: str = "campaign"  # or "window": every comparable run of a window
     slo: Slo | None = None  # the SLO of iops_at_slo (the report's Saturation section too)
+    config: gate_config.GateConfig | None = None  # the fiolake-gate.toml it read (gate_config)
 
     @property
     def worse(self) -> list[GateRow]:
@@ -58,6 +64,22 @@ class GateResult:
         """Rows neither shown different nor shown equivalent."""
         return [g for g in self.rows if g.row.verdict == INCONCLUSIVE]
 
+    def nights_words(self) -> str:
+        """The footer's line on the night-to-night model and the minimum detectable effect."""
+        known = [g.night for g in self.rows if g.night is not None]
+        most = max((n.nights for n in known), default=0)
+        mde = nights.mde_words([g.mde for g in self.rows])
+        if most < nights.MIN_NIGHTS:
+            where = next((n.words() for n in known), "baseline is one night")
+        else:
+            where = f"the new night against up to {most} earlier nights (campaign as the unit)"
+        return where + (f"; smallest drop it could detect (80 % power): {mde}" if mde else "")
+
+    @property
+    def host_busy(self) -> list[GateRow]:
+        """Rows made inconclusive because a run of either side was not alone (host_noise)."""
+        return [g for g in self.rows if g.reason.startswith("host busy")]
+
 
 # New campaign's comparable runs: its ok runs' (backend, effective job) pairs.
 _NEW_JOBS = """new AS (SELECT DISTINCT backend, effective_job_sha256 FROM runs
@@ -67,16 +89,20 @@ _NEW_JOBS = """new AS (SELECT DISTINCT backend, effective_job_sha256 FROM runs
 
 def default_baseline(lake: Lake, campaign: str, label: tuple[str, str] | None = None) -> str:
     """The newest campaign started before `campaign` that ran one of its effective jobs on
-    one of its backends — with `label` (KEY, VALUE), one whose runs carry it (`label_sql`);
-    UsageProblem when there is none."""
+    one of its backends — the newest accepted one (`lake.accepted`) when there is one;
+    with `label` (KEY, VALUE), the newest whose runs carry it (`label_sql`); UsageProblem
+    when there is none."""
     cond, args = label_sql(lake, *label) if label else ("true", [])
+    # issue 34: without a label, an accepted campaign comes first (gate accept)
+    first = "false" if label else f"r.campaign_id IN ({literals(['', *acceptances(lake)])})"
     found = fetch_rows(
         lake,
         f"""WITH {_NEW_JOBS}
            SELECT r.campaign_id FROM runs r JOIN new USING (backend, effective_job_sha256)
            WHERE r.status = 'ok' AND r.campaign_id <> ?
              AND r.started_at < (SELECT t0 FROM start) AND {cond}
-           GROUP BY r.campaign_id ORDER BY max(r.started_at) DESC LIMIT 1""",
+           GROUP BY r.campaign_id ORDER BY bool_or({first}) DESC, max(r.started_at) DESC
+           LIMIT 1""",
         [campaign, campaign, campaign, *args],
     )
     if found:
@@ -142,6 +168,21 @@ def _order(g: GateRow) -> tuple[int, float]:
     return rank, -size
 
 
+def _judged(
+    backend: str,
+    row: CompareRow,
+    busy: dict[tuple[str, str], host_noise.HostNoise],
+    model: dict[nights.Key, nights.NightModel],
+    effect: float,
+) -> GateRow:
+    """Issue 34: the night model's verdict (the campaign the unit), then host noise's veto."""
+    night = model.get(nights.key(row))
+    row, why = nights.judge(row, night, effect)
+    row, busy_why = host_noise.judge(row, busy)
+    mde = night.mde if night and night.mde is not None else nights.run_mde(row)
+    return GateRow(backend, row, busy_why or why, effect, night, mde)
+
+
 def gate(
     lake: Lake,
     campaign: str,
@@ -152,6 +193,7 @@ def gate(
     metrics: list[str] | tuple[str, ...] = DEFAULT_METRICS,
     min_effect: float = stats.DEFAULT_MIN_EFFECT,
     slo: Slo | None = None,
+    config: gate_config.GateConfig | None = None,
 ) -> GateResult:
     """Set `campaign` per backend against one baseline: the campaign `baseline`; the
     newest earlier campaign whose runs carry `label` (KEY, VALUE); every comparable run
@@ -159,6 +201,7 @@ def gate(
 
     UsageProblem when more than one is given, when the campaigns are the same, or when
     no row of the new campaign has a baseline row of the same backend and effective job.
+    With `config`, each row is judged at its own threshold (`gate_config.effect_of`).
     """
     if sum(x is not None for x in (baseline, label, since)) > 1:
         raise UsageProblem(
@@ -174,19 +217,14 @@ def gate(
         asked = _campaign_questions(lake, campaign, name)
     rows: list[GateRow] = []
     families: list[str] = []
-    plain = [m for m in metrics if m != IOPS_AT_SLO]  # iops_at_slo: saturation.gate_rows
+    default = baseline is None and label is None and since is None
     for backend, filt, pools in asked:
-        if plain:
-            result = compare(lake, by="campaign_id", baseline=name, metrics=plain, filt=filt,
-                             min_effect=min_effect, pools=pools)  # fmt: skip
-            families.append(result.family)
-            rows += [GateRow(backend, r) for r in result.rows if r.group == campaign]
-        if IOPS_AT_SLO in metrics:
-            objective = slo or parse_slo(DEFAULT_SLO)
-            found, family = gate_rows(lake, objective, filt, pools, baseline=name,
-                                      campaign=campaign, min_effect=min_effect)  # fmt: skip
-            families.append(f"{backend}: {family}")
-            rows += [GateRow(backend, r) for r in found]
+        found, asked_in = _backend_rows(
+            lake, campaign, name, (backend, filt, pools), metrics, min_effect, slo, config,
+            default=default,
+        )  # fmt: skip
+        rows += found
+        families += asked_in
     if not any(g.row.ratio is not None for g in rows):
         raise UsageProblem(
             f"nothing comparable: campaign '{campaign}' and baseline '{name}' share no "
@@ -194,7 +232,9 @@ def gate(
             "run the same job files on the same backends, or choose another baseline"
         )
     kind = "window" if since is not None else "campaign"
-    return GateResult(campaign, name, sorted(rows, key=_order), families, min_effect, kind, slo)
+    return GateResult(
+        campaign, name, sorted(rows, key=_order), families, min_effect, kind, slo, config
+    )
 
 
 def _window_questions(lake: Lake, campaign: str, since: str, name: str) -> list[_Question]:
@@ -230,3 +270,46 @@ def _campaign_questions(lake: Lake, campaign: str, name: str) -> list[_Question]
             [campaign, name],
         )
     ]
+
+
+def _backend_rows(
+    lake: Lake,
+    campaign: str,
+    name: str,
+    question: _Question,
+    metrics: list[str] | tuple[str, ...],
+    min_effect: float,
+    slo: Slo | None,
+    config: gate_config.GateConfig | None,
+    *,
+    default: bool,
+) -> tuple[list[GateRow], list[str]]:
+    """One backend's gate rows and the families they were adjusted in: compare's rows at
+    each minimum effect the threshold file sets, judged against the earlier nights and the
+    host's noise (issue 34); then iops_at_slo's (saturation.gate_rows)."""
+    backend, filt, pools = question
+    rows: list[GateRow] = []
+    families: list[str] = []
+    plain = [m for m in metrics if m != IOPS_AT_SLO]
+    if plain:
+        busy = host_noise.busy_jobs(lake, filt, pools)
+        earlier = nights.earlier(lake, campaign, backend, name, pools, default)
+        for effect in config.effects(min_effect) if config else [min_effect]:
+            result = compare(lake, by="campaign_id", baseline=name, metrics=plain, filt=filt,
+                             min_effect=effect, pools=pools)  # fmt: skip
+            if effect == min_effect:
+                families.append(result.family)
+            mine = [
+                r for r in result.rows
+                if r.group == campaign
+                and gate_config.effect_of(config, backend, r, min_effect) == effect
+            ]  # fmt: skip
+            model = nights.models(lake, campaign, backend, earlier, plain, effect)
+            rows += [_judged(backend, r, busy, model, effect) for r in mine]
+    if IOPS_AT_SLO in metrics:
+        objective = slo or parse_slo(DEFAULT_SLO)
+        found, family = gate_rows(lake, objective, filt, pools, baseline=name,
+                                  campaign=campaign, min_effect=min_effect)  # fmt: skip
+        families.append(f"{backend}: {family}")
+        rows += [GateRow(backend, r) for r in found]
+    return rows, families

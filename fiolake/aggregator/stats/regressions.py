@@ -2,7 +2,8 @@
 what else changed between the last run before and the first run after.
 
 A series is one backend × profile × job × direction × effective job × metric, in time
-order (`runsets.per_run_values`); change points come from `changepoints.change_points`;
+order (`runsets.per_run_values`); change points come from `changepoints.change_points`
+over its nights (campaigns), at least `min_segment` nights each side (`night_changes`);
 each is described by the ratio of the geometric means after/before with its 95 % CI
 (`stats.compare_logs`) and the environment differences across it (`envdiff`).
 """
@@ -14,17 +15,17 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from fiolake.aggregator.lake import columns
+from fiolake.aggregator.lake.accepted import acceptances
 from fiolake.aggregator.lake.lake import Lake
 from fiolake.aggregator.rows.envdiff import env_diff
 from fiolake.aggregator.rows.filters import RunFilter, validate
 from fiolake.aggregator.stats import stats
-from fiolake.aggregator.stats.changepoints import DEFAULT_MAX_PVALUE, change_points
+from fiolake.aggregator.stats.changepoints import DEFAULT_MAX_PVALUE
 from fiolake.aggregator.stats.compare import DEFAULT_METRICS, check_metrics
+from fiolake.aggregator.stats.night_changes import DEFAULT_MIN_SEGMENT, by_night
 from fiolake.aggregator.stats.runsets import RunValue, per_run_values
 from fiolake.aggregator.stats.verdict_text import BETTER, WORSE
 from fiolake.errors import LakeError
-
-MIN_POINTS = 6  # two segments of MIN_SIZE
 
 
 @dataclass
@@ -48,6 +49,8 @@ class ChangePoint:
     run_before: str
     run_after: str
     env_changes: list[str] = field(default_factory=list)  # e.g. "kernel 6.1 → 6.8"
+    campaign_after: str | None = None  # run_after's campaign (the night of the change)
+    accepted: str = ""  # `accepted by … at …: why` when that campaign is accepted
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,9 @@ class RegressionReport:
 
     rows: list[ChangePoint]
     series: int
-    too_short: int  # series with fewer than MIN_POINTS runs
+    too_short: int  # series with fewer than 2 × min_segment nights
+    accepted: int = 0  # change points at accepted campaigns (left out unless asked for)
+    outliers: list[OutlierNight] = field(default_factory=list)  # one-night spikes
 
 
 def _describe(lake: Lake, before: str, after: str) -> list[str]:
@@ -66,12 +71,32 @@ def _describe(lake: Lake, before: str, after: str) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class OutlierNight:
+    """A night that stands apart from its segment: one spike, no change of level."""
+
+    backend: str
+    profile: str
+    job_name: str
+    direction: str
+    metric: str
+    campaign: str
+    at: datetime | None  # its first run's start
+    ratio: float  # its geometric mean / the median night of its segment
+
+
 def _series_points(
-    key: tuple[Any, ...], metric: str, values: list[RunValue], max_pvalue: float
-) -> list[ChangePoint]:
+    key: tuple[Any, ...], metric: str, values: list[RunValue], max_pvalue: float,
+    min_segment: int,
+) -> tuple[list[ChangePoint], list[OutlierNight]]:  # fmt: skip
+    """Change points counted in nights (`night_changes`): the runs regrouped night by
+    night, each change at the first run of the night after it."""
     backend, (profile, job, direction, sha) = key
+    nights = by_night([v.value or 0.0 for v in values], [v.campaign or "" for v in values],
+                      max_pvalue, min_segment)  # fmt: skip
+    values = [values[i] for i in nights.order]
     numbers = [v.value for v in values if v.value is not None]  # the caller dropped the rest
-    found = change_points(numbers, max_pvalue)
+    found = nights.changes
     bounds = [0, *sorted(found), len(values)]
     out = []
     for i, at in enumerate(sorted(found), start=1):
@@ -97,9 +122,12 @@ def _series_points(
                 word,
                 values[at - 1].run_id,
                 values[at].run_id,
+                campaign_after=values[at].campaign,
             )  # fmt: skip
         )
-    return out
+    odd = [OutlierNight(backend, profile, job, direction, metric, night, values[pos].started_at,
+                        ratio) for night, pos, ratio in nights.outliers]  # fmt: skip
+    return out, odd
 
 
 def regressions(
@@ -111,8 +139,13 @@ def regressions(
     max_pvalue: float = DEFAULT_MAX_PVALUE,
     include_better: bool = False,
     now: datetime | None = None,
+    include_accepted: bool = False,
+    min_segment: int = DEFAULT_MIN_SEGMENT,
 ) -> RegressionReport:
-    """Change points per series over the runs of the last `since` (all when None)."""
+    """Change points per series over the runs of the last `since` (all when None); one
+    whose first run after belongs to an accepted campaign (`lake.accepted`) is marked and
+    left out unless `include_accepted` (counted in `accepted`). Change points need
+    `min_segment` nights (campaigns) on each side; a lone odd night is an outlier."""
     filt = filt or RunFilter()
     metrics = check_metrics(lake, metrics)
     if since is not None:
@@ -125,18 +158,33 @@ def regressions(
     if not data:
         raise LakeError(f"no successful runs with results match {filt.describe()}")
     rows: list[ChangePoint] = []
+    odd: list[OutlierNight] = []
     series = too_short = 0
     for key, by_metric in sorted(data.items(), key=lambda kv: str(kv[0])):
         for metric in metrics:
             values = [v for v in by_metric[metric] if v.value is not None and v.value > 0]
             series += 1
-            if len(values) < MIN_POINTS:
+            if len({v.campaign for v in values}) < 2 * min_segment:
                 too_short += 1
                 continue
-            rows += _series_points(key, metric, values, max_pvalue)
+            found, spikes = _series_points(key, metric, values, max_pvalue, min_segment)
+            rows += found
+            odd += spikes
     if not include_better:
         rows = [r for r in rows if r.verdict == WORSE]
+    hidden = mark_accepted(lake, rows)  # issue 34: accepted changes
+    if not include_accepted:
+        rows = [r for r in rows if not r.accepted]
     for row in rows:
         row.env_changes = _describe(lake, row.run_before, row.run_after)
     rows.sort(key=lambda r: (-stats.effect_size(r.ratio), r.backend))
-    return RegressionReport(rows, series, too_short)
+    return RegressionReport(rows, series, too_short, hidden, odd)
+
+
+def mark_accepted(lake: Lake, rows: list[ChangePoint]) -> int:
+    """Mark each change point whose night after is an accepted campaign; how many."""
+    accepted = acceptances(lake) if rows else {}
+    for row in rows:
+        found = accepted.get(row.campaign_after or "")
+        row.accepted = found.words() if found else ""
+    return sum(1 for r in rows if r.accepted)

@@ -29,6 +29,7 @@ class RunValue:
     run_id: str
     value: float | None
     started_at: datetime | None = None
+    campaign: str | None = None  # the night it belongs to (regressions count nights)
 
 
 @dataclass(frozen=True)
@@ -213,7 +214,7 @@ def per_run_values(
             GROUP BY ALL
         )
         SELECT {group_expr}, r.profile, p.job_name, p.direction, {sha}, r.run_id,
-               epoch_ms(r.started_at), {picked}
+               epoch_ms(r.started_at), r.campaign_id, {picked}
         FROM per_run p JOIN runs r USING (run_id)
         WHERE {where}
         ORDER BY r.started_at, r.run_id
@@ -224,12 +225,12 @@ def per_run_values(
     finally:
         cur.close()
     data: dict[tuple[str, Case], dict[str, list[RunValue]]] = defaultdict(lambda: defaultdict(list))
-    for group, profile, job, direction, sha_value, run_id, at_ms, *values in rows:
+    for group, profile, job, direction, sha_value, run_id, at_ms, campaign, *values in rows:
         at = datetime.fromtimestamp(at_ms / 1000, UTC) if at_ms is not None else None
         for metric, value in zip(metrics, values, strict=True):
             number = None if value is None else float(value)
             data[(str(group), (profile, job, direction, sha_value))][metric].append(
-                RunValue(run_id, number, at)
+                RunValue(run_id, number, at, campaign)
             )
     return data
 

@@ -6,11 +6,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from fiolake.aggregator.lake import columns
+from fiolake.aggregator.lake.accepted import acceptances
 from fiolake.aggregator.lake.lake import Lake, literal
 from fiolake.aggregator.rows.filters import RunFilter, validate
 from fiolake.aggregator.rows.series import fetch_rows
-from fiolake.aggregator.stats.changepoints import change_points
 from fiolake.aggregator.stats.compare import check_metrics
+from fiolake.aggregator.stats.night_changes import DEFAULT_MIN_SEGMENT, by_night
 from fiolake.aggregator.stats.saturation import IOPS_AT_SLO, run_values
 from fiolake.aggregator.stats.slo import Slo
 from fiolake.errors import LakeError, UsageProblem
@@ -31,6 +32,8 @@ class TrendPoint:
     n: int  # runs behind the value
     run_id: str | None  # set for bucket=run
     change_point: bool = False  # the first point after a change (E-Divisive, see regressions)
+    accepted: str = ""  # a change point at an accepted campaign: `accepted by … at …: why`
+    campaign: str | None = None  # the run's (bucket=run): change points count nights
 
 
 def trend(
@@ -41,10 +44,13 @@ def trend(
     bucket: str = "run",
     case: tuple[str, str] | None = None,
     slo: Slo | None = None,
+    min_segment: int = DEFAULT_MIN_SEGMENT,
 ) -> list[TrendPoint]:
     """`metric` per backend × profile × job × direction over time, oldest first; `case`
     (job name, direction) keeps only that job × direction. `iops_at_slo` (at `slo`) is
-    each run's own IOPS at the SLO per load sweep × direction (`saturation.run_values`)."""
+    each run's own IOPS at the SLO per load sweep × direction (`saturation.run_values`).
+    Change points as `regressions` finds them: `min_segment` nights (campaigns; days for
+    bucket=day) each side."""
     filt = filt or RunFilter()
     if metric == IOPS_AT_SLO:
         if bucket != "run":
@@ -58,7 +64,7 @@ def trend(
                 f"no load sweep in the successful runs selected ({filt.describe()}) — run a "
                 "sweep profile (latency-at-load, iodepth-sweep) first"
             )
-        return _mark_change_points(found)
+        return mark_accepted(lake, _mark_change_points(found, min_segment))
     check_metrics(lake, [metric])
     if bucket not in BUCKETS:
         raise UsageProblem(f"invalid bucket {bucket!r}: choose {' or '.join(BUCKETS)}")
@@ -68,26 +74,44 @@ def trend(
         where += f" AND x.job_name = {literal(case[0])} AND x.direction = {literal(case[1])}"
     per_run = f"""
         SELECT r.backend, r.profile, x.job_name, x.direction, r.started_at, x.run_id,
-               {columns.per_run_aggregate(metric)} AS value
+               r.campaign_id, {columns.per_run_aggregate(metric)} AS value
         FROM results x JOIN runs r USING (run_id)
         WHERE {where}
         GROUP BY ALL
     """
     if bucket == "run":
-        sql = f"""SELECT backend, profile, job_name, direction, started_at, value, 1, run_id
+        sql = f"""SELECT backend, profile, job_name, direction, started_at, value, 1, run_id,
+                         campaign_id
                   FROM ({per_run}) ORDER BY backend, profile, job_name, direction, started_at"""
     else:
         sql = f"""SELECT backend, profile, job_name, direction,
-                         date_trunc('day', started_at) AS day, avg(value), count(value), NULL
+                         date_trunc('day', started_at) AS day, avg(value), count(value), NULL,
+                         NULL
                   FROM ({per_run}) GROUP BY ALL
                   ORDER BY backend, profile, job_name, direction, day"""
-    points = [TrendPoint(*row) for row in fetch_rows(lake, sql)]
+    points = [
+        TrendPoint(b, pr, j, d, at, v, n, run, campaign=night)
+        for b, pr, j, d, at, v, n, run, night in fetch_rows(lake, sql)
+    ]
     if not points:
         raise LakeError(f"no successful runs with results match {filt.describe()}")
-    return _mark_change_points(points)
+    marked = _mark_change_points(points, min_segment)
+    return mark_accepted(lake, marked)  # issue 34: accepted changes
 
 
-def _mark_change_points(points: list[TrendPoint]) -> list[TrendPoint]:
+def mark_accepted(lake: Lake, points: list[TrendPoint]) -> list[TrendPoint]:
+    """The points with each change point at an accepted campaign carrying who, when and
+    why (and every other point none): cheap, so a cached trend can be re-marked."""
+    accepted = acceptances(lake) if any(p.change_point and p.campaign for p in points) else {}
+    return [
+        replace(p, accepted=found.words() if (found := accepted.get(p.campaign or "")) else "")
+        if p.change_point
+        else p
+        for p in points
+    ]
+
+
+def _mark_change_points(points: list[TrendPoint], min_segment: int) -> list[TrendPoint]:
     series: dict[tuple[str, ...], list[int]] = {}
     for i, p in enumerate(points):
         series.setdefault((p.backend, p.profile, p.job_name, p.direction), []).append(i)
@@ -96,6 +120,9 @@ def _mark_change_points(points: list[TrendPoint]) -> list[TrendPoint]:
         values = [v for i in idx if (v := points[i].value) is not None and v > 0]
         if len(values) < len(idx):  # a gap or a zero: no series to split
             continue
-        for at in change_points(values):
-            marked[idx[at]] = replace(points[idx[at]], change_point=True)
+        nights = [points[i].campaign or str(points[i].at) for i in idx]  # a day: its own
+        found = by_night(values, nights, min_segment=min_segment)
+        for pos in found.changes:
+            at = idx[found.order[pos]]
+            marked[at] = replace(points[at], change_point=True)
     return marked

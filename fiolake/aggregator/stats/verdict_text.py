@@ -8,6 +8,7 @@ that would show equivalence within ±min-effect (docs/statistics.md, section 5).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 # The verdicts themselves live here, not in compare, so the CLI can name them cheaply.
@@ -74,11 +75,25 @@ def decider(row: JudgedRow, min_effect: float) -> str:
     return "; ".join(parts)
 
 
-def label(row: JudgedRow, min_effect: float) -> str:
+def label(row: JudgedRow, min_effect: float, reason: str = "") -> str:
     """The verdict cell: `▲ better`, `= equivalent (within ±5%)`, or `inconclusive: ~4
-    runs per side would confirm 0.1×`."""
+    runs per side would confirm 0.1×`; with a `reason` (the gate's `host busy (outside
+    CPU 45 %)`), `inconclusive: <reason>`."""
+    if reason:
+        return f"{INCONCLUSIVE}: {reason}"
     text = mark(row.verdict)
     if row.verdict == EQUIVALENT:
         text += f" (within ±{min_effect:.0%})"
     more = decider(row, min_effect)
     return f"{text}: {more}" if more else text
+
+
+def host_busy_words(reasons: Sequence[str]) -> str:
+    """The gate summary's clause for its host-busy rows (`stats.host_noise`): ` (2 of them
+    host busy (outside CPU 45 %): a run was not alone)`, or '' when none."""
+    busy = [r for r in reasons if r.startswith("host busy")]
+    if not busy:
+        return ""
+    reasons = list(dict.fromkeys(busy))
+    what = ", ".join(reasons) if len(reasons) <= 2 else "host busy (each row says how)"
+    return f" ({len(busy)} of them {what}: a run was not alone)"

@@ -12,9 +12,9 @@ from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.latency import profiles_by_runs
 from fiolake.aggregator.rows.series import cases_of, distinct
 from fiolake.aggregator.stats.compare import metric_columns
-from fiolake.aggregator.stats.trend import trend
+from fiolake.aggregator.stats.trend import mark_accepted, trend
 from fiolake.app.charts import backend_colour, show, time_axis, when
-from fiolake.app.common import get_lake, run_or_stop
+from fiolake.app.common import call_or_stop, get_lake, run_or_stop
 
 st.set_page_config(page_title="fiolake · Trends", layout="wide")
 st.title("Trends")
@@ -52,6 +52,8 @@ if not backends or profile is None or case is None:
 
 filt = RunFilter(backends=tuple(backends), profile=profile)
 points = run_or_stop(trend, lake, metric, filt=filt, bucket=bucket, case=tuple(case))
+# Acceptances are no commits: the cached answer is re-marked with the lake's records now.
+points = call_or_stop(mark_accepted, lake, points)
 divisor, unit = display_scale(metric, max((p.value or 0.0) for p in points))
 frame = pd.DataFrame(
     {
@@ -61,12 +63,13 @@ frame = pd.DataFrame(
         "runs": p.n,
         "run": p.run_id or "",
         "change": p.change_point,
+        "accepted": p.accepted,
         "when": when(p.at),
     }
     for p in points
 )
 title = f"{metric} ({unit})" if unit else metric
-tooltip = ["backend", "when", alt.Tooltip("value:Q", format=".4g"), "runs", "run"]
+tooltip = ["backend", "when", alt.Tooltip("value:Q", format=".4g"), "runs", "run", "accepted"]
 base = alt.Chart(frame).encode(x=time_axis("at"), y=alt.Y("value:Q", title=title))
 # Dots for a readable number of points only: thousands of marks slow the browser down.
 lines = base.mark_line(point=alt.OverlayMarkDef(size=18) if len(frame) <= 400 else False).encode(
@@ -81,7 +84,9 @@ rules = (
 show(alt.layer(rules, lines).properties(height=420))
 st.caption(
     f"{len(frame):,} points; dashed lines: change points (E-Divisive means, as `fiolake "
-    "regressions`), at the first point after the change. Times are run starts in UTC."
+    "regressions`), at the first point after the change; a change at an accepted campaign "
+    "(`fiolake gate accept`) says so in its tooltip and is no regression. Times are run "
+    "starts in UTC."
 )
 
 if changes.empty:
@@ -89,12 +94,17 @@ if changes.empty:
     st.stop()
 st.subheader("What changed across a change point")
 labels = {
-    int(i): f"{b} · {w}"
-    for i, b, w in zip(changes.index, changes["backend"], changes["when"], strict=True)
+    int(i): f"{b} · {w}" + (" · accepted" if a else "")
+    for i, b, w, a in zip(
+        changes.index, changes["backend"], changes["when"], changes["accepted"], strict=True
+    )
 }
 picked = st.selectbox(
     "Change point", list(labels), format_func=labels.__getitem__, key="change", bind="query-params"
 )
+accepted_words = str(frame.at[picked, "accepted"])
+if accepted_words:
+    st.success(f"This change is {accepted_words} — not a regression.")
 if bucket != "run":
     st.info("Pick one point per run to compare the runs on both sides of a change.")
     st.stop()

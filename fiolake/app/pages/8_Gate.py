@@ -11,7 +11,7 @@ from fiolake.aggregator.report.gate_report import html_report
 from fiolake.aggregator.report.report_data import report_data
 from fiolake.aggregator.rows.series import distinct
 from fiolake.aggregator.stats.gate import gate
-from fiolake.aggregator.stats.verdict_text import label
+from fiolake.aggregator.stats.verdict_text import host_busy_words, label
 from fiolake.app.common import get_lake, run_or_stop
 
 st.set_page_config(page_title="fiolake · Gate", layout="wide")
@@ -35,7 +35,8 @@ worse, unsure = len(result.worse), len(result.inconclusive)
 verdict = "fails" if worse else "passes"
 st.markdown(
     f"Campaign **{result.campaign}** against **{result.baseline}**: the gate **{verdict}** "
-    f"— {worse} worse, {unsure} inconclusive of {len(result.rows)} rows "
+    f"— {worse} worse, {unsure} inconclusive"
+    f"{host_busy_words([g.reason for g in result.rows])} of {len(result.rows)} rows "
     f"(`fiolake gate --campaign {result.campaign} --baseline-campaign {result.baseline}`)."
 )
 table = pd.DataFrame(
@@ -50,7 +51,7 @@ table = pd.DataFrame(
                 g.row.metric, g.row.ratio, g.row.ratio_ci_low, g.row.ratio_ci_high
             ),
             "p (adjusted)": p_text(g.row.p_adjusted),
-            "verdict": label(g.row, result.min_effect),
+            "verdict": label(g.row, g.min_effect, g.reason),
         }
         for g in result.rows
     ]
@@ -68,5 +69,6 @@ st.caption(
     "Worst first. Verdicts as `fiolake compare` and `fiolake gate`: ratios of geometric "
     "means, 95 % CIs, p-values adjusted per backend (family: "
     + "; ".join(result.families)
-    + f"), ±{result.min_effect * 100:g} % minimum effect. docs/ci.md."
+    + f"), ±{result.min_effect * 100:g} % minimum effect. Nights: {result.nights_words()}. "
+    "docs/ci.md."
 )

@@ -1,0 +1,96 @@
+"""A busy host is not a slower disk: gate rows whose runs were not alone cannot be `worse`.
+
+The runner records per run why it was not alone (`runs.flags`: `cpu-busy` when other work
+used more than a quarter of a core, `other-fio`, `steal`) and the figures behind them
+(`runs.outside_cpu_pct`, `runs.steal_pct`). A CPU hog slows a CPU-bound job (fsync on
+tmpfs) by 10–30 % while the disk is unchanged, so a `worse` (or an undecided) row with a
+flagged run on either side is `inconclusive` with the reason, e.g. `host busy (outside CPU
+45 %)` — the figure the busiest flagged run recorded — unless the change is bigger than
+that contention could cause (`HostNoise.explains`: 1 + outside CPU, ×2 with another fio).
+`better` and `equivalent` stand: a busy host slows runs down, it does not make them equal
+or faster. The gate exits 0 on such rows with a warning unless `--host-noise fail`
+(docs/ci.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from fiolake.aggregator.lake.lake import Lake, literals
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.series import fetch_rows
+from fiolake.aggregator.stats.compare import CompareRow
+from fiolake.aggregator.stats.verdict_text import INCONCLUSIVE, WORSE
+
+# The flags that say the host, not the storage, may have set the pace.
+HOST_FLAGS = ("cpu-busy", "other-fio", "steal")
+POLICIES = ("pass", "fail")  # --host-noise: whether a host-busy row fails the gate
+
+
+@dataclass(frozen=True)
+class HostNoise:
+    """The flagged runs of one profile × effective job, both sides together."""
+
+    flags: tuple[str, ...]
+    outside_cpu_pct: float | None  # the highest any flagged run recorded, % of one core
+    steal_pct: float | None
+
+    def explains(self) -> float:
+        """The largest slowdown this much contention could cause: a CPU-bound job sharing
+        its core with the outside work (1 + outside CPU / 100 %), halved again by another
+        fio and by the CPU stolen."""
+        factor = 1.0 + (self.outside_cpu_pct or 0.0) / 100.0
+        factor *= 2.0 if "other-fio" in self.flags else 1.0
+        return factor * (1.0 + (self.steal_pct or 0.0) / 100.0)
+
+    def reason(self) -> str:
+        """`host busy (outside CPU 45 %)`, `host busy (another fio; steal 7 %)`."""
+        parts = []
+        if "cpu-busy" in self.flags and self.outside_cpu_pct is not None:
+            parts.append(f"outside CPU {self.outside_cpu_pct:.0f} %")
+        if "other-fio" in self.flags:
+            parts.append("another fio")
+        if "steal" in self.flags and self.steal_pct is not None:
+            parts.append(f"steal {self.steal_pct:.0f} %")
+        return f"host busy ({'; '.join(parts) or ', '.join(self.flags)})"
+
+
+def busy_jobs(
+    lake: Lake, filt: RunFilter, pools: Mapping[str, Sequence[str]] | None = None
+) -> dict[tuple[str, str], HostNoise]:
+    """(profile, effective job) -> HostNoise of the flagged ok runs the gate compares:
+    those of `filt` (the two campaigns on one backend) or, with `pools`, the pooled runs."""
+    if pools:
+        where = f"r.run_id IN ({literals([r for ids in pools.values() for r in ids])})"
+    else:
+        where = filt.where("r")
+    found = fetch_rows(
+        lake,
+        f"""SELECT r.profile, coalesce(r.effective_job_sha256, ''),
+                   list(DISTINCT f ORDER BY f), max(r.outside_cpu_pct), max(r.steal_pct)
+            FROM runs r, unnest(r.flags) AS t(f)
+            WHERE {where} AND r.status = 'ok' AND f IN ({literals(HOST_FLAGS)})
+            GROUP BY ALL""",
+        [],
+    )
+    return {(str(p), str(sha)): HostNoise(tuple(f), cpu, st) for p, sha, f, cpu, st in found}
+
+
+def judge(row: CompareRow, busy: Mapping[tuple[str, str], HostNoise]) -> tuple[CompareRow, str]:
+    """`row` and '' when its runs were alone or its verdict stands; else the row made
+    `inconclusive` and the reason (`host busy (outside CPU 45 %)`). A change bigger than
+    the busy host could explain (`HostNoise.explains`, at the observed ratio) stays
+    `worse`: a disk 100× slower is not a CPU hog."""
+    noise = busy.get((row.profile, row.effective_job_sha256 or ""))
+    if noise is None or row.verdict not in (WORSE, INCONCLUSIVE):
+        return row, ""
+    if row.verdict == WORSE and row.ratio and _factor(row.ratio) > noise.explains():
+        return row, ""
+    return replace(row, verdict=INCONCLUSIVE), noise.reason()
+
+
+def _factor(ratio: float) -> float:
+    """How many times a ratio changed the value, either way (0.5× and 2× are 2)."""
+    return math.exp(abs(math.log(ratio)))

@@ -1,0 +1,216 @@
+"""Night-to-night spread in the gate: the campaign, not the repetition, is the unit.
+
+Three runs a night share that night's conditions, so a night's offset is invisible in
+the runs' spread: on quiet nights it is taken for signal (14 % slower, p 7e-5, and the
+same disk), on noisy nights nothing is ever decided. When the lake holds earlier nights
+(campaigns) of the same effective job on the same backend, each is reduced to its mean
+log value and the new night is tested against them with a one-way random-effects model
+(log y_ij = μ + u_i + e_ij, u_i ~ N(0, τ²), e_ij ~ N(0, σ²)): σ² is the pooled
+within-night variance, τ² the between-night variance by the ANOVA moment estimator
+(var of the night means − σ²/n, floored at 0; the DerSimonian–Laird estimator for equal
+n), and the new night's mean m is set against the history's mean m̄ of K nights with
+
+    t = (m − m̄) / sqrt(τ² + σ²/n_new + s²/K),   K − 1 degrees of freedom
+
+(s² the variance of the K night means): the prediction test of a new group under the
+model (docs/statistics.md, section 11). Its p-values are Holm-adjusted across the
+backend's rows like compare's; the verdict is `worse`/`better` when significant and
+beyond the row's minimum effect, `equivalent` when the TOST within it is, else
+`inconclusive`. The minimum detectable effect (80 % power at the row's α) is
+(t_{1−α/2} + t_{0.8}) × the same standard error. With fewer than MIN_NIGHTS earlier
+nights the run-level verdict of compare stands, and the row says its baseline is one
+night and how many nights would make it trustworthy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from scipy import special
+
+from fiolake.aggregator.lake import columns
+from fiolake.aggregator.lake.accepted import acceptances
+from fiolake.aggregator.lake.lake import Lake, literals
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.series import fetch_rows
+from fiolake.aggregator.stats import stats
+from fiolake.aggregator.stats.compare import SAME_TEST, CompareRow
+from fiolake.aggregator.stats.runsets import summarise
+from fiolake.aggregator.stats.verdict_text import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
+
+HISTORY = 10  # earlier nights in the model at most (the newest; none before an accepted one)
+MIN_NIGHTS = 2  # earlier nights for a between-night variance
+TRUSTED_NIGHTS = 7  # the recipe's history (docs/ci.md; tests/bench/gate_aa.py)
+POWER = 0.8
+
+Key = tuple[str, str, str, str | None, str]  # profile, job, direction, effective job, metric
+
+
+@dataclass(frozen=True)
+class NightModel:
+    """The new night against the earlier nights, for one gate row."""
+
+    nights: int  # earlier nights (campaigns) with this job on this backend
+    ratio: float | None  # new night's geometric mean / the history's (exp(m − m̄))
+    between_sd: float | None  # τ: night-to-night SD of the log means
+    within_sd: float | None  # σ: pooled SD of the runs within a night (logs)
+    p_value: float | None
+    p_adjusted: float | None
+    p_equivalence: float | None
+    p_equivalence_adjusted: float | None
+    mde: float | None  # smallest change (fraction, e.g. 0.12) detectable at 80 % power
+
+    def words(self) -> str:
+        """`night-to-night: 0.93× vs 6 earlier nights (they differ by ±4 %)`."""
+        if self.nights < MIN_NIGHTS or self.ratio is None:
+            return (
+                f"baseline is one night: ≥ {MIN_NIGHTS} earlier nights of this job on this "
+                f"backend measure night-to-night spread, ~{TRUSTED_NIGHTS} make it trustworthy"
+            )
+        spread = f"±{math.expm1(self.between_sd or 0.0):.0%}"
+        return f"{self.ratio:.2f}× vs {self.nights} earlier nights (they differ by {spread})"
+
+
+def history(lake: Lake, campaign: str, backend: str) -> list[str]:
+    """The newest HISTORY campaigns before `campaign` that ran its effective jobs on
+    `backend`, none before the newest accepted one (`lake.accepted`), oldest first."""
+    found = fetch_rows(
+        lake,
+        """WITH new AS (SELECT DISTINCT effective_job_sha256 FROM runs
+                        WHERE campaign_id = ? AND backend = ? AND status = 'ok')
+           SELECT r.campaign_id, min(r.started_at) AS s FROM runs r JOIN new
+           USING (effective_job_sha256) WHERE r.backend = ? AND r.status = 'ok'
+             AND r.campaign_id <> ?
+             AND r.started_at < (SELECT min(started_at) FROM runs WHERE campaign_id = ?)
+           GROUP BY 1 ORDER BY s, 1""",
+        [campaign, backend, backend, campaign, campaign],
+    )
+    names = [str(c) for c, _ in found]
+    accepted = acceptances(lake)
+    start = max((i for i, c in enumerate(names) if c in accepted), default=0)
+    return names[start:][-HISTORY:]
+
+
+def earlier(
+    lake: Lake, campaign: str, backend: str, baseline: str,
+    pools: dict[str, list[str]] | None, default: bool,
+) -> list[str]:  # fmt: skip
+    """The earlier nights the gate's new night is set against: the window's campaigns
+    (`--baseline-runs`), the recent history (`history`) for the default baseline, or the
+    one baseline campaign the user chose."""
+    if pools:
+        found = fetch_rows(
+            lake,
+            f"SELECT campaign_id FROM runs WHERE run_id IN ({literals(pools[baseline])}) "
+            "GROUP BY 1 ORDER BY min(started_at), 1",
+        )
+        return [str(c) for (c,) in found][-HISTORY:]
+    return history(lake, campaign, backend) if default else [baseline]
+
+
+def key(row: CompareRow) -> Key:
+    """A gate row's key in `models`."""
+    return (row.profile, row.job_name, row.direction, row.effective_job_sha256, row.metric)
+
+
+def models(
+    lake: Lake,
+    campaign: str,
+    backend: str,
+    nights: Sequence[str],
+    metrics: Sequence[str],
+    min_effect: float,
+) -> dict[Key, NightModel]:
+    """Per row key of `campaign` on `backend`: its night model against `nights`, the
+    p-values Holm-adjusted across the backend's rows (throughput counted once)."""
+    filt = RunFilter(backends=(backend,), campaigns=(*nights, campaign))
+    data, _ = summarise(lake, "CAST(r.campaign_id AS VARCHAR)", filt, list(metrics))
+    out: dict[Key, NightModel] = {}
+    for (group, case), by_metric in data.items():
+        if group != campaign:
+            continue
+        for metric, new in by_metric.items():
+            earlier = [data[(n, case)][metric].log for n in nights if (n, case) in data]
+            out[(*case, metric)] = night_model(new.log, [e for e in earlier if e], min_effect)
+    return _adjusted(out)
+
+
+def night_model(
+    new: stats.LogSummary | None, earlier: list[stats.LogSummary], min_effect: float
+) -> NightModel:
+    parts = [s for s in (*earlier, new) if s is not None and s.var is not None and s.n > 1]
+    dof = sum(s.n - 1 for s in parts)
+    within = sum((s.n - 1) * (s.var or 0.0) for s in parts) / dof if dof else None
+    k = len(earlier)
+    if new is None or within is None or k < MIN_NIGHTS:
+        return NightModel(k, None, None, math.sqrt(within) if within else None,
+                          None, None, None, None, None)  # fmt: skip
+    means = [s.mean for s in earlier]
+    centre = sum(means) / k
+    spread = sum((m - centre) ** 2 for m in means) / (k - 1)  # s²: var of the night means
+    n_h = k / sum(1 / s.n for s in earlier)  # harmonic mean of the runs per night
+    tau2 = max(0.0, spread - within / n_h)
+    se = math.sqrt(tau2 + within / new.n + spread / k) or 1e-12
+    diff, df = new.mean - centre, k - 1
+    p = 2.0 * float(special.stdtr(df, -abs(diff) / se))
+    bound = math.log1p(min_effect)
+    p_tost = max(float(special.stdtr(df, -(diff + bound) / se)),
+                 float(special.stdtr(df, (diff - bound) / se)))  # fmt: skip
+    return NightModel(k, math.exp(diff), math.sqrt(tau2), math.sqrt(within), p, None, p_tost,
+                      None, _mde(se, df, stats.ALPHA))  # fmt: skip
+
+
+def _mde(se: float, df: float, alpha: float) -> float:
+    """The smallest drop (fraction) found with POWER at two-sided `alpha`."""
+    reach = (float(special.stdtrit(df, 1 - alpha / 2)) + float(special.stdtrit(df, POWER))) * se
+    return -math.expm1(-reach)
+
+
+def run_mde(row: CompareRow) -> float | None:
+    """Without night history: the smallest drop the runs' test could find (80 % power at
+    the row's family α, Bonferroni as `compare`'s runs needed), nights assumed alike."""
+    if row.sd_log is None or row.n < 2 or row.n_baseline < 2:
+        return None
+    se = row.sd_log * math.sqrt(1 / row.n + 1 / row.n_baseline)
+    return _mde(se, row.n + row.n_baseline - 2, stats.ALPHA / max(1, row.family_tests))
+
+
+def mde_words(values: Sequence[float | None]) -> str:
+    """`9–14 %` over the rows' minimum detectable effects ('' when none)."""
+    known = sorted(v for v in values if v is not None)
+    if not known:
+        return ""
+    low, high = f"{known[0]:.0%}", f"{known[-1]:.0%}"
+    return low if low == high else f"{low.rstrip('%')}–{high}"
+
+
+def _adjusted(out: dict[Key, NightModel]) -> dict[Key, NightModel]:
+    """Holm across the rows with a test; bandwidth and IOPS of one case are one test."""
+    tests: dict[tuple[object, ...], list[Key]] = {}
+    for key, m in out.items():
+        if m.p_value is not None:
+            tests.setdefault((*key[:4], SAME_TEST.get(key[4], key[4])), []).append(key)
+    groups = list(tests.values())
+    for attr, to in (("p_value", "p_adjusted"), ("p_equivalence", "p_equivalence_adjusted")):
+        firsts = [getattr(out[g[0]], attr) for g in groups]
+        for members, p in zip(groups, stats.adjust(firsts, "holm"), strict=True):
+            for key in members:
+                out[key] = replace(out[key], **{to: p})  # type: ignore[arg-type]
+    return out
+
+
+def judge(row: CompareRow, model: NightModel | None, min_effect: float) -> tuple[CompareRow, str]:
+    """The row's verdict from its night model when it has one (the campaign the unit),
+    and why it is inconclusive; else the row as compare judged it."""
+    if model is None or model.p_adjusted is None or model.ratio is None:
+        return row, ""
+    higher = columns.higher_is_better(row.metric)
+    verdict = INCONCLUSIVE
+    if model.p_adjusted < stats.ALPHA and stats.effect_size(model.ratio) > min_effect:
+        verdict = BETTER if (model.ratio > 1.0) == higher else WORSE
+    elif (model.p_equivalence_adjusted or 1.0) < stats.ALPHA:
+        verdict = EQUIVALENT
+    why = f"night-to-night: {model.words()}" if verdict == INCONCLUSIVE else ""
+    return replace(row, verdict=verdict), why

@@ -1,0 +1,92 @@
+"""Night-to-night spread in the gate (issue 34): the campaign, not the repetition, is the
+unit when the lake holds earlier nights of the same job on the same backend.
+
+Two synthetic lakes of one backend, 8 earlier nights of 3 runs (runs of a night within
+±1 %) and a new night `new`:
+- `wobbly`: nights differ by up to ±10 %; the new night is 0.90× their mean — 0.85× the
+  night before, which the runs alone call worse. Against the nights it is inconclusive.
+- `steady`: nights within ±1 %; the new night 0.85× — worse, and the smallest drop the
+  gate could detect is small.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from fiolake.cli import cli
+from tests.aggregator import lakegen
+
+READ = ("job1", "read")
+WOBBLY = (1.08, 0.93, 1.05, 0.95, 1.10, 0.92, 1.02, 1.06)
+STEADY = (1.0, 1.01, 0.99, 1.0, 1.005, 0.995, 1.0, 1.01)
+
+
+def lake_of(root: Path, levels: tuple[float, ...], new: float) -> Path:
+    store = lakegen.local_store(root)
+    for night, level in enumerate((*levels, new)):
+        name = f"n{night}" if night < len(levels) else "new"
+        for rep in range(3):
+            lakegen.write_run(
+                store,
+                run_id=f"{name}-r{rep}",
+                job_id=f"{name}-j{rep}",
+                campaign=name,
+                metrics={READ: {"iops": 1000 * level * (1 + 0.01 * (rep - 1))}},
+                started_at=lakegen.T0 + timedelta(days=night, minutes=rep),
+            )
+    return root
+
+
+def gate(lake: Path, *args: str) -> Result:
+    return CliRunner().invoke(
+        cli, ["gate", "--lake", str(lake), "--campaign", "new", "--metric", "iops",
+              "--format", "json", *args],
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def wobbly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    mean = math.exp(sum(map(math.log, WOBBLY)) / len(WOBBLY))
+    return lake_of(tmp_path_factory.mktemp("wobbly"), WOBBLY, 0.90 * mean)
+
+
+def test_a_drop_within_the_nights_spread_is_inconclusive(wobbly: Path) -> None:
+    res = gate(wobbly)
+    assert res.exit_code == 0, res.output
+    (row,) = json.loads(res.stdout)["rows"]
+    assert row["ratio"] == pytest.approx(0.90 * 1.0 / 1.06, abs=0.02)  # vs n7, the runs
+    assert row["verdict"] == "inconclusive"
+    assert row["nights"]["nights"] == 8
+    assert row["nights"]["ratio"] == pytest.approx(0.90, abs=0.005)
+    assert row["nights"]["p_adjusted"] > 0.05
+    assert row["reason"].startswith("night-to-night: 0.90× vs 8 earlier nights (they differ by ±")
+    assert row["mde"] > 0.15  # nights this wobbly hide a 15 % drop
+    assert (
+        "nights: the new night against up to 8 earlier nights (campaign as the unit); "
+        "smallest drop it could detect (80 % power): " in res.stderr
+    )
+
+
+def test_the_same_drop_against_one_chosen_night_is_worse(wobbly: Path) -> None:
+    res = gate(wobbly, "--baseline-campaign", "n7")
+    assert res.exit_code == 1, res.output
+    assert (
+        "nights: baseline is one night: ≥ 2 earlier nights of this job on this backend "
+        "measure night-to-night spread, ~7 make it trustworthy; smallest drop it could "
+        "detect (80 % power): "
+    ) in res.stderr
+
+
+def test_a_drop_beyond_steady_nights_is_worse(tmp_path: Path) -> None:
+    res = gate(lake_of(tmp_path, STEADY, 0.85))
+    assert res.exit_code == 1, res.output
+    (row,) = json.loads(res.stdout)["rows"]
+    assert (row["verdict"], row["reason"], row["nights"]["nights"]) == ("worse", None, 8)
+    assert row["nights"]["p_adjusted"] < 0.001
+    assert row["mde"] < 0.05
