@@ -53,17 +53,7 @@ def trend(
     bucket=day) each side."""
     filt = filt or RunFilter()
     if metric == IOPS_AT_SLO:
-        if bucket != "run":
-            raise UsageProblem(
-                "--bucket day does not apply to iops_at_slo: each run is one whole sweep "
-                "with its own value — use --bucket run"
-            )
-        found = [TrendPoint(*v, 1, run) for run, v in run_values(lake, slo, filt)]
-        if not found:
-            raise LakeError(
-                f"no load sweep in the successful runs selected ({filt.describe()}) — run a "
-                "sweep profile (latency-at-load, iodepth-sweep) first"
-            )
+        found = _slo_points(lake, slo, filt, bucket)
         return mark_accepted(lake, _mark_change_points(found, min_segment))
     check_metrics(lake, [metric])
     if bucket not in BUCKETS:
@@ -97,6 +87,23 @@ def trend(
         raise LakeError(f"no successful runs with results match {filt.describe()}")
     marked = _mark_change_points(points, min_segment)
     return mark_accepted(lake, marked)  # issue 34: accepted changes
+
+
+def _slo_points(lake: Lake, slo: Slo | None, filt: RunFilter, bucket: str) -> list[TrendPoint]:
+    """Each run's own IOPS at `slo` per load sweep × direction, oldest first; UsageProblem
+    for bucket=day, LakeError when no run selected swept a load."""
+    if bucket != "run":
+        raise UsageProblem(
+            "--bucket day does not apply to iops_at_slo: each run is one whole sweep "
+            "with its own value — use --bucket run"
+        )
+    found = [TrendPoint(*v, 1, run) for run, v in run_values(lake, slo, filt)]
+    if not found:
+        raise LakeError(
+            f"no load sweep in the successful runs selected ({filt.describe()}) — run a "
+            "sweep profile (latency-at-load, iodepth-sweep) first"
+        )
+    return found
 
 
 def mark_accepted(lake: Lake, points: list[TrendPoint]) -> list[TrendPoint]:
