@@ -58,6 +58,7 @@ def test_several_documents_in_a_ci_log_are_several_runs(tmp_path: Path) -> None:
     assert len(_rows(tmp_path / "lake", "results")) == 4  # 2 jobs × 1 direction each
 
 
+@pytest.mark.slow  # real fio for over 3 s: not in the fast tier
 def test_status_interval_dumps_fold_into_the_final_document(tmp_path: Path) -> None:
     job = tmp_path / "slow.fio"
     job.write_text("[s]\nioengine=null\nrw=read\nsize=1g\nruntime=3\ntime_based=1\nrate=100m\n")
@@ -211,6 +212,7 @@ def test_compare_decides_imported_tmpfs_against_measured_disk(tmp_path: Path) ->
     assert tmpfs["verdict"] == "better", tmpfs
 
 
+@pytest.mark.slow  # real fio for over 3 s: not in the fast tier
 def test_logs_beside_the_document_become_its_seconds(tmp_path: Path) -> None:
     job = tmp_path / "logged.fio"
     job.write_text(
