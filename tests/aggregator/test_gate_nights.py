@@ -78,7 +78,7 @@ def test_the_same_drop_against_one_chosen_night_is_worse(wobbly: Path) -> None:
     assert res.exit_code == 1, res.output
     assert (
         "nights: baseline is one night: ≥ 2 earlier nights of this job on this backend "
-        "measure night-to-night spread, ~7 make it trustworthy; smallest drop it could "
+        "measure night-to-night spread, ~10 make it trustworthy; smallest drop it could "
         "detect (80 % power): "
     ) in res.stderr
 

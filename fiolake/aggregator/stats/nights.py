@@ -42,7 +42,7 @@ from fiolake.aggregator.stats.verdict_text import BETTER, EQUIVALENT, INCONCLUSI
 
 HISTORY = 10  # earlier nights in the model at most (the newest; none before an accepted one)
 MIN_NIGHTS = 2  # earlier nights for a between-night variance
-TRUSTED_NIGHTS = 7  # the recipe's history (docs/ci.md; tests/bench/gate_aa.py)
+TRUSTED_NIGHTS = 10  # the recipe's history (docs/ci.md; tests/bench/gate_aa.py)
 POWER = 0.8
 
 Key = tuple[str, str, str, str | None, str]  # profile, job, direction, effective job, metric
