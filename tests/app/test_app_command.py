@@ -10,6 +10,8 @@ import time
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.aggregator import lakegen
 
 FIOLAKE = Path(sys.executable).parent / "fiolake"
@@ -21,6 +23,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow  # starts a Streamlit server (3 s): not in the fast tier
 def test_app_serves_and_stops(tmp_path: Path) -> None:
     lakegen.write_run(lakegen.local_store(tmp_path / "lake"), run_id="r1", job_id="j1")
     port = free_port()

@@ -68,6 +68,9 @@ def test_exclusive_waits_shared_share_and_a_wait_can_be_abandoned(tmp_path: Path
     assert HostLock(path).acquire(lambda: True) is not None
 
 
+# Slow tier: real fio, SIGSTOP and SIGKILL with a 5 s bound; it failed only beside two
+# other xdist workers on a loaded machine (never reproduced alone or under CPU hogs).
+@pytest.mark.slow
 def test_kill_9_of_the_holder_frees_the_lock_once_its_fio_is_gone(tmp_path: Path) -> None:
     lock = tmp_path / "host.lock"
     job = tmp_path / "long.fio"

@@ -49,6 +49,7 @@ def tiny_job(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow  # real fio for about 3 s: not in the fast tier
 def test_run_stores_what_fio_reported(tmp_path: Path, tiny_job: Path) -> None:
     lake, target = tmp_path / "lake", tmp_path / "target"
     result = invoke(
