@@ -27,6 +27,17 @@ if TYPE_CHECKING:
     from fiolake.aggregator.stats.slo import Slo
 
 
+# trend and regressions count change points the same way (aggregator/stats/night_changes.py).
+min_segment_option = click.option(
+    "--min-segment",
+    type=click.IntRange(2, 100),
+    default=3,
+    show_default=True,
+    help="Nights (campaigns) each side of a change point: one odd night is an outlier, "
+    "not a change.",
+)
+
+
 @click.command()
 @lake_option
 @format_option()
@@ -39,14 +50,7 @@ if TYPE_CHECKING:
     help="results column to follow, or iops_at_slo (each run's IOPS at --slo, load sweeps).",
 )
 @slo_option
-@click.option(
-    "--min-segment",
-    type=click.IntRange(2, 100),
-    default=3,
-    show_default=True,
-    help="Nights (campaigns) each side of a change point: one odd night is an outlier, "
-    "not a change.",
-)
+@min_segment_option
 @click.option(
     "--bucket",
     type=click.Choice(["run", "day"]),
@@ -118,14 +122,7 @@ def trend(
     show_default=True,
     help="Keep change points whose (selection-corrected) p-value is at most this.",
 )
-@click.option(
-    "--min-segment",
-    type=click.IntRange(2, 100),
-    default=3,
-    show_default=True,
-    help="Nights (campaigns) each side of a change point: one odd night is an outlier, "
-    "not a change.",
-)
+@min_segment_option
 @click.option("--all", "include_better", is_flag=True, help="Show improvements too.")
 @click.option(
     "--accepted",
