@@ -1,4 +1,4 @@
-"""`python -m fiolake.app.serve run Home.py [streamlit flags]`: Streamlit, warmed before ready.
+"""`python -m fiolake.app.serve run main.py [streamlit flags]`: Streamlit, warmed before ready.
 
 `fiolake app` starts Streamlit through this module so that, while the server boots, a
 background thread imports what the pages import, opens the lake into the app's resource
@@ -39,7 +39,7 @@ def warm() -> None:
 
         from fiolake.aggregator.report.headline import landing
         from fiolake.aggregator.rows.series import overview
-        from fiolake.app import charts, common  # noqa: F401
+        from fiolake.app import charts, common, login  # noqa: F401
 
         lake = common._open(common.lake_url())
         # Through the page's own cached call: the same function, lake state and arguments
@@ -83,6 +83,12 @@ def main(argv: list[str]) -> None:
     """Start the warm-up, hold readiness until it ends, then Streamlit's CLI with `argv`."""
     from streamlit.web import cli  # imported before the warm-up thread imports the pages
 
+    # fiolake's own records (sign-ins, refusals, SQL queries: fiolake.app.login) on stderr,
+    # beside Streamlit's; Streamlit configures only its own loggers.
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
+    logging.getLogger("fiolake").addHandler(handler)
+    logging.getLogger("fiolake").setLevel(logging.INFO)
     hold_readiness_until_warm()
     threading.Thread(target=warm, name="fiolake-warm", daemon=True).start()
     threading.Thread(target=_release_after_limit, name="fiolake-warm-limit", daemon=True).start()

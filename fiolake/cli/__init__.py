@@ -40,7 +40,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "saturation": ("fiolake.cli.saturation", "saturation", "IOPS at a latency SLO, decided."),
     "env-diff": ("fiolake.cli.analysis", "env_diff", "How two runs' environments differ."),
     "lake": ("fiolake.cli.analysis", "lake", "Lake hygiene: compact, prune, check."),
-    "app": ("fiolake.cli.analysis", "app", "Open the Streamlit app."),
+    "app": ("fiolake.cli.app", "app", "Serve the Streamlit app (login beyond localhost)."),
     "publish": ("fiolake.cli.distributed", "publish", "Publish signed job manifests."),
     "runner": ("fiolake.cli.runner", "runner", "Pull jobs from the lake and run them."),
     "status": ("fiolake.cli.status", "status", "Progress of a campaign, or of recent ones."),

@@ -83,6 +83,5 @@ def env_diff(lake: str, fmt: str, runs: tuple[str, ...]) -> None:
     emit(["field", runs[0], runs[1]], rows, fmt)
 
 
-# `lake` and `app` live in lake_ops; fiolake.cli looks them up here (COMMANDS).
+# `lake` lives in lake_ops; fiolake.cli looks it up here (COMMANDS).
 lake = lake_ops.lake
-app = lake_ops.app

@@ -1,18 +1,11 @@
-"""Commands that look after the lake or serve it: `lake compact|prune|check`, `app`."""
+"""Commands that look after the lake: `lake compact|prune|check` (`app`: fiolake.cli.app)."""
 
 from __future__ import annotations
-
-import os
-import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import click
 
 from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import connect
-from fiolake.cli.extras import require_extras
 from fiolake.cli.output import emit
 from fiolake.layout import TABLES
 
@@ -159,57 +152,3 @@ def check(lake: str, fmt: str) -> None:
     rows = [(p.job_id, p.run_id, p.status, p.problem) for p in problems]
     emit(["job_id", "run_id", "status", "problem"], rows, fmt)
     raise click.exceptions.Exit(1)
-
-
-@click.command()
-@lake_option
-@click.option("--port", type=click.IntRange(1, 65535), default=8501, show_default=True)
-@click.option(
-    "--address",
-    default="127.0.0.1",
-    show_default=True,
-    help="Interface to listen on (0.0.0.0 inside a container).",
-)
-def app(lake: str, port: int, address: str) -> None:
-    """Open the Streamlit app on http://ADDRESS:PORT (reads the lake, never writes)."""
-    import fiolake.app as app_package
-
-    # Streamlit runs in a child process: a missing one is named here (the app extra,
-    # which installs the analysis extra too), not in the child's traceback.
-    require_extras("app", "analysis")
-    home = Path(app_package.__file__).resolve().parent / "Home.py"
-    if not home.exists():
-        raise click.ClickException(f"the app is not installed: {home} is missing")
-    env = dict(os.environ, FIOLAKE_LAKE=lake)
-    # Through fiolake.app.serve: Streamlit, with the pages' imports and the lake warmed in
-    # the server process while it starts (the first visit of Home paid for them).
-    cmd = [
-        sys.executable,
-        "-m",
-        "fiolake.app.serve",
-        "run",
-        str(home),
-        "--server.address",
-        address,
-        "--server.port",
-        str(port),
-        "--server.headless",
-        "true",
-        "--browser.gatherUsageStats",
-        "false",
-        # Viewer toolbar: readers get no "Deploy" button or developer menu.
-        "--client.toolbarMode",
-        "viewer",
-    ]
-    click.echo(f"fiolake app on http://{address}:{port} (lake {lake}); Ctrl-C stops it", err=True)
-    proc = subprocess.Popen(cmd, env=env)
-    # A service manager stops us with SIGTERM: pass it on so Streamlit does not linger.
-    signal.signal(signal.SIGTERM, lambda signum, _frame: proc.send_signal(signum))
-    while True:
-        try:
-            code = proc.wait()
-            break
-        except KeyboardInterrupt:
-            continue  # the terminal sent SIGINT to Streamlit too; wait for it to exit
-    if code not in (0, -signal.SIGTERM, -signal.SIGINT):
-        raise click.exceptions.Exit(code)

@@ -41,6 +41,8 @@ def stack() -> None:
       eval "$(fiolake stack env)"      # point fiolake/boto3/bao at it (admin role)
       fiolake stack env --role runner  # least-privilege credentials of one role
       fiolake stack down [--purge]     # stop; --purge also deletes the state
+      fiolake stack app-login --app-url http://127.0.0.1:8501 --user ana:analyst
+                                       # OpenBao signs readers in to `fiolake app --auth`
     """
     require_extras("stack")  # `fiolake.cli` names the extra of a missing module, exit 2
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -181,6 +183,20 @@ def status(state_dir: Path | None, fmt: str) -> None:
 )
 @click.option("--bucket", default="fiolake", show_default=True)
 @click.option("--timeout", type=float, default=180.0, show_default=True, help="Seconds per wait.")
+@click.option(
+    "--app-url",
+    default=None,
+    help="Also sign readers in to the app at this URL through OpenBao (its OIDC provider): "
+    "writes OUT/app-login/auth.toml for `fiolake app --auth` (see `stack app-login`).",
+)
+@click.option(
+    "--app-user",
+    "app_users",
+    multiple=True,
+    metavar="NAME:ROLE",
+    help="With --app-url: a reader (viewer or analyst); repeat. "
+    "Passwords: OUT/app-login/users.json.",
+)
 def init_remote(
     out: Path,
     bao_addr: str,
@@ -192,6 +208,8 @@ def init_remote(
     minio_name: tuple[str, ...],
     bucket: str,
     timeout: float,
+    app_url: str | None,
+    app_users: tuple[str, ...],
 ) -> None:
     """Set up OpenBao and MinIO running as services (compose's `init`); idempotent.
 
@@ -199,8 +217,15 @@ def init_remote(
     unseals it, configures PKI/transit/KV/AppRole, issues MinIO's certificate, waits
     for MinIO, creates the bucket and role users, and writes OUT/env/<role>.env.
     """
+    from fiolake.cli.app_login import callback_url, parse_user, set_up_app_login
+    from fiolake.errors import UsageProblem
     from fiolake.stack.remote import RemoteTopology, init_remote
 
+    readers = [parse_user(text) for text in app_users]
+    if app_url is not None:
+        callback_url(app_url)  # bad input stops here, before anything is set up
+    elif readers:
+        raise UsageProblem("--app-user needs --app-url — give the address readers open")
     defaults = RemoteTopology()
     topo = RemoteTopology(
         bao_addr=bao_addr,
@@ -216,3 +241,67 @@ def init_remote(
     env = init_remote(out, topo)
     click.echo(f"stack initialised: MinIO {env.endpoint}, OpenBao {env.vault_addr}", err=True)
     click.echo(f"role environments in {out / 'env'}", err=True)
+    if app_url is not None:
+        auth, _ = set_up_app_login(
+            out / "app-login",
+            bao_addr=env.vault_addr,
+            ca=env.vault_cacert,
+            root_token=env.root_token,
+            app_url=app_url,
+            users=readers,
+        )
+        click.echo(f"app login: {auth} (readers' passwords in {auth.parent}/users.json)", err=True)
+
+
+@stack.command("app-login")
+@_state_dir_option
+@click.option(
+    "--app-url",
+    required=True,
+    help="The app as readers' browsers reach it, e.g. http://127.0.0.1:8501 or "
+    "https://fiolake.example.org (its /oauth2callback becomes the redirect URI).",
+)
+@click.option(
+    "--user",
+    "users",
+    multiple=True,
+    metavar="NAME:ROLE",
+    help="A reader and their role: viewer (every page but SQL) or analyst; repeat. "
+    "Readers of earlier runs are kept, with their passwords.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="How to print the readers and their passwords (stdout).",
+)
+def app_login(state_dir: Path | None, app_url: str, users: tuple[str, ...], fmt: str) -> None:
+    """Sign readers in to the app through the stack's OpenBao (its OIDC provider).
+
+    Configures the provider (a client for the app at --app-url, userpass users in the
+    groups fiolake-viewers / fiolake-analysts) and writes STATE/app-login/auth.toml
+    (0600) for `fiolake app --auth`. Passwords are made once, kept in
+    STATE/app-login/users.json (0600) and printed; readers sign in on OpenBao's page
+    with them. Run it again to add readers or change the app's address.
+    """
+    from fiolake.cli.app_login import callback_url, parse_user, readers_json, set_up_app_login
+    from fiolake.stack.local import load_stack
+
+    wanted = [parse_user(text) for text in users]
+    callback_url(app_url)  # bad input stops here, before the stack is asked
+    stack_env = load_stack(_resolve_state(state_dir))
+    auth, readers = set_up_app_login(
+        stack_env.state_dir / "app-login",
+        bao_addr=stack_env.vault_addr,
+        ca=stack_env.vault_cacert,
+        root_token=stack_env.root_token,
+        app_url=app_url,
+        users=wanted,
+    )
+    if fmt == "json":
+        click.echo(readers_json(readers))
+    else:
+        emit(["user", "role", "password"], [(r.name, r.role, r.password) for r in readers], "table")
+    click.echo(f"login file {auth}\nnext: fiolake app --auth {auth}", err=True)

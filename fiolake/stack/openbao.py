@@ -91,7 +91,8 @@ listener "tcp" {{
 }}
 api_addr     = "{api_addr}"
 cluster_addr = "{cluster_addr}"
-ui           = false
+# The web UI is the sign-in page of OpenBao's OIDC provider (`fiolake stack app-login`).
+ui           = true
 """
 
 

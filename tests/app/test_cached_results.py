@@ -140,7 +140,7 @@ def test_fiolake_app_starts_streamlit_through_the_warm_up(
 ) -> None:
     from click.testing import CliRunner
 
-    from fiolake.cli import lake_ops
+    from fiolake.cli import app as app_command
 
     started: list[list[str]] = []
 
@@ -154,14 +154,14 @@ def test_fiolake_app_starts_streamlit_through_the_warm_up(
         def send_signal(self, signum: int) -> None:
             pass
 
-    monkeypatch.setattr(lake_ops.subprocess, "Popen", Done)
-    monkeypatch.setattr(lake_ops.signal, "signal", lambda *_: None)  # keep pytest's handler
-    result = CliRunner().invoke(lake_ops.app, ["--lake", str(tmp_path), "--port", "8599"])
+    monkeypatch.setattr(app_command.subprocess, "Popen", Done)
+    monkeypatch.setattr(app_command.signal, "signal", lambda *_: None)  # keep pytest's handler
+    result = CliRunner().invoke(app_command.app, ["--lake", str(tmp_path), "--port", "8599"])
     assert result.exit_code == 0, result.output
     (cmd,) = started
     assert cmd[1:5] == [
         "-m",
         "fiolake.app.serve",
         "run",
-        str(Path(common.__file__).resolve().with_name("Home.py")),
+        str(Path(common.__file__).resolve().with_name("main.py")),
     ]

@@ -7,6 +7,7 @@ import streamlit as st
 
 from fiolake.aggregator.lake.query import run_query
 from fiolake.app.common import call_or_stop, get_lake, human_frame
+from fiolake.app.login import log_query, require_analyst
 
 st.set_page_config(page_title="fiolake · SQL", layout="wide")
 st.title("SQL")
@@ -14,6 +15,7 @@ st.caption(
     "Views: runs, results, timeseries, percentiles (committed runs only) and commits. "
     "Read-only: SELECT, WITH, DESCRIBE, SHOW, EXPLAIN."
 )
+require_analyst("SQL")
 lake = get_lake()
 
 query = st.text_area(
@@ -30,6 +32,7 @@ timeout_s = right.number_input("Time limit (s)", min_value=1, max_value=300, val
 human = st.checkbox("Human units for known columns", value=True)
 
 if st.button("Run", type="primary"):
+    log_query(query)
     result = call_or_stop(run_query, lake, query, row_limit=int(row_cap), timeout_s=timeout_s)
     if result.truncated:
         st.warning(f"Result truncated: showing the first {int(row_cap)} rows (raise the row cap).")

@@ -1,0 +1,27 @@
+"""The app's entry script (`fiolake app` runs it): the login gate, then the pages the
+reader's role may open.
+
+Every page runs through here, so nothing of the lake is drawn before `current_role`
+has let the reader in; the pages a role may not open are left out of the navigation,
+and Streamlit answers their URLs with the default page.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from fiolake.app.access import hidden_pages
+from fiolake.app.login import current_role
+
+HERE = Path(__file__).resolve().parent
+
+role = current_role()
+hidden = hidden_pages(role)
+pages = [st.Page(HERE / "Home.py", title="Home", default=True)] + [
+    page
+    for page in (st.Page(path) for path in sorted((HERE / "pages").glob("[0-9]*_*.py")))
+    if page.url_path not in hidden
+]
+st.navigation(pages).run()
