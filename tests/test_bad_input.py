@@ -58,6 +58,9 @@ JOBS = {
     "gate-array.toml": "threshold = 3\n",
     "gate-threshold.toml": '[[threshold]]\nmetric = "iops"\n',
     "gate-effect.toml": "[[threshold]]\nmin_effect = 10\n",
+    # `fiolake app --auth` login files (issue 36)
+    "auth-empty.toml": "[auth]\n",
+    "auth-syntax.toml": "[auth\n",
 }
 # fio output `import` refuses, each for one reason (a good document: GOOD_FIO).
 GOOD_FIO = (
@@ -1199,6 +1202,80 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         ),
     ),
     (["stack", "frobnicate"], {}, 2, "Error: No such command 'frobnicate'.\n"),
+    # -- issue 36: the app beyond localhost needs a login
+    (
+        ["app", "--lake", "{tmp}", "--address", "0.0.0.0"],
+        {},
+        2,
+        "Error: fiolake app on 0.0.0.0 would show the lake to anyone who can reach it without "
+        "a login — give --auth FILE (an OIDC login; `fiolake stack app-login` writes one, "
+        'docs/deploy.md "Sharing the app"), use --address 127.0.0.1, or pass '
+        "--insecure-no-login if your own proxy signs people in\n",
+    ),
+    (
+        ["app", "--lake", "{tmp}", "--auth", "{tmp}/nowhere.toml"],
+        {},
+        2,
+        "Error: login configuration {tmp}/nowhere.toml: no such file — see docs/deploy.md "
+        '"Sharing the app"\n',
+    ),
+    (
+        ["app", "--lake", "{tmp}", "--address", "0.0.0.0", "--auth", "{job}/auth-empty.toml"],
+        {},
+        2,
+        "Error: login configuration {job}/auth-empty.toml: [auth] lacks redirect_uri, "
+        "cookie_secret, client_id, client_secret, server_metadata_url — see docs/deploy.md "
+        '"Sharing the app"\n',
+    ),
+    (
+        ["app", "--lake", "{tmp}", "--auth", "{job}/auth-syntax.toml"],
+        {"FIOLAKE_APP_AUTH": "{job}/auth-empty.toml"},  # the option wins over the variable
+        2,
+        "Error: login configuration {job}/auth-syntax.toml: is not valid TOML (Expected ']' "
+        "at the end of a table declaration (at line 1, column 6)) — see docs/deploy.md "
+        '"Sharing the app"\n',
+    ),
+    (
+        ["app", "--lake", "{tmp}", "--address", "0.0.0.0"],
+        {"FIOLAKE_APP_AUTH": "{job}/auth-empty.toml"},
+        2,
+        "Error: login configuration {job}/auth-empty.toml: [auth] lacks redirect_uri, "
+        "cookie_secret, client_id, client_secret, server_metadata_url — see docs/deploy.md "
+        '"Sharing the app"\n',
+    ),
+    (
+        ["app", "--lake", "{tmp}", "--auth", "{job}/auth-empty.toml", "--insecure-no-login"],
+        {},
+        2,
+        "Error: --auth and --insecure-no-login contradict each other — give one\n",
+    ),
+    (
+        ["stack", "app-login", "--app-url", "http://127.0.0.1:8501", "--user", "ana"],
+        {},
+        2,
+        "Error: --user 'ana' is not NAME:ROLE — e.g. --user ana:analyst "
+        "(roles: viewer, analyst)\n",
+    ),
+    (
+        ["stack", "app-login", "--app-url", "http://127.0.0.1:8501", "--user", "ana:admin"],
+        {},
+        2,
+        "Error: --user 'ana:admin' is not NAME:ROLE — e.g. --user ana:analyst "
+        "(roles: viewer, analyst)\n",
+    ),
+    (
+        ["stack", "app-login", "--app-url", "127.0.0.1:8501", "--user", "ana:analyst"],
+        {},
+        2,
+        "Error: --app-url '127.0.0.1:8501' is not an absolute URL — give the address readers "
+        "open, e.g. http://127.0.0.1:8501 or https://fiolake.example.org\n",
+    ),
+    (
+        ["stack", "init-remote", "--out", "{tmp}/stack", "--app-user", "ana:analyst"],
+        {},
+        2,
+        "Error: --app-user needs --app-url — give the address readers open\n",
+    ),
     (["frobnicate"], {}, 2, "Error: No such command 'frobnicate'.\n"),
     # -- issue 20: lake prune, gate baselines, regressions metrics (one block, whole messages)
     (

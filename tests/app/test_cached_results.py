@@ -13,6 +13,7 @@ from fiolake.aggregator.lake.compact import compact
 from fiolake.aggregator.lake.lake import Lake, connect
 from fiolake.app import common
 from tests.aggregator import lakegen
+from tests.app.conftest import Started
 
 READ = ("job1", "read")
 calls: list[str] = []
@@ -135,31 +136,14 @@ def test_the_server_is_ready_only_once_warm(monkeypatch: pytest.MonkeyPatch) -> 
     assert ready()[0] is False
 
 
-def test_fiolake_app_starts_streamlit_through_the_warm_up(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_fiolake_app_starts_streamlit_through_the_warm_up(tmp_path: Path, started: Started) -> None:
     from click.testing import CliRunner
 
     from fiolake.cli import app as app_command
 
-    started: list[list[str]] = []
-
-    class Done:
-        def __init__(self, cmd: list[str], **_: object) -> None:
-            started.append(cmd)
-
-        def wait(self) -> int:
-            return 0
-
-        def send_signal(self, signum: int) -> None:
-            pass
-
-    monkeypatch.setattr(app_command.subprocess, "Popen", Done)
-    monkeypatch.setattr(app_command.signal, "signal", lambda *_: None)  # keep pytest's handler
     result = CliRunner().invoke(app_command.app, ["--lake", str(tmp_path), "--port", "8599"])
     assert result.exit_code == 0, result.output
-    (cmd,) = started
-    assert cmd[1:5] == [
+    assert started.cmd[1:5] == [
         "-m",
         "fiolake.app.serve",
         "run",
