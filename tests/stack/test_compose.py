@@ -1,4 +1,5 @@
-"""compose.yaml, the Dockerfiles and the Kubernetes examples, checked without a Docker engine."""
+"""compose.yaml (and its login override), the Dockerfiles and the Kubernetes examples,
+checked without a Docker engine."""
 
 from __future__ import annotations
 
@@ -7,13 +8,14 @@ import re
 import shutil
 import subprocess
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "compose.yaml"
+COMPOSE_LOGIN = ROOT / "compose.login.yaml"
 K8S = ROOT / "infra" / "k8s"
 DOCKERFILES = [
     "Dockerfile.minio", "Dockerfile.openbao", "Dockerfile.runner", "Dockerfile.init",
@@ -21,8 +23,8 @@ DOCKERFILES = [
 ]  # fmt: skip
 
 
-def _compose() -> dict:
-    return yaml.safe_load(COMPOSE.read_text())
+def _compose(path: Path = COMPOSE) -> dict:
+    return yaml.safe_load(path.read_text())
 
 
 def _dockerfile(name: str) -> str:
@@ -83,6 +85,7 @@ def test_host_networking_and_loopback_listeners_on_ports_from_the_environment() 
     assert "--address 127.0.0.1:${FIOLAKE_MINIO_PORT:-9000}" in listeners["minio"]
     assert "127.0.0.1 --port ${FIOLAKE_APP_PORT:-8501}" in listeners["app"]
     assert "0.0.0.0" not in COMPOSE.read_text()
+    assert "0.0.0.0" not in COMPOSE_LOGIN.read_text()
 
 
 def test_build_contexts_and_dockerfiles_exist() -> None:
@@ -233,7 +236,9 @@ def test_k8s_manifests_parse_and_run_locked_down() -> None:
                     assert ctx["readOnlyRootFilesystem"] is True, path.name
                     assert ctx["allowPrivilegeEscalation"] is False, path.name
                     assert "/tmp" in {m["mountPath"] for m in container["volumeMounts"]}
-    assert {"DaemonSet", "Job", "PersistentVolumeClaim", "Secret", "ConfigMap"} <= set(kinds)
+    assert {
+        "DaemonSet", "Job", "PersistentVolumeClaim", "Secret", "ConfigMap", "Deployment", "Service",
+    } <= set(kinds)  # fmt: skip
 
 
 K8S_VERSION = "1.37.0"  # the schemas bundled in the kubernetes-validate wheel (offline)
@@ -248,7 +253,7 @@ def test_k8s_manifests_validate_against_the_kubernetes_schemas() -> None:
         [str(cli), "--strict", "-k", K8S_VERSION, *paths], capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count(" passed for resource ") == 15, proc.stdout
+    assert proc.stdout.count(" passed for resource ") == 17, proc.stdout
 
 
 def test_k8s_validation_refuses_a_broken_manifest() -> None:
@@ -260,6 +265,44 @@ def test_k8s_validation_refuses_a_broken_manifest() -> None:
     container["securityContext"]["readOnlyRootFilesystem"] = "yes"
     with pytest.raises(kubernetes_validate.ValidationError, match="readOnlyRootFilesystem"):
         kubernetes_validate.validate(daemonset, K8S_VERSION, strict=True)
+
+
+def test_the_app_deployment_serves_behind_its_login_and_is_ready_when_warm() -> None:
+    """The login file comes from the Secret, read-only; the app listens on every interface
+    with no way around the login; readiness and the Service use the app's own port."""
+    from fiolake.app.access import AUTH_ENV
+    from fiolake.app.serve import WARM_LIMIT_S
+
+    docs = {d["kind"]: d for d in yaml.safe_load_all((K8S / "app.yaml").read_text())}
+    pod = docs["Deployment"]["spec"]["template"]["spec"]
+    (app,) = pod["containers"]
+    args, env = app["args"], {e["name"]: e["value"] for e in app["env"]}
+    assert args[args.index("--address") + 1] == "0.0.0.0" and "--insecure-no-login" not in args
+    port = int(args[args.index("--port") + 1])
+    named = {p["name"]: p["containerPort"] for p in app["ports"]}
+    auth = PurePosixPath(env[AUTH_ENV])
+    (mount,) = [m for m in app["volumeMounts"] if PurePosixPath(m["mountPath"]) == auth.parent]
+    secret = next(v for v in pod["volumes"] if v["name"] == mount["name"])["secret"]
+    assert mount["readOnly"] is True and secret["defaultMode"] == 0o400
+    assert secret["secretName"] == "fiolake-app-login"
+    assert secret["items"] == [{"key": auth.name, "path": auth.name}]
+    assert pod["securityContext"]["fsGroup"] == 10001  # uid 10001 reads the 0400 file
+    for probe in ("readinessProbe", "livenessProbe"):
+        check = app[probe]["httpGet"]
+        assert check["path"] == "/_stcore/health" and named[check["port"]] == port, probe
+    assert app["livenessProbe"]["initialDelaySeconds"] > WARM_LIMIT_S
+    # The lake's credentials as the runners get theirs: a Secret's keys, the CA ConfigMap.
+    assert app["envFrom"] == [{"secretRef": {"name": "fiolake-analyst-env"}}]
+    (ca,) = [m for m in app["volumeMounts"] if env["FIOLAKE_CA_BUNDLE"].startswith(m["mountPath"])]
+    assert next(v for v in pod["volumes"] if v["name"] == ca["name"])["configMap"] == {
+        "name": "fiolake-ca"
+    }
+    service = docs["Service"]["spec"]
+    assert (
+        service["selector"].items()
+        <= docs["Deployment"]["spec"]["template"]["metadata"]["labels"].items()
+    )
+    assert [(p["port"], named[p["targetPort"]]) for p in service["ports"]] == [(80, port)]
 
 
 def test_every_job_has_its_own_claim() -> None:
@@ -312,15 +355,17 @@ def test_block_runners_get_their_claimed_device_and_nothing_else() -> None:
     assert seen == 3
 
 
-def _compose_config(path: Path) -> subprocess.CompletedProcess[str]:
+def _compose_config(*paths: Path, quiet: bool = True) -> subprocess.CompletedProcess[str]:
+    """`docker-compose -f A [-f B] config`: the files merged and checked (no engine)."""
     binary = shutil.which("docker-compose")
     if binary is None:
         pytest.fail("docker-compose is missing — run `make sysdeps` (Debian's, no engine needed)")
+    files = [arg for path in paths for arg in ("-f", str(path))]
     return subprocess.run(
-        [binary, "-f", str(path), "config", "-q"],
+        [binary, *files, "config", *(["-q"] if quiet else [])],
         capture_output=True,
         text=True,
-        cwd=path.parent,
+        cwd=paths[0].parent,
         check=False,
     )
 
@@ -336,3 +381,37 @@ def test_docker_compose_config_refuses_a_broken_file(tmp_path: Path) -> None:
     (tmp_path / "compose.yaml").write_text(yaml.safe_dump(broken))
     proc = _compose_config(tmp_path / "compose.yaml")
     assert proc.returncode != 0 and "read_only" in proc.stderr
+
+
+def test_docker_compose_config_validates_the_login_override() -> None:
+    proc = _compose_config(COMPOSE, COMPOSE_LOGIN)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_login_override_adds_only_the_app_login() -> None:
+    """Init's command is compose.yaml's plus --app-url and the readers (an override
+    replaces a command whole, so the two cannot drift apart); the app gets --auth."""
+    base, login = _compose()["services"], _compose(COMPOSE_LOGIN)["services"]
+    assert set(login) == {"init", "app"}
+    assert login["init"]["command"] == base["init"]["command"] + [
+        "--app-url=http://127.0.0.1:${FIOLAKE_APP_PORT:-8501}",
+        "--app-user=viewer:viewer",
+        "--app-user=analyst:analyst",
+    ]
+    assert set(login["init"]) == {"command"}
+    assert login["app"] == {
+        "command": [*base["app"]["command"], "--auth", "/stack/app-login/auth.toml"]
+    }
+    # what the merged file runs (docker-compose's merge, interpolated)
+    merged = yaml.safe_load(_compose_config(COMPOSE, COMPOSE_LOGIN, quiet=False).stdout)
+    assert merged["services"]["app"]["command"][-2:] == ["--auth", "/stack/app-login/auth.toml"]
+    assert "--app-user=analyst:analyst" in merged["services"]["init"]["command"]
+    assert merged["services"]["app"]["read_only"] is True  # compose.yaml's, kept
+
+
+def test_the_compose_files_tell_how_to_start_and_sign_in() -> None:
+    header = COMPOSE_LOGIN.read_text().split("\nservices:")[0]
+    assert "podman-compose -f compose.yaml -f compose.login.yaml up -d" in header
+    assert "run --rm --entrypoint cat init /stack/app-login/users.json" in header
+    assert "/stack/ca.crt" in header
+    assert "compose.login.yaml" in COMPOSE.read_text().split("\nx-hardening:")[0]
