@@ -10,6 +10,7 @@ import streamlit as st
 
 from fiolake.aggregator.lake.columns import format_value
 from fiolake.aggregator.lake.lake import Lake, open_lake
+from fiolake.app.login import require_reader
 from fiolake.config import Settings
 from fiolake.errors import FiolakeError
 
@@ -27,7 +28,9 @@ def lake_url() -> str:
 
 
 def get_lake() -> Lake:
-    """The lake, opened once per minute for all sessions; stops the page on errors."""
+    """The lake, opened once per minute for all sessions; stops the page on errors (and
+    for a reader the login has not let in)."""
+    require_reader()
     url = lake_url()
     with st.sidebar:
         st.caption(f"Lake: `{url}`")

@@ -91,6 +91,20 @@ def current_role() -> str:
     return role
 
 
+def require_reader() -> None:
+    """Stop the page unless the reader is signed in with a role (a no-op without a login).
+
+    `current_role` in the entry script already stands in front of every page; this second
+    check sits where the lake is opened (`common.get_lake`), so a page reached some other
+    way still shows nothing of the lake."""
+    config = auth_config()
+    if config is None:
+        return
+    if not st.user.is_logged_in or config.roles.role_for(st.user.to_dict()) is None:
+        log.warning("refused a page to a reader without a role")
+        st.stop()
+
+
 def require_analyst(page: str) -> None:
     """Stop `page` unless the reader is an analyst: the navigation leaves analysts' pages
     out for viewers, and this holds even if a page is run some other way."""

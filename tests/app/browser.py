@@ -59,13 +59,21 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve_app(lake: Path | str, env: dict[str, str] | None = None) -> Iterator[str]:
-    """`fiolake app` on a free port; yields its base URL, stops it (SIGTERM) on exit."""
-    port = free_port()
+def serve_app(
+    lake: Path | str,
+    env: dict[str, str] | None = None,
+    args: list[str] | None = None,
+    port: int | None = None,
+    log: Path | None = None,
+) -> Iterator[str]:
+    """`fiolake app` (with `args`) on `port` or a free one; yields its base URL, stops it
+    (SIGTERM) on exit. `log` receives the server's stderr."""
+    port = port or free_port()
+    stderr = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115 - closed below
     proc = subprocess.Popen(
-        [str(FIOLAKE), "app", "--lake", str(lake), "--port", str(port)],
+        [str(FIOLAKE), "app", "--lake", str(lake), "--port", str(port), *(args or [])],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=stderr,
         env=dict(os.environ, **(env or {})),
     )
     try:
@@ -88,6 +96,8 @@ def serve_app(lake: Path | str, env: dict[str, str] | None = None) -> Iterator[s
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if log:
+            stderr.close()  # type: ignore[union-attr]
 
 
 @contextmanager
@@ -111,6 +121,20 @@ def chromium(width: int = 1400, height: int = 1000) -> Iterator[object]:
                 context.close()
     finally:
         shutil.rmtree(profile, ignore_errors=True)
+
+
+@contextmanager
+def chromium_browser() -> Iterator[object]:
+    """Debian's headless Chromium as a Playwright Browser, for several isolated contexts
+    (one per signed-in reader: cookies are not shared between them)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 @dataclass

@@ -64,7 +64,7 @@ def test_pages_ask_the_lake_only_through_the_cache() -> None:
 
     app = Path(__file__).parents[2] / "app"
     direct = []
-    for path in [app / "Home.py", *sorted((app / "pages").glob("*.py"))]:
+    for path in [app / "Home.py", *sorted((app / "views").glob("*.py"))]:
         for node in ast.walk(ast.parse(path.read_text())):
             if not isinstance(node, ast.Call) or not node.args:
                 continue

@@ -114,7 +114,7 @@ def test_every_surface_gives_the_same_verdicts(lake: str) -> None:
             for w in ("better", "worse", "equivalent", "inconclusive", "mixed")
         ), profile
 
-    at = AppTest.from_file(str(APP / "pages/1_Compare.py"), default_timeout=30)
+    at = AppTest.from_file(str(APP / "views/1_Compare.py"), default_timeout=30)
     at.query_params.update({"campaign": CAMPAIGN, "metric": "iops", "baseline": "disk",
                             "profile": "random-writes"})  # fmt: skip
     at = at.run()

@@ -25,7 +25,7 @@ def lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_the_answer_comes_first(lake: Path) -> None:
-    at = AppTest.from_file(str(APP / "pages/9_Saturation.py"), default_timeout=60).run()
+    at = AppTest.from_file(str(APP / "views/9_Saturation.py"), default_timeout=60).run()
     assert not at.exception
     first = at.markdown[0].value
     assert first.startswith("**read, latency-at-load (rate_iops sweep) at p99 ≤ 1ms: disk 2.0k")
@@ -33,7 +33,7 @@ def test_the_answer_comes_first(lake: Path) -> None:
 
 
 def test_a_bad_slo_is_said_not_raised(lake: Path) -> None:
-    at = AppTest.from_file(str(APP / "pages/9_Saturation.py"), default_timeout=60)
+    at = AppTest.from_file(str(APP / "views/9_Saturation.py"), default_timeout=60)
     at.query_params["slo"] = "1ms"
     at.run()
     assert not at.exception

@@ -47,7 +47,7 @@ def test_home_answers_first(lake: Path) -> None:
 
 
 def test_compare_page_shows_the_backends(lake: Path) -> None:
-    at = page("pages/1_Compare.py")
+    at = page("views/1_Compare.py")
     assert not at.exception
     table = at.dataframe[0].value
     assert table["backend"].tolist() == ["ceph", "nvme"]  # baseline (first picked) first
@@ -59,14 +59,14 @@ def test_compare_page_shows_the_backends(lake: Path) -> None:
 
 
 def test_chart_pages(lake: Path) -> None:
-    for name in ("pages/2_Latency.py", "pages/3_Timeseries.py", "pages/4_Trends.py"):
+    for name in ("views/2_Latency.py", "views/3_Timeseries.py", "views/4_Trends.py"):
         at = page(name)
         assert not at.exception, name
         assert len(at.get("vega_lite_chart")) == 1, name
 
 
 def test_sql_page_row_cap(lake: Path) -> None:
-    at = page("pages/7_SQL.py")
+    at = page("views/7_SQL.py")
     at.text_area[0].input("SELECT * FROM range(50) t(n)")
     at.number_input[0].set_value(10)
     run_button(at).click()
@@ -77,7 +77,7 @@ def test_sql_page_row_cap(lake: Path) -> None:
 
 
 def test_sql_page_refuses_writes(lake: Path) -> None:
-    at = page("pages/7_SQL.py")
+    at = page("views/7_SQL.py")
     at.text_area[0].input("CREATE TABLE x AS SELECT 1")
     run_button(at).click()
     at.run()
@@ -104,7 +104,7 @@ def test_trends_page_shows_what_changed_across_a_change_point(
             kernel="6.8.0" if slow else "6.1.0-18-amd64",
         )  # fmt: skip
     monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "lake"))
-    at = page("pages/4_Trends.py")
+    at = page("views/4_Trends.py")
     assert not at.exception
     assert at.selectbox(key="change").options == ["nvme · 2025-03-01T18:00Z"]
     assert "last run before `r05`, first after `r06`" in at.markdown[0].value
@@ -115,7 +115,7 @@ def test_trends_page_shows_what_changed_across_a_change_point(
     # accepted (`fiolake gate accept`): the page says who, when and why
     with open_lake(str(tmp_path / "lake")) as handle:
         accept(handle, "c06", "kernel 6.8: new scheduler on purpose", "ana@ci-1")
-    at = page("pages/4_Trends.py")
+    at = page("views/4_Trends.py")
     assert at.selectbox(key="change").options == ["nvme · 2025-03-01T18:00Z · accepted"]
     assert re.fullmatch(
         r"This change is accepted by ana@ci-1 at \S+: kernel 6\.8: new scheduler on purpose — "
@@ -140,7 +140,7 @@ def test_gate_page_sets_the_newest_campaign_against_the_one_before(
     monkeypatch.setattr(
         gate_report, "html_report", lambda *a: offered.append(real(*a)) or offered[-1]
     )
-    at = page("pages/8_Gate.py")
+    at = page("views/8_Gate.py")
     assert not at.exception
     assert "the gate **fails**" in at.markdown[0].value
     assert "**night-2** against **night-1**" in at.markdown[0].value
@@ -190,9 +190,9 @@ def test_a_gate_markdown_link_opens_the_same_comparison_on_the_gate_page(
     assert res.exit_code == 1, res.output
     row = next(line for line in res.stdout.splitlines() if line.startswith("| nvme |"))
     link = urlsplit(row.rsplit("](", 1)[1].split(")", 1)[0])
-    assert link.path == "/Gate"  # the page `pages/8_Gate.py` is served as
+    assert link.path == "/Gate"  # the page `views/8_Gate.py` is served as
     monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "lake"))
-    at = AppTest.from_file(str(APP / "pages/8_Gate.py"), default_timeout=30)
+    at = AppTest.from_file(str(APP / "views/8_Gate.py"), default_timeout=30)
     at.query_params.update(dict(parse_qsl(link.query)))
     at = at.run()
     assert not at.exception
@@ -220,7 +220,7 @@ def test_latency_page_shows_the_newest_campaign_until_asked_for_all(
     later = lakegen.T0 + timedelta(days=1)
     lakegen.write_campaign(store, "night-2", {"nvme": {READ: {"iops": 500}}}, 2, start=later)
     monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "lake"))
-    at = page("pages/2_Latency.py")
+    at = page("views/2_Latency.py")
     assert not at.exception
     assert at.selectbox(key="campaign").options == ["night-2", "night-1", "all campaigns"]
     assert at.selectbox(key="campaign").value == "night-2"
@@ -239,7 +239,7 @@ def test_gate_page_says_host_busy(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     night(store, "night-1", 0, 1000, outside_cpu_pct=3.0, flags=[])  # quiet
     night(store, "night-2", 1, 800, outside_cpu_pct=45.2, flags=["cpu-busy"])  # hogged
     monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "lake"))
-    at = page("pages/8_Gate.py")
+    at = page("views/8_Gate.py")
     assert not at.exception
     assert "the gate **passes**" in at.markdown[0].value
     assert "(4 of them host busy (outside CPU 45 %): a run was not alone)" in at.markdown[0].value
