@@ -25,6 +25,8 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "streamlit": "app",
     "altair": "app",
     "pandas": "app",
+    "authlib": "app",  # st.login (streamlit[auth])
+    "httpx": "app",
     "minio": "stack",
 }
 
