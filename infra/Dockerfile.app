@@ -56,5 +56,9 @@ ENV PATH=/opt/fiolake/venv/bin:/usr/local/bin:/usr/bin:/bin HOME=/tmp PYTHONDONT
 USER 10001:10001
 EXPOSE 8501
 # `fiolake app` binds 127.0.0.1 by default; compose passes --address/--port (host network).
+# The default CMD (every interface) needs a login: without FIOLAKE_APP_AUTH naming a login
+# file (infra/k8s/app.yaml mounts one from a Secret) it refuses to start (exit 2), so the
+# image never serves the lake openly by accident. --insecure-no-login only behind a proxy
+# that signs people in (docs/deploy.md "Sharing the app").
 ENTRYPOINT ["/usr/local/bin/with-env.sh", "fiolake", "app"]
 CMD ["--address", "0.0.0.0", "--port", "8501"]

@@ -15,7 +15,8 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -78,16 +79,19 @@ def images() -> float:
 
 @dataclass(frozen=True)
 class Compose:
-    """A running compose.yaml project: its name, environment and shared `stack` volume."""
+    """A running compose project: its name, environment, shared `stack` volume and files
+    (compose.yaml, then overrides such as compose.login.yaml)."""
 
     project: str
     env: dict[str, str]
     stack_dir: Path
     app_port: int
+    files: tuple[str, ...] = ("compose.yaml",)
 
     def run(self, *args: str, check: bool = True, timeout: float = 600) -> str:
+        files = [arg for name in self.files for arg in ("-f", str(ROOT / name))]
         proc = subprocess.run(
-            [COMPOSE, "-f", str(ROOT / "compose.yaml"), "-p", self.project, *args],
+            [COMPOSE, *files, "-p", self.project, *args],
             env=self.env,
             cwd=ROOT,
             capture_output=True,
@@ -138,10 +142,10 @@ class Compose:
                 podman("volume", "rm", "-f", volume, check=False)
 
 
-@pytest.fixture(scope="module")
-def box(images: float) -> Iterator[Compose]:
-    """compose.yaml up with podman-compose on free ports: MinIO (TLS), OpenBao, init, two
-    runners (6 s leases, so a killed runner's job is taken over quickly), the app."""
+@contextmanager
+def compose_project(*files: str, runners: int) -> Iterator[Compose]:
+    """A compose project of `files` on free ports, not started yet; on exit `down -v` and
+    whatever podman still holds of it (containers, pod, volumes) removed."""
     LOCK_DIR.mkdir(parents=True, exist_ok=True)
     LOCK_DIR.chmod(0o1777)  # like /run/lock: uid 10001 in the runners takes the host lock too
     bao, cluster, minio, console, app = free_ports(5)
@@ -152,21 +156,34 @@ def box(images: float) -> Iterator[Compose]:
         "FIOLAKE_MINIO_PORT": str(minio),
         "FIOLAKE_MINIO_CONSOLE_PORT": str(console),
         "FIOLAKE_APP_PORT": str(app),
-        "FIOLAKE_RUNNERS": "2",
+        "FIOLAKE_RUNNERS": str(runners),
         "FIOLAKE_LEASE_TTL": "6",
         "FIOLAKE_BACKEND": "container-volume",
     }
-    project = f"fiolake-ct-{uuid.uuid4().hex[:6]}"
-    box = Compose(project, env, Path("/nonexistent"), app)
+    box = Compose(f"fiolake-ct-{uuid.uuid4().hex[:6]}", env, Path("/nonexistent"), app, files)
     try:
-        box.run("up", "-d", "--no-build")
-        mount = podman("volume", "inspect", "--format", "{{.Mountpoint}}", f"{project}_stack")
-        box = Compose(project, env, Path(mount.strip()), app)
-        deadline = time.monotonic() + 240
-        while not (box.stack_dir / "env" / "analyst.env").exists():
-            assert time.monotonic() < deadline, podman("logs", f"{project}_init_1", check=False)
-            time.sleep(1)
         yield box
     finally:
         box.run("down", "-v", "-t", "10", check=False)
         box.force_clean()
+
+
+def initialised(box: Compose, *wanted: str, timeout_s: float = 240) -> Compose:
+    """`box` with its `stack` volume's host path, once init has written `wanted` there
+    (paths relative to /stack)."""
+    mount = podman("volume", "inspect", "--format", "{{.Mountpoint}}", f"{box.project}_stack")
+    box = replace(box, stack_dir=Path(mount.strip()))
+    deadline = time.monotonic() + timeout_s
+    while not all((box.stack_dir / path).exists() for path in wanted):
+        assert time.monotonic() < deadline, podman("logs", f"{box.project}_init_1", check=False)
+        time.sleep(1)
+    return box
+
+
+@pytest.fixture(scope="module")
+def box(images: float) -> Iterator[Compose]:
+    """compose.yaml up with podman-compose on free ports: MinIO (TLS), OpenBao, init, two
+    runners (6 s leases, so a killed runner's job is taken over quickly), the app."""
+    with compose_project("compose.yaml", runners=2) as box:
+        box.run("up", "-d", "--no-build")
+        yield initialised(box, "env/analyst.env")

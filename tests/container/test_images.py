@@ -3,9 +3,11 @@ OpenBao image the `bao` binary alone, the init image the MinIO client the runner
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
-from tests.container.conftest import podman
+from tests.container.conftest import podman, podman_env
 
 MB = 1_000_000  # podman images reports sizes in SI units
 BUDGET = {"runner": 500 * MB, "openbao": 400 * MB}
@@ -37,3 +39,14 @@ def test_the_init_image_has_the_minio_client_and_no_analysis(images: float) -> N
     )
     out = podman("run", "--rm", "--entrypoint", "python", "fiolake-init:local", "-c", script)
     assert out.strip() == "['minio']"
+
+
+def test_the_app_image_refuses_every_interface_without_a_login(images: float) -> None:
+    """Its default CMD is `--address 0.0.0.0`: with no FIOLAKE_APP_AUTH it exits 2 before
+    serving anything (infra/k8s/app.yaml gives it the login file)."""
+    proc = subprocess.run(
+        ["podman", "run", "--rm", "fiolake-app:local"],
+        env=podman_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Error: fiolake app on 0.0.0.0 would show the lake to anyone" in proc.stderr
