@@ -1253,8 +1253,7 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         ["stack", "app-login", "--app-url", "http://127.0.0.1:8501", "--user", "ana"],
         {},
         2,
-        "Error: --user 'ana' is not NAME:ROLE — e.g. --user ana:analyst "
-        "(roles: viewer, analyst)\n",
+        "Error: --user 'ana' is not NAME:ROLE — e.g. --user ana:analyst (roles: viewer, analyst)\n",
     ),
     (
         ["stack", "app-login", "--app-url", "http://127.0.0.1:8501", "--user", "ana:admin"],
