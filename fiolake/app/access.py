@@ -79,6 +79,15 @@ class AuthConfig:
     ca_file: Path | None
 
 
+def expired(claims: Mapping[str, Any], now: float) -> bool:
+    """True once the ID token these claims came from has expired (its `exp`, seconds since
+    the epoch). A sign-in lasts as long as the provider's ID token, not as long as
+    Streamlit's login cookie (30 days), so a reader taken out of a group loses the role
+    within the token's lifetime."""
+    exp = claims.get("exp")
+    return isinstance(exp, int | float) and not isinstance(exp, bool) and exp <= now
+
+
 def hidden_pages(role: str) -> frozenset[str]:
     """URL paths of the pages `role` may not open."""
     return ANALYST_PAGES if role == VIEWER else frozenset()

@@ -5,19 +5,25 @@ everyone is an analyst, as before. With one (`--auth FILE`, passed on as FIOLAKE
 a reader who has not signed in sees only a sign-in page, a signed-in reader without a role
 sees only that, and the others get their role's pages (`access.hidden_pages`).
 
+A sign-in lasts as long as the provider's ID token (`exp`; OpenBao from `stack app-login`:
+8 hours), not as long as Streamlit's 30-day login cookie: then the reader signs in again,
+and a reader the provider no longer puts in a group has lost the role.
+
 What is logged (the server's stderr): each session's first page view with the user and
-role, each refusal (no role, a page above the role), and who ran which SQL query.
+role, sign-outs and expired sign-ins, each refusal (no role, a page above the role), and
+who ran which SQL query.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 
 import streamlit as st
 
-from fiolake.app.access import ANALYST, AUTH_ENV, AuthConfig, load_auth_config
+from fiolake.app.access import ANALYST, AUTH_ENV, AuthConfig, expired, load_auth_config
 
 log = logging.getLogger("fiolake.app.access")
 OPEN = "open"  # the identity shown when there is no login
@@ -43,8 +49,10 @@ def _user_name() -> str:
     return "unknown"
 
 
-def _sign_in_page() -> None:
+def _sign_in_page(note: str = "") -> None:
     st.title("fiolake")
+    if note:
+        st.info(note)
     st.markdown("Sign in to see the lake.")
     if st.button("Log in", type="primary"):
         st.login()
@@ -65,6 +73,10 @@ def _no_role_page(config: AuthConfig, name: str) -> None:
     st.stop()
 
 
+def _signed_in() -> bool:
+    return bool(st.user.is_logged_in) and not expired(st.user.to_dict(), time.time())
+
+
 def current_role() -> str:
     """The reader's role; draws the sign-in page and stops the script when there is none.
 
@@ -75,6 +87,9 @@ def current_role() -> str:
         return ANALYST
     if not st.user.is_logged_in:
         _sign_in_page()
+    if not _signed_in():
+        log.info("sign-in expired: %s", _user_name())
+        _sign_in_page("Your sign-in has expired: sign in again.")
     name = _user_name()
     role = config.roles.role_for(st.user.to_dict())
     if role is None:
@@ -88,6 +103,7 @@ def current_role() -> str:
         if st.button("Log out"):
             log.info("signed out: %s", name)
             st.logout()
+            st.stop()  # nothing more for this run: the reader is on the way out
     return role
 
 
@@ -100,7 +116,7 @@ def require_reader() -> None:
     config = auth_config()
     if config is None:
         return
-    if not st.user.is_logged_in or config.roles.role_for(st.user.to_dict()) is None:
+    if not _signed_in() or config.roles.role_for(st.user.to_dict()) is None:
         log.warning("refused a page to a reader without a role")
         st.stop()
 

@@ -1,6 +1,6 @@
 """Give the app a sign-in through the stack's OpenBao: its OIDC provider configured for
 the app (`fiolake.stack.app_login`) and the app's login file written
-(`fiolake.app.access`), for `fiolake stack app-login` and compose's `init --app-login-url`.
+(`fiolake.app.access`), for `fiolake stack app-login` and compose's `init --app-url`.
 
 Here, not in either package, because it joins the two: the stack may not import the app.
 """

@@ -41,6 +41,8 @@ SCOPES = {
     "user": '{"preferred_username": {{identity.entity.name}}}',
 }
 USER_TOKEN_TTL = "15m"
+# How long a sign-in to the app lasts (the app honours the ID token's `exp`): a working day.
+ID_TOKEN_TTL = "8h"
 
 
 @dataclass(frozen=True)
@@ -146,8 +148,8 @@ def configure_app_login(
             "redirect_uris": redirect_uris,
             "assignments": [ASSIGNMENT],
             "key": KEY,
-            "id_token_ttl": "1h",
-            "access_token_ttl": "1h",
+            "id_token_ttl": ID_TOKEN_TTL,
+            "access_token_ttl": ID_TOKEN_TTL,
             "client_type": "confidential",
         },
     )

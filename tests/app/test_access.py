@@ -14,6 +14,7 @@ from fiolake.app.access import (
     ANALYST,
     VIEWER,
     RoleMap,
+    expired,
     hidden_pages,
     is_local_address,
     load_auth_config,
@@ -159,3 +160,12 @@ def test_the_written_file_reads_back(tmp_path: Path) -> None:
     config = load_auth_config(write(tmp_path, text))
     assert config.roles == roles
     assert config.ca_file == ca
+
+
+@pytest.mark.parametrize(
+    ("claims", "now", "over"),
+    [({"exp": 1000}, 999.5, False), ({"exp": 1000}, 1000.0, True), ({"exp": 1000.5}, 2000, True),
+     ({}, 1e12, False), ({"exp": "1000"}, 2000, False), ({"exp": True}, 2000, False)],
+)  # fmt: skip
+def test_a_sign_in_ends_when_its_id_token_does(claims: dict, now: float, over: bool) -> None:
+    assert expired(claims, now) is over

@@ -183,3 +183,25 @@ def test_no_secret_of_the_server_reaches_the_browser(page: Any, app: App) -> Non
     assert [s for s in secrets if s in seen] == []
     login_cookies = [c for c in cookies if c["name"].startswith("_streamlit_user")]
     assert login_cookies and all(c["httpOnly"] for c in login_cookies)  # no script reads it
+
+
+def test_a_sign_in_ends_with_the_id_token(page: Any, app: App, stack: StackEnv) -> None:
+    """The app honours the ID token's `exp`, not Streamlit's 30-day cookie: a reader the
+    provider stops vouching for is asked to sign in again."""
+    import hvac
+
+    from fiolake.stack.app_login import CLIENT, ID_TOKEN_TTL
+
+    bao = hvac.Client(url=stack.vault_addr, token=stack.root_token, verify=str(stack.vault_cacert))
+    client = f"/v1/identity/oidc/client/{CLIENT}"
+    bao.adapter.post(client, json={"id_token_ttl": "12s"})
+    try:
+        signed_in(page, app, "vera")
+    finally:
+        bao.adapter.post(client, json={"id_token_ttl": ID_TOKEN_TTL})
+    assert bao.adapter.get(client)["data"]["id_token_ttl"] == 8 * 3600
+    page.wait_for_timeout(13_000)
+    page.reload(wait_until="domcontentloaded")
+    page.get_by_text("Your sign-in has expired: sign in again.").wait_for(timeout=60_000)
+    assert lake_data_shown(page.content(), app) == []
+    assert "sign-in expired: vera" in app.log.read_text()

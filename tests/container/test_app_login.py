@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.app.browser import CHROMIUM, CHROMIUM_ARGS, wait_settled
+from tests.app.browser import chromium_browser, wait_settled
 from tests.container.conftest import (
     COMPOSE,
     ROOT,
@@ -104,14 +104,8 @@ def _passwords(box: Compose) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with chromium_browser() as browser:
+        yield browser
 
 
 @pytest.fixture
