@@ -131,11 +131,14 @@ def require_analyst(page: str) -> None:
 
 
 def current_reader_role() -> str:
-    """The role `current_role` found for this session (analyst when there is no login)."""
-    signed = st.session_state.get("fiolake_signed_in")
-    if auth_config() is None:
+    """The reader's role from the login as it stands now (analyst when there is no login,
+    "none" for a reader without one)."""
+    config = auth_config()
+    if config is None:
         return ANALYST
-    return signed[1] if signed else "none"
+    if not _signed_in():
+        return "none"
+    return config.roles.role_for(st.user.to_dict()) or "none"
 
 
 def who() -> str:
