@@ -45,7 +45,9 @@ ROLES = (VIEWER, ANALYST)
 ANALYST_PAGES = frozenset({"SQL"})  # pages (URL paths) viewers do not get
 ANYONE = "*"
 MIN_COOKIE_SECRET = 32
-REQUIRED_AUTH_KEYS = ("redirect_uri", "cookie_secret", "client_id", "client_secret")
+REQUIRED_AUTH_KEYS = (
+    "redirect_uri", "cookie_secret", "client_id", "client_secret", "server_metadata_url",
+)  # fmt: skip
 HOW_TO = 'docs/deploy.md "Sharing the app"'
 
 
@@ -118,8 +120,6 @@ def _check_auth(path: Path, auth: object) -> None:
     if not isinstance(auth, dict):
         raise _problem(path, "no [auth] section (Streamlit's OIDC settings)")
     missing = [k for k in REQUIRED_AUTH_KEYS if not auth.get(k)]
-    if not auth.get("server_metadata_url"):
-        missing.append("server_metadata_url")
     if missing:
         raise _problem(path, f"[auth] lacks {', '.join(missing)}")
     redirect = _absolute_url(path, "redirect_uri", auth["redirect_uri"])

@@ -27,6 +27,7 @@ from fiolake.app.access import ANALYST, AUTH_ENV, AuthConfig, expired, load_auth
 
 log = logging.getLogger("fiolake.app.access")
 OPEN = "open"  # the identity shown when there is no login
+NO_ROLE = "none"  # a reader not signed in, expired, or without a role
 
 
 @st.cache_resource(show_spinner=False)
@@ -113,10 +114,7 @@ def require_reader() -> None:
     `current_role` in the entry script already stands in front of every page; this second
     check sits where the lake is opened (`common.get_lake`), so a page reached some other
     way still shows nothing of the lake."""
-    config = auth_config()
-    if config is None:
-        return
-    if not _signed_in() or config.roles.role_for(st.user.to_dict()) is None:
+    if current_reader_role() == NO_ROLE:
         log.warning("refused a page to a reader without a role")
         st.stop()
 
@@ -132,13 +130,13 @@ def require_analyst(page: str) -> None:
 
 def current_reader_role() -> str:
     """The reader's role from the login as it stands now (analyst when there is no login,
-    "none" for a reader without one)."""
+    NO_ROLE for a reader without one)."""
     config = auth_config()
     if config is None:
         return ANALYST
     if not _signed_in():
-        return "none"
-    return config.roles.role_for(st.user.to_dict()) or "none"
+        return NO_ROLE
+    return config.roles.role_for(st.user.to_dict()) or NO_ROLE
 
 
 def who() -> str:

@@ -137,6 +137,15 @@ def chromium_browser() -> Iterator[object]:
             browser.close()
 
 
+def fill_openbao_sign_in(page, user: str, password: str) -> None:  # noqa: ANN001
+    """On OpenBao's sign-in page (the provider of `fiolake stack app-login`): method
+    "Username" (userpass), the reader's name and password, "Sign In"."""
+    page.get_by_label("Method").select_option("userpass")
+    page.get_by_label("Username").fill(user)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign In").click()
+
+
 @dataclass
 class Visit:
     """One page load: how long until it settled, what went wrong, what it says."""

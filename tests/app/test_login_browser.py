@@ -91,10 +91,7 @@ def to_openbao(page: Any, app: App) -> None:
 def sign_in(page: Any, app: App, user: str, password: str) -> None:
     """From the app's sign-in page through OpenBao's (user name and password)."""
     to_openbao(page, app)
-    page.get_by_label("Method").select_option("userpass")
-    page.get_by_label("Username").fill(user)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Sign In").click()
+    browser.fill_openbao_sign_in(page, user, password)
 
 
 def signed_in(page: Any, app: App, user: str) -> str:

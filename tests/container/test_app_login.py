@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.app.browser import chromium_browser, wait_settled
+from tests.app.browser import chromium_browser, fill_openbao_sign_in, wait_settled
 from tests.container.conftest import (
     COMPOSE,
     ROOT,
@@ -136,10 +136,7 @@ def sign_in(context: Any, box: Compose, user: str) -> Any:
     page.get_by_role("button", name="Log in").click()
     bao = f"https://127.0.0.1:{box.env['FIOLAKE_BAO_PORT']}"
     page.wait_for_url(f"{bao}/ui/vault/identity/oidc/provider/fiolake/authorize?**")
-    page.select_option('select[data-test-select="auth-method"]', "userpass")
-    page.get_by_label("Username").fill(user)
-    page.get_by_label("Password").fill(_passwords(box)[user])
-    page.get_by_role("button", name="Sign In").click()
+    fill_openbao_sign_in(page, user, _passwords(box)[user])
     page.wait_for_url(f"{_app(box)}/")
     page.get_by_text("Signed in as").wait_for(timeout=60_000)
     wait_settled(page, time.monotonic())
