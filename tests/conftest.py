@@ -25,11 +25,29 @@ settings.register_profile("fiolake", deadline=None)
 settings.load_profile("fiolake")
 
 
+# Parallel workers (`make test`: pytest-xdist, --dist loadgroup) get whole groups: the
+# tests of one file go to one worker, so a module fixture (a fio sweep, a lake, a browser
+# on the app) is made once; the Spark tests share one JVM and the container tier one image
+# build, whichever files they are in.
+_SHARED_GROUPS = ("spark", "container")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that needs the real stack, judged from its fixture closure."""
+    """Mark every test that needs the real stack, judged from its fixture closure, and
+    give every test its xdist group."""
     for item in items:
         if "stack" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.stack)
+        if item.get_closest_marker("xdist_group") is None:
+            path = item.nodeid.split("::", 1)[0]
+            shared = [
+                g
+                for g in _SHARED_GROUPS
+                if item.get_closest_marker(g) is not None or path.startswith(f"tests/{g}/")
+            ]
+            group = shared[0] if shared else path
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True)

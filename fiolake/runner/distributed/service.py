@@ -21,6 +21,7 @@ from fiolake.errors import (
     PolicyError,
     StoreError,
 )
+from fiolake.fleet import IDLE_EVERY_S
 from fiolake.lease import claim_lease, release_lease, resume_lease, still_ours
 from fiolake.manifest import Manifest, verify_envelope
 from fiolake.runner import attempt
@@ -31,7 +32,7 @@ from fiolake.runner.distributed.discovery import OpenJobs
 from fiolake.runner.distributed.fleet import FleetStatus
 from fiolake.runner.heartbeat import Heartbeat
 from fiolake.runner.host import target
-from fiolake.runner.host.lock import HostLock
+from fiolake.runner.host.lock import HostLock, wait_while_held
 from fiolake.runner.precondition import ROLE
 from fiolake.runner.spool import Spool
 from fiolake.signing import Keyring, KeyringUnavailable
@@ -141,8 +142,13 @@ class Runner:
         self.fleet.job(job_id, self.config.ttl_s)
         heartbeat = Heartbeat(self.store, lease)
         heartbeat.start()
+        # The lock fio ran under stays held through the upload and the commit: that work
+        # (this process's and the server's) is not measured as the next run's busy CPU.
+        lock = self.host_lock()
+        if lock is not None:
+            lock.pin()
         try:
-            done = self._attempt(manifest, request, heartbeat)
+            done = self._attempt(manifest, request, heartbeat, lock)
             if heartbeat.lost.is_set():
                 fio_run = done.outcome.fio_run
                 log.warning(
@@ -173,10 +179,16 @@ class Runner:
                 return None
             return self._counted(job_id, done.outcome.run_id, done.outcome.status, won)
         finally:
+            if lock is not None:
+                lock.unpin()
             heartbeat.stop()
 
     def _attempt(
-        self, manifest: Manifest, request: ex.RunRequest, heartbeat: Heartbeat
+        self,
+        manifest: Manifest,
+        request: ex.RunRequest,
+        heartbeat: Heartbeat,
+        lock: HostLock | None,
     ) -> attempt.Attempt:
         """Check and run the job (refused: recorded, not run) while the heartbeat holds
         its lease; losing the lease stops fio."""
@@ -193,7 +205,7 @@ class Runner:
             fio=self.config.fio,
             should_stop=heartbeat.lost.is_set,
             grace_s=self.config.grace_s,
-            host_lock=self.host_lock(),
+            host_lock=lock,
             on_lock_wait=lambda holder: self._lock_wait(request.job_id, holder),
         )
 
@@ -332,6 +344,7 @@ class Runner:
         idle_since = time.monotonic()
         while not self.stop_requested.is_set():
             did_work = False
+            self._wait_for_quiet_host()
             try:
                 self.drain_spool()  # a crash's leftovers, or an outage longer than the deadline
                 for campaign_id, job_id, key in self.open_jobs():
@@ -357,6 +370,18 @@ class Runner:
                 self.stop_requested.wait(cfg.poll_s)
         self.fleet.stop()
         return self.stats
+
+    def _wait_for_quiet_host(self) -> None:
+        """Ask the store for jobs only when no other fio holds the host lock: this runner
+        could not run one meanwhile, and its polls would count as busy CPU in that run.
+        Bounded by the fleet's idle heartbeat, so the runner still reports it is alive."""
+        path = self.config.host_lock
+        if path is None or self.config.once:
+            return
+        try:
+            wait_while_held(path, self.stop_requested.is_set, max_s=IDLE_EVERY_S / 2)
+        except FiolakeError:
+            pass  # the lock cannot be used: the job's own acquire says so, where it counts
 
     def _limit_reached(self) -> bool:
         return self.config.max_jobs is not None and self.stats.jobs >= self.config.max_jobs

@@ -43,6 +43,7 @@ class HostLock:
         self.holder = holder  # written into the file while held: who a waiter waits for
         self._fd: int | None = None
         self._depth = 0  # acquire() while held nests (a precondition run, then the measured)
+        self._pinned = False  # pin(): keep the lock past the last release() until unpin()
 
     def check(self) -> None:
         """Create the lock's directory and file if missing; UsageProblem if impossible."""
@@ -135,8 +136,44 @@ class HostLock:
     def release(self) -> None:
         """Let the next fio on this host start (closing the descriptor drops the flock)."""
         self._depth -= 1
+        if self._fd is not None and self._depth <= 0 and not self._pinned:
+            self._drop()
+
+    def pin(self) -> None:
+        """Keep the lock, once taken, past the release() that would let it go, until
+        `unpin()`: a runner uploads and commits its run before the next fio on the host
+        starts, so that work is not measured as another run's busy CPU."""
+        self._pinned = True
+
+    def unpin(self) -> None:
+        """Undo `pin()`; let the lock go if no acquire() still holds it."""
+        self._pinned = False
         if self._fd is not None and self._depth <= 0:
-            fd, self._fd = self._fd, None
-            if not self.shared:
-                os.ftruncate(fd, 0)
-            os.close(fd)
+            self._drop()
+
+    def _drop(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        if not self.shared:
+            os.ftruncate(fd, 0)
+        os.close(fd)
+
+
+def wait_while_held(
+    path: Path, should_stop: Callable[[], object], *, max_s: float, check_s: float = 0.2
+) -> bool:
+    """Block (in the kernel, no polling of anything else) while a solo fio holds the host
+    lock at `path`, at most `max_s`; True when it was free. Shared holders (gang members)
+    do not count: a runner meant to join their gang must not wait for them.
+
+    An idle runner calls this before it asks the store for jobs: while another runner's
+    fio measures, it could not run a job anyway, and every poll (TLS, listing, the
+    server's work) is CPU that fio's run would count as other work."""
+    waiter = HostLock(path, shared=True)
+    deadline = time.monotonic() + max_s
+    got = waiter.acquire(lambda: should_stop() or time.monotonic() >= deadline, check_s=check_s)
+    if got is None:
+        return False
+    waiter.release()
+    return True
