@@ -31,6 +31,7 @@ from fiolake.cli.device import (
     claim_target,
     device_options,
     dir_flags_given,
+    erase_signatures,
     prepare_options,
 )
 from fiolake.cli.output import emit, render
@@ -255,6 +256,7 @@ def run(
             announce_target([ex.preflight(p.measured) for p in plan])
         else:
             announce_device(claim)
+            erase_signatures(claim)  # the first write: no check is left that could refuse
         show = progress if progress is not None else sys.stderr.isatty()
         click.echo(
             f"campaign {campaign_id}: {len(plan)} run(s), about "
@@ -281,6 +283,9 @@ def run(
                 purge=purge,
                 prefill_passes=prefill_passes if prefill else None,
                 conduct=lambda p: attempt.conduct(p, **options_for(p)),
+                turn=device_prep.HostTurn(
+                    lock, stop.reason, _lock_waiter(device_prep.PURGE_PROFILE)
+                ),
             )
             done = run_local(
                 store,

@@ -93,7 +93,7 @@ def test_ext4_is_refused_without_wipe_signatures_and_wiped_with_it(tmp_path: Pat
         )
         with device.claim(str(dev), destroy_data=True, wipe_signatures=True) as held:
             assert held.found == ["ext4 at 0x438"] and device.signatures(dev) == held.found
-            assert held.wipe() == ["ext4 at 0x438"]
+            assert held.erase_signatures() == ["ext4 at 0x438"]
             assert device.signatures(dev) == []
 
 
