@@ -24,7 +24,7 @@ def device_options(fn: Any) -> Any:
         "--wipe-signatures",
         is_flag=True,
         help="Allow a --device that holds a file system, partition table or RAID/LVM "
-        "signature, and erase them (wipefs -a) before the first run.",
+        "signature, and erase them (wipefs -a) once every other check has passed.",
     )(fn)
     fn = click.option(
         "--expect-device",
@@ -60,7 +60,8 @@ def prepare_options(fn: Any) -> Any:
         "--prefill",
         is_flag=True,
         help="Before the measured runs, write the whole --device sequentially in 128 KiB "
-        "blocks (SNIA PTS preconditioning), as a run of role 'prefill'.",
+        "blocks (SNIA PTS preconditioning), as a run of role 'prefill'; one that runs out "
+        "of time (--max-runtime) before it wrote it all fails, and nothing is measured.",
     )(fn)
     return click.option(
         "--purge",
