@@ -425,6 +425,26 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
             "node; not allowed\n"
         ),
     ),
+    (  # so is the prefill job, before the signatures go or the purge runs (issue 41)
+        [
+            "run",
+            "{job}/tiny.fio",
+            "--device",
+            "{ext4}",
+            "--destroy-data",
+            "--wipe-signatures",
+            "--purge",
+            "--prefill",
+            "--max-iodepth",
+            "16",
+        ],
+        {},
+        1,
+        (
+            "Error: job file refused:\n  device-prefill: [prefill] iodepth=32: above the cap of "
+            "16 (raise it with --max-iodepth)\n"
+        ),
+    ),
     (
         ["run", "{job}/devfile.fio", "--dir", "{tmp}"],
         {},

@@ -249,6 +249,7 @@ def run(
             expect_fs=expect_fs,
             block=block,
         )
+        fill = device_prep.check_prefill(claim, prefill_passes, current_caps()) if prefill else None
         # Everything about the target is checked before anything is created or run.
         lock = host_lock(host_lock_path, share_host, f"pid {os.getpid()}: fiolake run {backend}")
         if target_dir is not None:
@@ -281,7 +282,7 @@ def run(
                 claim,
                 plan,
                 purge=purge,
-                prefill_passes=prefill_passes if prefill else None,
+                prefill=fill,
                 conduct=lambda p: attempt.conduct(p, **options_for(p)),
                 turn=device_prep.HostTurn(
                     lock, stop.reason, _lock_waiter(device_prep.PURGE_PROFILE)

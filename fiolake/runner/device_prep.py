@@ -29,7 +29,7 @@ from fiolake.runner.host.device import DeviceClaim, whole_size
 from fiolake.runner.host.lock import SHARED_FLAG, HostLock
 from fiolake.runner.outcome import base_run_row, empty_tables, set_run_columns, stopped_outcome
 from fiolake.runner.policy.check import BlockTarget
-from fiolake.runner.policy.checks import CAP_FLAGS
+from fiolake.runner.policy.checks import CAP_FLAGS, Caps
 from fiolake.store import ObjectStore
 from fiolake.units import human_bytes
 
@@ -69,6 +69,37 @@ class Prepared:
     def first_state(self) -> str:
         """How the first measured run finds the device."""
         return "prefilled" if self.prefilled_by else "purged" if self.purged_by else "used"
+
+
+@dataclass(frozen=True)
+class Prefill:
+    """The prefill job, checked before anything is written: `passes` × `size_bytes` within
+    `runtime_s` (its budget `budget_s`, or the lower runtime cap)."""
+
+    checked: attempt.Checked
+    passes: int
+    size_bytes: int
+    runtime_s: int
+    budget_s: int
+
+
+def check_prefill(claim: DeviceClaim, passes: int, caps: Caps) -> Prefill:
+    """The prefill job for the claimed device, checked by the policy under `caps`:
+    DeviceRefused for a device of unknown size, PolicyError for a job the caps refuse
+    (e.g. a lower --max-iodepth), both before anything is written."""
+    size = whole_size(claim.path, claim.identity.size_bytes, "--prefill")
+    budget = prefill_budget_s(size, passes)
+    runtime = min(budget, caps.max_runtime_s)
+    source = attempt.NamedJobFile(PREFILL_PROFILE, prefill_job(passes, size, runtime))
+    # The operator asked for the whole device (--prefill): the size caps, meant for job
+    # files, do not shrink it; the runtime cap still bounds it.
+    whole = replace(
+        caps,
+        max_size_bytes=max(caps.max_size_bytes, size),
+        max_total_bytes=max(caps.max_total_bytes, size),
+    )
+    checked = attempt.check(source, caps=whole, block=BlockTarget(str(claim.path), size))
+    return Prefill(checked, passes, size, runtime, budget)
 
 
 @dataclass(frozen=True)
@@ -120,7 +151,7 @@ def prepare_device(
     template: ex.RunRequest,
     *,
     purge: bool,
-    prefill_passes: int | None,
+    prefill: Prefill | None,
     conduct: Callable[[attempt.Planned], attempt.Attempt],
     turn: HostTurn = HostTurn(),
 ) -> Prepared:
@@ -152,11 +183,8 @@ def prepare_device(
         attempt.record(store, purged, attempt.Plain(), runner=template.runner)
         _require_done(purged.outcome, "purge")
         done = Prepared(purged_by=purged.outcome.run_id)
-    if prefill_passes:
-        size = whole_size(claim.path, claim.identity.size_bytes, "--prefill")
-        budget = prefill_budget_s(size, prefill_passes)
-        runtime = min(budget, template.caps.max_runtime_s)
-        text = prefill_job(prefill_passes, size, runtime)
+    if prefill is not None:
+        text = prefill.checked.source.text
         fill_request = request(
             PREFILL_PROFILE,
             PREFILL_ROLE,
@@ -164,27 +192,18 @@ def prepare_device(
             device_start=done.first_state(),
             purged_by=done.purged_by,
         )
-        block = BlockTarget(str(claim.path), size)
-        # The operator asked for the whole device (--prefill): the size caps, meant for job
-        # files, do not shrink it; the runtime cap still bounds it (prefill_budget_s).
-        caps = replace(
-            template.caps,
-            max_size_bytes=max(template.caps.max_size_bytes, size),
-            max_total_bytes=max(template.caps.max_total_bytes, size),
-        )
-        source = attempt.NamedJobFile(PREFILL_PROFILE, text)
-        planned = attempt.plan(attempt.check(source, caps=caps, block=block), fill_request)
-        filled = conduct(planned)
-        hint = _short_fill(filled.outcome, prefill_passes, size, runtime, budget)
+        filled = conduct(attempt.plan(prefill.checked, fill_request))
+        hint = _short_fill(filled.outcome, prefill)
         attempt.record(store, filled, attempt.Plain(), runner=template.runner)
         _require_done(filled.outcome, "prefill", hint)
         done = replace(done, prefilled_by=filled.outcome.run_id)
     return done
 
 
-def _short_fill(outcome: ex.RunOutcome, passes: int, size: int, runtime: int, budget: int) -> str:
-    """Mark an ok prefill that wrote less than `passes` × `size` failed (and cut-short),
-    and say what to do about it; '' when it wrote them all (or had failed already)."""
+def _short_fill(outcome: ex.RunOutcome, prefill: Prefill) -> str:
+    """Mark an ok prefill that wrote less than its passes × the device's size failed (and
+    cut-short), and say what to do about it; '' when it wrote them all (or had failed)."""
+    passes, size, runtime = prefill.passes, prefill.size_bytes, prefill.runtime_s
     if outcome.status != "ok":
         return ""
     results = outcome.tables["results"].to_pylist()
@@ -199,10 +218,9 @@ def _short_fill(outcome: ex.RunOutcome, passes: int, size: int, runtime: int, bu
     )
     flags = flags if "cut-short" in flags else [*flags, "cut-short"]
     set_run_columns(outcome, {"status": "failed", "error": outcome.error, "flags": flags})
-    if runtime < budget:  # the runtime cap ended it
-        return (
-            f"raise {CAP_FLAGS['max_runtime_s']} to {budget} (the prefill's budget) and run again"
-        )
+    if runtime < prefill.budget_s:  # the runtime cap ended it
+        flag = CAP_FLAGS["max_runtime_s"]
+        return f"raise {flag} to {prefill.budget_s} (the prefill's budget) and run again"
     floor = human_bytes(PREFILL_FLOOR_BYTES_PER_S)
     return f"the device wrote slower than {floor}/s: check it, then run again"
 
@@ -222,20 +240,20 @@ def prepared_plan(
     plan: Sequence[attempt.Planned],
     *,
     purge: bool,
-    prefill_passes: int | None,
+    prefill: Prefill | None,
     conduct: Callable[[attempt.Planned], attempt.Attempt],
     turn: HostTurn = HostTurn(),
 ) -> list[attempt.Planned]:
     """`plan` after the purge and prefill runs it asked for (`prepare_device`, `after`);
     unchanged without a device or without either."""
-    if claim is None or not plan or not (purge or prefill_passes):
+    if claim is None or not plan or not (purge or prefill):
         return list(plan)
     done = prepare_device(
         store,
         claim,
         plan[0].request,
         purge=purge,
-        prefill_passes=prefill_passes,
+        prefill=prefill,
         conduct=conduct,
         turn=turn,
     )

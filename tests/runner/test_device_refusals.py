@@ -55,6 +55,13 @@ CASES = {
         "Error: lake s3://b is on S3 but no endpoint is configured: set FIOLAKE_S3_ENDPOINT "
         '(run `eval "$(fiolake stack env)"` for the local stack)\n',
     ),
+    "run: the prefill job": (
+        ["run", "{tmp}/tiny.fio", *LOCK_OK, "--purge", "--prefill", "--max-iodepth", "16"],
+        {},
+        1,
+        "Error: job file refused:\n  device-prefill: [prefill] iodepth=32: above the cap of 16 "
+        "(raise it with --max-iodepth)\n",
+    ),
     "run: host lock": (
         ["run", "{tmp}/tiny.fio", *NO_LOCK, "--lake", "{tmp}/lake"],
         {},
