@@ -10,6 +10,12 @@ Each step is a run of its own (role 'purge' or 'prefill', committed like any run
 compared or gated (aggregator.filters reads role 'measure' only). The measured runs name
 them (`purged_by`, `prefilled_by`) and say how the device was left (`device_start`):
 'prefilled' or 'purged' for the first measured run after them, 'used' for the others.
+
+Every step says whether it did all its work: the purge (under the host lock, like fio)
+refuses a device of unknown size; the prefill job names the device's size and a runtime
+budget from it (`prefill_budget_s`, never above --max-runtime), is checked before anything
+is written (`check_prefill`), and one that wrote less than its passes × that size is a
+failed run: no measured run then starts, so none records 'prefilled'.
 """
 
 from __future__ import annotations
