@@ -30,6 +30,7 @@ from fiolake.cli import cli
 from fiolake.cli.common import DurationParam, IdParam, SizeParam
 from fiolake.errors import UsageProblem
 from fiolake.runner.host.sysinfo import mount_info
+from fiolake.signing import LocalSigner, public_key_path
 from fiolake.units import parse_duration, parse_size
 from tests.runner.loopdev import NEEDS, can_loop, devices_in_every_state, sha256
 
@@ -424,6 +425,26 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
             "node; not allowed\n"
         ),
     ),
+    (  # so is the prefill job, before the signatures go or the purge runs (issue 41)
+        [
+            "run",
+            "{job}/tiny.fio",
+            "--device",
+            "{ext4}",
+            "--destroy-data",
+            "--wipe-signatures",
+            "--purge",
+            "--prefill",
+            "--max-iodepth",
+            "16",
+        ],
+        {},
+        1,
+        (
+            "Error: job file refused:\n  device-prefill: [prefill] iodepth=32: above the cap of "
+            "16 (raise it with --max-iodepth)\n"
+        ),
+    ),
     (
         ["run", "{job}/devfile.fio", "--dir", "{tmp}"],
         {},
@@ -457,6 +478,13 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         {},
         2,
         f"Error: cannot use the host lock {{file}}/l/h: Not a directory — {HOST_LOCK_FIX}\n",
+    ),
+    (  # checked at start, before a device runner erases any signature (issue 41)
+        ["runner", "--backend", "x", "--dir", "{tmp}", "--once", "--spool-dir", "{file}/s"],
+        {"FIOLAKE_TRUSTED_KEY": "{pub}"},
+        2,
+        "Error: cannot use the spool directory {file}/s: Not a directory — give --spool-dir "
+        "DIR where this user may create and write files\n",
     ),
     (
         ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--share-host", "--share-host=x"],
@@ -1561,6 +1589,7 @@ def places(tmp_path: Path, lake_with_a_run: Path, loops: dict[str, Path]):
     file.write_text("not a directory\n")
     link = tmp_path / "a-link"
     link.symlink_to(file)
+    LocalSigner.generate(tmp_path / "key")  # and key.pub, a key a runner may trust
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o555)
@@ -1578,6 +1607,7 @@ def places(tmp_path: Path, lake_with_a_run: Path, loops: dict[str, Path]):
     # --dir reads it), and EPERM for root's immutable directory, EACCES for anyone else.
     mount = mount_info(tmp_path)
     yield {"tmp": tmp_path, "job": jobs, "imp": imports, "file": file, "link": link, "ro": ro,
+           "pub": public_key_path(tmp_path / "key"),
            "lake": lake_with_a_run, **loops,
            "corrupt": corrupt, "run": runs_file.stem,
            "date": runs_file.parent.name.removeprefix("date="),

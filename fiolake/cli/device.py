@@ -24,7 +24,7 @@ def device_options(fn: Any) -> Any:
         "--wipe-signatures",
         is_flag=True,
         help="Allow a --device that holds a file system, partition table or RAID/LVM "
-        "signature, and erase them (wipefs -a) before the first run.",
+        "signature, and erase them (wipefs -a) once every other check has passed.",
     )(fn)
     fn = click.option(
         "--expect-device",
@@ -60,7 +60,8 @@ def prepare_options(fn: Any) -> Any:
         "--prefill",
         is_flag=True,
         help="Before the measured runs, write the whole --device sequentially in 128 KiB "
-        "blocks (SNIA PTS preconditioning), as a run of role 'prefill'.",
+        "blocks (SNIA PTS preconditioning), as a run of role 'prefill'; one that runs out "
+        "of time (--max-runtime) before it wrote it all fails, and nothing is measured.",
     )(fn)
     return click.option(
         "--purge",
@@ -116,13 +117,21 @@ def claim_target(
             )
         return None
     local_lake = [] if "://" in lake else [Path(lake)]
-    return dev.claim(
+    held = dev.claim(
         device,
         destroy_data=destroy_data,
         wipe_signatures=wipe_signatures,
         expect=dev.parse_expect(expect_device),
         protected=[*local_lake, *protected],
     )
+    try:
+        # --purge and --prefill cover the whole device: refused now if its size is unknown.
+        for flag in [f for f, given in (("--purge", purge), ("--prefill", prefill)) if given]:
+            dev.whole_size(held.path, held.identity.size_bytes, flag)
+    except BaseException:
+        held.release()
+        raise
+    return held
 
 
 def dir_flags_given(create_dir: bool, expect_mount: str | None, expect_fs: str | None) -> list[str]:
@@ -132,10 +141,16 @@ def dir_flags_given(create_dir: bool, expect_mount: str | None, expect_fs: str |
 
 
 def announce_device(claim: Any) -> None:
-    """Name on stderr the device fio will overwrite, and the signatures erased."""
+    """Name on stderr the device fio will overwrite (nothing is written to it yet)."""
     ident = claim.identity
     size = human_bytes(ident.size_bytes) if ident.size_bytes is not None else "size unknown"
     what = ", ".join(f"{k} {v}" for k, v in (("model", ident.model), ("serial", ident.serial)) if v)
     click.echo(f"target {claim.path}: raw block device, {size}, {what or 'no identity'}", err=True)
-    for found in claim.wipe():
+
+
+def erase_signatures(claim: Any) -> None:
+    """Erase the signatures --wipe-signatures allowed, each named on stderr. The first
+    write to the device: call it only once the command's last check that can refuse
+    (job files, host lock, spool, keys, lake) has passed."""
+    for found in claim.erase_signatures():
         click.echo(f"wiped signature {found} from {claim.path} (--wipe-signatures)", err=True)

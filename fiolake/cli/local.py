@@ -31,6 +31,7 @@ from fiolake.cli.device import (
     claim_target,
     device_options,
     dir_flags_given,
+    erase_signatures,
     prepare_options,
 )
 from fiolake.cli.output import emit, render
@@ -248,6 +249,7 @@ def run(
             expect_fs=expect_fs,
             block=block,
         )
+        fill = device_prep.check_prefill(claim, prefill_passes, current_caps()) if prefill else None
         # Everything about the target is checked before anything is created or run.
         lock = host_lock(host_lock_path, share_host, f"pid {os.getpid()}: fiolake run {backend}")
         if target_dir is not None:
@@ -255,6 +257,7 @@ def run(
             announce_target([ex.preflight(p.measured) for p in plan])
         else:
             announce_device(claim)
+            erase_signatures(claim)  # the first write: no check is left that could refuse
         show = progress if progress is not None else sys.stderr.isatty()
         click.echo(
             f"campaign {campaign_id}: {len(plan)} run(s), about "
@@ -279,8 +282,11 @@ def run(
                 claim,
                 plan,
                 purge=purge,
-                prefill_passes=prefill_passes if prefill else None,
+                prefill=fill,
                 conduct=lambda p: attempt.conduct(p, **options_for(p)),
+                turn=device_prep.HostTurn(
+                    lock, stop.reason, _lock_waiter(device_prep.PURGE_PROFILE)
+                ),
             )
             done = run_local(
                 store,

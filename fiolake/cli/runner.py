@@ -29,6 +29,7 @@ from fiolake.cli.device import (
     claim_target,
     device_options,
     dir_flags_given,
+    erase_signatures,
 )
 
 
@@ -170,7 +171,10 @@ def runner(
             host_lock=None if lock is None else lock.path,
             block=BlockTarget(str(claim.path), claim.identity.size_bytes) if claim else None,
         )
-        _serve(settings, config)
+        worker = _worker(settings, config)  # the lake, the keys and the spool, checked
+        if claim is not None:
+            erase_signatures(claim)  # the first write: no check is left that could refuse
+        _serve(worker)
     finally:
         if claim is not None:
             claim.release()
@@ -189,18 +193,24 @@ def _announce_dir(
         click.echo(f"Warning: {warning}", err=True)
 
 
-def _serve(settings: Any, config: Any) -> None:
-    """Run the runner loop until it stops; SIGTERM finishes the current job first."""
+def _worker(settings: Any, config: Any) -> Any:
+    """The runner (runner.distributed.service.Runner) on the lake, with its keys and its
+    spool; each of them can still refuse (nothing has been written to a device yet)."""
     from fiolake.campaigns import store_bucket
     from fiolake.runner.distributed.history import recorded
     from fiolake.runner.distributed.service import Runner
 
+    store = recorded(settings.store(), settings.history, config.runner_id, settings.pause_file)
+    return Runner(store, settings.keyring(), config, store_bucket(store))
+
+
+def _serve(worker: Any) -> None:
+    """Run the runner loop until it stops; SIGTERM finishes the current job first."""
+    config = worker.config
     runner_id, backend = config.runner_id, config.backend
-    store = recorded(settings.store(), settings.history, runner_id, settings.pause_file)
-    worker = Runner(store, settings.keyring(), config, store_bucket(store))
     signal.signal(signal.SIGTERM, lambda *_: worker.stop_requested.set())
     where = f"device {config.block.path}" if config.block else f"dir {config.target_dir}"
-    click.echo(f"runner {runner_id}: backend {backend}, {where}, lake {store.url}", err=True)
+    click.echo(f"runner {runner_id}: backend {backend}, {where}, lake {worker.store.url}", err=True)
     stats = worker.serve()
     click.echo(
         f"runner {runner_id} done: {stats.ok} ok, {stats.failed} failed, "

@@ -7,8 +7,10 @@ drains leftover entries when it starts.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -16,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from fiolake.errors import StoreUnavailable
+from fiolake.errors import StoreUnavailable, UsageProblem
 from fiolake.store import ObjectStore
 
 log = logging.getLogger("fiolake.runner")
@@ -39,8 +41,18 @@ class Spool:
     """Directory of pending attempts, one subdirectory per run id."""
 
     def __init__(self, root: Path):
+        """Open (create) the spool at `root`; UsageProblem when it cannot be written, so a
+        runner refuses at start rather than failing its first job after fio ran."""
         self.root = root
-        root.mkdir(parents=True, exist_ok=True)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            if not os.access(root, os.W_OK | os.X_OK):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        except OSError as exc:
+            raise UsageProblem(
+                f"cannot use the spool directory {root}: {exc.strerror} — give --spool-dir "
+                "DIR where this user may create and write files"
+            ) from None
 
     def add(self, run_id: str, objects: dict[str, bytes], meta: dict[str, str]) -> SpoolEntry:
         """Persist an attempt's objects before any upload (atomic rename into place)."""

@@ -46,13 +46,21 @@ def write_mbr(backing: Path, start_sector: int = 2048) -> None:
 
 @contextlib.contextmanager
 def loop_device(
-    backing: Path, size: int = 64 * 2**20, *, partitions: bool = False, direct_io: bool = False
+    backing: Path,
+    size: int = 64 * 2**20,
+    *,
+    partitions: bool = False,
+    direct_io: bool = False,
+    sparse: bool = False,
 ) -> Iterator[Path]:
-    """A loop device over `backing` (created with `size` bytes of data, not sparse),
-    detached and the file removed afterwards, whatever happens in between."""
+    """A loop device over `backing` (created with `size` bytes of data; with `sparse`, a
+    hole that reads as zeros and is slow to write), detached and the file removed
+    afterwards, whatever happens in between."""
     with backing.open("wb") as f:
+        if sparse:
+            f.truncate(size)
         chunk = os.urandom(2**20)
-        for _ in range(size // len(chunk)):
+        for _ in range(0 if sparse else size // len(chunk)):
             f.write(chunk)
     if partitions:
         write_mbr(backing)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -93,7 +94,7 @@ def test_ext4_is_refused_without_wipe_signatures_and_wiped_with_it(tmp_path: Pat
         )
         with device.claim(str(dev), destroy_data=True, wipe_signatures=True) as held:
             assert held.found == ["ext4 at 0x438"] and device.signatures(dev) == held.found
-            assert held.wipe() == ["ext4 at 0x438"]
+            assert held.erase_signatures() == ["ext4 at 0x438"]
             assert device.signatures(dev) == []
 
 
@@ -173,3 +174,27 @@ def test_a_read_only_device(tmp_path: Path) -> None:
             )
         finally:
             subprocess.run(["blockdev", "--setrw", str(dev)], check=True)
+
+
+def test_purge_refuses_a_device_of_unknown_size(tmp_path: Path) -> None:
+    # No device here has an unknown size (sysfs, then a seek to its end, always give one):
+    # the decision is tested with the size it is given, and on a claim whose identity says
+    # none, the device's bytes are unchanged.
+    for size in (None, 0):
+        with pytest.raises(DeviceRefused) as caught:
+            device.whole_size(Path("/dev/sdz"), size, "--purge")
+        assert str(caught.value) == (
+            "--purge /dev/sdz: the device's size is unknown (neither sysfs nor a seek to its "
+            "end gives one) — --purge covers the whole device, so fiolake must know its size: "
+            "check `blockdev --getsize64 /dev/sdz`, or drop --purge"
+        )
+    assert device.whole_size(Path("/dev/sdz"), 4096, "--prefill") == 4096
+    with (
+        loop_device(tmp_path / "disk.img") as dev,
+        device.claim(str(dev), destroy_data=True) as held,
+    ):
+        before = sha256(dev)
+        held.identity = replace(held.identity, size_bytes=None)  # as if the kernel said nothing
+        with pytest.raises(DeviceRefused, match=r"^--purge .*: the device's size is unknown"):
+            held.purge()
+        assert sha256(dev) == before

@@ -6,14 +6,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from fiolake.cli import cli
+from fiolake.runner.host.lock import HostLock
+from fiolake.units import human_bytes
 from tests.runner.conftest import sql
-from tests.runner.loopdev import loop_device, requires_loop
+from tests.runner.loopdev import loop_device, requires_loop, sha256
 
 pytestmark = requires_loop
 
@@ -82,9 +85,70 @@ def test_purge_and_prefill_run_first_linked_and_never_compared(tmp_path: Path) -
         assert measured["prefilled_by"] == prefill["run_id"]
     (written,) = sql(lake, f"SELECT io_bytes FROM results WHERE run_id = '{prefill['run_id']}'")
     assert written["io_bytes"] == 2 * 32 * 2**20  # twice the device, by default
+    (job,) = sql(lake, "SELECT canonical_job_file FROM runs WHERE role = 'prefill'")
+    # Its own size and a budget from that size (the minimum, 60 s, for 32 MiB), not 3600 s.
+    assert "size=33554432" in job["canonical_job_file"]
+    assert "runtime=60" in job["canonical_job_file"] and "loops=2" in job["canonical_job_file"]
     compared = CliRunner().invoke(cli, ["compare", "--lake", str(lake), "--format", "json"])
     assert compared.exit_code == 0, compared.output
     assert {(r["profile"], r["n"]) for r in json.loads(compared.stdout)} == {("m", 2)}
+
+
+def test_a_prefill_stopped_by_the_runtime_cap_fails_and_nothing_is_measured(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "m.fio").write_text(MEASURED)
+    lake = tmp_path / "lake"
+    # 2 × 1 GiB onto an unallocated file through direct I/O: far more than 1 s of writes.
+    with loop_device(tmp_path / "disk.img", 2**30, sparse=True, direct_io=True) as dev:
+        result = CliRunner().invoke(
+            cli, ["run", str(tmp_path / "m.fio"), "--device", str(dev), "--destroy-data",
+                  "--purge", "--prefill", "--max-runtime", "1", "--lake", str(lake),
+                  "--share-host"],
+        )  # fmt: skip
+    runs = sql(lake, "SELECT run_id, role, status, flags, error, device_start FROM runs")
+    assert [r["role"] for r in runs if r["role"] != "purge"] == ["prefill"]  # nothing measured
+    (prefill,) = [r for r in runs if r["role"] == "prefill"]
+    assert (prefill["status"], prefill["device_start"]) == ("failed", "purged")
+    assert "cut-short" in prefill["flags"]
+    (written,) = sql(lake, f"SELECT io_bytes FROM results WHERE run_id = '{prefill['run_id']}'")
+    assert 0 < written["io_bytes"] < 2 * 2**30
+    why = (
+        f"wrote {human_bytes(written['io_bytes'])} of 2.0 GiB (2 passes × 1.0 GiB) within its "
+        "runtime of 1 s, so the device is not prefilled"
+    )
+    assert prefill["error"] == why
+    assert result.exit_code == 1, result.output
+    assert result.output.endswith(
+        f"Error: prefill run {prefill['run_id']} failed: {why} — the measured runs did not "
+        "start; raise --max-runtime to 103 (the prefill's budget) and run again\n"
+    )
+
+
+def test_the_purge_waits_for_the_host_lock(tmp_path: Path) -> None:
+    (tmp_path / "m.fio").write_text(MEASURED)
+    lake, lock_path = tmp_path / "lake", tmp_path / "host.lock"
+    held = HostLock(lock_path, holder="another fio")
+    assert held.acquire() is not None
+    with loop_device(Path("/dev/shm") / f"fiolake-test-{os.getpid()}.img", 16 * 2**20) as dev:
+        before = sha256(dev)
+        argv = [sys.executable, "-m", "fiolake", "run", str(tmp_path / "m.fio"), "--device",
+                str(dev), "--destroy-data", "--purge", "--host-lock", str(lock_path),
+                "--lake", str(lake)]  # fmt: skip
+        proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stderr is not None
+            waiting = next((line for line in proc.stderr if "waiting for the host" in line), "")
+            # The first thing to wait is the purge, and it has not touched the device yet.
+            assert waiting == "[device-purge] waiting for the host lock (held by another fio)\n"
+            assert sha256(dev) == before
+        finally:
+            held.release()
+            proc.communicate(timeout=120)
+        assert proc.returncode == 0
+        assert sha256(dev) != before  # purged once the lock was free
+    (purge,) = sql(lake, "SELECT host_lock_wait_ms, flags FROM runs WHERE role = 'purge'")
+    assert purge["host_lock_wait_ms"] > 0 and "shared-host" not in (purge["flags"] or [])
 
 
 def test_purge_without_a_device_is_refused(tmp_path: Path) -> None:

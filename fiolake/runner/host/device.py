@@ -50,10 +50,11 @@ class DeviceClaim:
     identity: blockinfo.DeviceIdentity
     fd: int
     found: list[str] = field(default_factory=list)  # signatures on it (--wipe-signatures)
-    wiped: list[str] = field(default_factory=list)  # what `wipe` erased
+    wiped: list[str] = field(default_factory=list)  # what `erase_signatures` erased
 
-    def wipe(self) -> list[str]:
-        """Erase the signatures `claim` found (once every other check has passed)."""
+    def erase_signatures(self) -> list[str]:
+        """Erase the signatures `claim` found (wipefs -a): the first write to the device, so
+        the caller calls it only after its last check that can refuse has passed."""
         if self.found and not self.wiped:
             # --force: wipefs would want its own exclusive open, which the claim blocks
             # (every check --force skips has passed, and the claim keeps it so).
@@ -64,8 +65,9 @@ class DeviceClaim:
     def purge(self, *, discard: bool | None = None) -> str:
         """Return every block of the device to the unwritten state: discard it all
         (BLKDISCARD), or write zeros (BLKZEROOUT) where the device has no discard; the
-        method used ('discard' or 'zero-fill'). `discard` None: as the device supports."""
-        size = self.identity.size_bytes or 0
+        method used ('discard' or 'zero-fill'). `discard` None: as the device supports.
+        DeviceRefused, the device untouched, when its size is unknown (`whole_size`)."""
+        size = whole_size(self.path, self.identity.size_bytes, "--purge")
         if discard is None:
             discard = bool(self.identity.discard_max_bytes)
         if discard:
@@ -92,6 +94,19 @@ class DeviceClaim:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def whole_size(path: Path, size_bytes: int | None, flag: str) -> int:
+    """The device's size in bytes for `flag` (--purge, --prefill), which must cover all of
+    it; DeviceRefused when it is unknown: a purge of 0 bytes would report 'discard', a
+    prefill could not tell a full fill from a partial one."""
+    if not size_bytes:
+        raise DeviceRefused(
+            f"{flag} {path}: the device's size is unknown (neither sysfs nor a seek to its end "
+            f"gives one) — {flag} covers the whole device, so fiolake must know its size: "
+            f"check `blockdev --getsize64 {path}`, or drop {flag}"
+        )
+    return size_bytes
 
 
 def parse_expect(values: Iterable[str]) -> dict[str, str]:
@@ -142,8 +157,8 @@ def claim(
 
     `protected` are paths whose storage must not be the device (the lake, the spool, …);
     `/`, fiolake's own files and Python are always protected. With `wipe_signatures`, the
-    signatures found are allowed: the caller erases them with `DeviceClaim.wipe` once its
-    own checks (the job files) have passed.
+    signatures found are allowed: the caller erases them with `DeviceClaim.erase_signatures`
+    once its own checks (job files, host lock, spool, keys, lake) have all passed.
     """
     path = block_device(given)
     if not destroy_data:
