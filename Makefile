@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CACHE ?= $(HOME)/.cache/fiolake
 
-.PHONY: help setup sysdeps fio venv minio demo test test-fast screenshots lint-imports typecheck lint bench bench-gate bench-otava soak faults-repeat clean images wheels
+.PHONY: help setup sysdeps fio venv minio demo test test-fast test-changed screenshots lint-imports typecheck lint bench bench-gate bench-otava soak faults-repeat clean images wheels
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -62,8 +62,18 @@ wheels: venv ## build/wheels for `docker build -f infra/Dockerfile.X .` (the ima
 demo: setup ## the main job: run the default suite locally and show the summary
 	bash infra/demo.sh
 
-test: setup lint lint-imports typecheck ## everything: lint, layers, types, then every tier
-	$(BIN)/pytest -q
+# The full tier in parallel: the suite mostly waits (fio's timers, servers, polls), so
+# four workers on two cores finish it in a fraction of the serial time. Each worker
+# starts its own MinIO + OpenBao on free ports when its first stack test needs them;
+# the tests of one file stay on one worker (module fixtures are made once), and the
+# Spark and container tests share one worker each (tests/conftest.py, --dist loadgroup).
+# mypy runs beside pytest, as in test-fast.
+TEST_WORKERS ?= 4
+test: setup lint lint-imports ## everything: lint, layers, types, then every tier
+	@mkdir -p build; $(BIN)/mypy > build/typecheck.log 2>&1 & mypy=$$!; \
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup; tests=$$?; \
+	wait $$mypy; types=$$?; cat build/typecheck.log; \
+	[ $$tests -eq 0 ] && [ $$types -eq 0 ]
 
 # Three workers on two cores: the fast tier waits on fio's timers as much as it computes
 # (quiet machine, 2026-11-25: 72 s with two workers, 61 s with three, 60 s with four).
@@ -76,6 +86,18 @@ test-fast: fio venv lint lint-imports ## the fast tier: no MinIO, no OpenBao, no
 	$(BIN)/pytest -q -n 3 --dist worksteal -m "$(FAST)"; tests=$$?; \
 	wait $$mypy; types=$$?; cat build/typecheck.log; \
 	[ $$tests -eq 0 ] && [ $$types -eq 0 ]
+
+# The edit–test loop: the fast tier's tests that import (directly, lazily or through the
+# CLI's command table) a module changed since BASE, plus last run's failures
+# (tests/changed.py). `make test-changed BASE=main` for a branch.
+BASE ?= HEAD
+test-changed: fio venv ## the fast tier's tests the change since BASE (default HEAD) can reach, and the last failures
+	@files=$$($(BIN)/python -m tests.changed $(BASE)) || exit 2; \
+	if [ -z "$$files" ]; then echo "no test reaches the change since $(BASE)"; exit 0; fi; \
+	[ "$$files" = "-" ] && files=; \
+	echo "$$(echo $$files | wc -w) test files (none listed: all)" >&2; \
+	$(BIN)/pytest -q -n 3 --dist worksteal -m "$(FAST)" $$files; rc=$$?; \
+	[ $$rc -eq 5 ] && echo "the change reaches only tests outside the fast tier" && rc=0; exit $$rc
 
 # Chromium from Debian (sysdeps), driven by Playwright's Python package (never its own
 # browser download); the app runs on a lake written by real fio.
