@@ -83,6 +83,9 @@ IMPORTS = {
         '"elapsed": 1, ', '"elapsed": 1, "job options": {"write_bw_log": "badlog"}, '
     ),
     "badlog_bw.1.log": "1000, x\n2000, 5, 0, 4096\n",
+    # issue 41: a field checked before a dump and its later document are compared
+    "malformed.json": GOOD_FIO.replace('"total_ios": 1', '"total_ios": "many"')
+    + GOOD_FIO.replace("1700000000", "1700000002"),
 }
 NOT_IMPORTED = "Error: 1 of 1 file(s) not imported ({imp}/{name}); imported 0 run(s), skipped 0\n"
 # Every results column a comparison can use, as `unknown metric` lists them.
@@ -1419,6 +1422,13 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         1,
         "Error: {imp}/badlog.json: log badlog_bw.1.log line 1 does not fit fio's log format "
         "(2 columns: '1000, x')\n" + NOT_IMPORTED.replace("{name}", "badlog.json"),
+    ),
+    (
+        ["import", "{imp}/malformed.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/malformed.json: document 1: job 'j' read total_ios is 'many', not a "
+        "number\n" + NOT_IMPORTED.replace("{name}", "malformed.json"),
     ),
     (
         ["import", "{tmp}/nope.json", "--backend", "x", "--lake", "{tmp}/lake"],
