@@ -83,6 +83,10 @@ IMPORTS = {
         '"elapsed": 1, ', '"elapsed": 1, "job options": {"write_bw_log": "badlog"}, '
     ),
     "badlog_bw.1.log": "1000, x\n2000, 5, 0, 4096\n",
+    # issue 41: deeper than Python's JSON parser goes (RecursionError), not just past 32
+    "abyss.json": GOOD_FIO.replace(
+        '"runtime": 1000', '"runtime": 1000, "x": ' + "[" * 100_000 + "]" * 100_000
+    ),
     # issue 41: a field checked before a dump and its later document are compared
     "malformed.json": GOOD_FIO.replace('"total_ios": 1', '"total_ios": "many"')
     + GOOD_FIO.replace("1700000000", "1700000002"),
@@ -1422,6 +1426,14 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         1,
         "Error: {imp}/badlog.json: log badlog_bw.1.log line 1 does not fit fio's log format "
         "(2 columns: '1000, x')\n" + NOT_IMPORTED.replace("{name}", "badlog.json"),
+    ),
+    (
+        ["import", "{imp}/abyss.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/abyss.json: JSON nested too deep for the parser (hundreds of levels; "
+        "fio's own nest 8 at most): not fio output\n"
+        + NOT_IMPORTED.replace("{name}", "abyss.json"),
     ),
     (
         ["import", "{imp}/malformed.json", "--backend", "x", "--lake", "{tmp}/lake"],
