@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from fiolake.cli.common import DurationParam, IdParam, SizeParam
 from fiolake.errors import UsageProblem
 from fiolake.runner.host.sysinfo import mount_info
 from fiolake.units import parse_duration, parse_size
+from tests.aggregator import lakegen
 from tests.runner.loopdev import NEEDS, can_loop, devices_in_every_state, sha256
 
 TINY = "[t]\nrw=randread\nbs=4k\nsize=1M\nioengine=psync\ndirect=1\nruntime=1\ntime_based=1\n"
@@ -58,6 +60,8 @@ JOBS = {
     "gate-array.toml": "threshold = 3\n",
     "gate-threshold.toml": '[[threshold]]\nmetric = "iops"\n',
     "gate-effect.toml": "[[threshold]]\nmin_effect = 10\n",
+    # issue 41: a threshold that matches no row of the gate
+    "gate-backend.toml": '[[threshold]]\nbackend = "nvmee"\nmetric = "iops"\nmin_effect = 0.2\n',
     # `fiolake app --auth` login files (issue 36)
     "auth-empty.toml": "[auth]\n",
     "auth-syntax.toml": "[auth\n",
@@ -1500,6 +1504,25 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         )
     ],  # fmt: skip
     (
+        [
+            "gate",
+            "--lake",
+            "{nights}",
+            "--campaign",
+            "c-after",
+            "--baseline-campaign",
+            "c-before",
+            "--metric",
+            "iops",
+            "--config",
+            "{job}/gate-backend.toml",
+        ],
+        {},
+        2,
+        "Error: {job}/gate-backend.toml: [[threshold]] 1 (nvmee/*/*/iops ±20%): backend "
+        "'nvmee' is in no row of this gate — use one of nvme, or remove the threshold\n",
+    ),  # fmt: skip
+    (
         ["gate", "--lake", "{lake}", "--campaign", "c-bad-input", "--config", "{tmp}/no.toml"],
         {},
         2,
@@ -1560,6 +1583,21 @@ DEVICES = ("loop", "ext4", "mounted", "parted", "held", "rodev")
 
 
 @pytest.fixture(scope="module")
+def nights(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A lake of two campaigns (`c-before`, `c-after`) of one job on nvme: a gate has rows."""
+    root = tmp_path_factory.mktemp("nights") / "lake"
+    store = lakegen.local_store(root)
+    for day, campaign in enumerate(("c-before", "c-after")):
+        for rep in range(3):
+            lakegen.write_run(
+                store, run_id=f"{campaign}-r{rep}", job_id=f"{campaign}-j{rep}",
+                campaign=campaign, started_at=lakegen.T0 + timedelta(days=day, minutes=rep),
+                metrics={("job1", "read"): {"iops": 1000.0 + rep}},
+            )  # fmt: skip
+    return root
+
+
+@pytest.fixture(scope="module")
 def loops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     """The loop devices of the `{loop}`, `{ext4}` … cases ({} where they can't be made)."""
     if not can_loop():
@@ -1570,7 +1608,7 @@ def loops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]
 
 
 @pytest.fixture
-def places(tmp_path: Path, lake_with_a_run: Path, loops: dict[str, Path]):
+def places(tmp_path: Path, lake_with_a_run: Path, loops: dict[str, Path], nights: Path):
     jobs = tmp_path / "jobs"
     jobs.mkdir()
     for name, text in JOBS.items():
@@ -1600,7 +1638,7 @@ def places(tmp_path: Path, lake_with_a_run: Path, loops: dict[str, Path]):
     # --dir reads it), and EPERM for root's immutable directory, EACCES for anyone else.
     mount = mount_info(tmp_path)
     yield {"tmp": tmp_path, "job": jobs, "imp": imports, "file": file, "link": link, "ro": ro,
-           "lake": lake_with_a_run, **loops,
+           "lake": lake_with_a_run, "nights": nights, **loops,
            "corrupt": corrupt, "run": runs_file.stem,
            "date": runs_file.parent.name.removeprefix("date="),
            "where": f"mount point {mount.mount_point}, {mount.fs_type} on {mount.device}",

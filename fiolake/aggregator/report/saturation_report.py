@@ -10,7 +10,7 @@ import html
 from fiolake import units
 from fiolake.aggregator.report.saturation_text import iops_text, knee_text, sentences, slo_words
 from fiolake.aggregator.report.svg import Axis, Line, line_chart
-from fiolake.aggregator.stats.saturation import Saturation, SaturationReport
+from fiolake.aggregator.stats.saturation import Saturation, SaturationReport, sweep_job
 
 COLOURS = ("#1565c0", "#e65100", "#2e7d32", "#6a1b9a", "#00838f", "#ad1457")
 SLO_COLOUR = "#c62828"
@@ -35,7 +35,7 @@ def _chart(report: SaturationReport, found: list[Saturation]) -> str:
                                                    (max(iops), slo.limit_ns)], SLO_COLOUR,
                           dashed=True))  # fmt: skip
     first = found[0]
-    title = f"{first.profile} · {first.direction} · {first.knob} sweep"
+    title = f"{first.profile} · {first.direction} · {sweep_job(first.knob)}"
     x = Axis(log=True, fmt=units.human_count, title="IOPS")
     y = Axis(log=True, fmt=units.human_ns, title=f"clat {slo.percentile}")
     return line_chart(lines, x, y, title, "saturation")
