@@ -17,8 +17,7 @@ SLO_COLOUR = "#c62828"
 
 
 def _latency(s: Saturation, percentile: str) -> list[tuple[float, float]]:
-    field = {"p50": "p50_ns", "p99": "p99_ns", "p99.9": "p999_ns"}[percentile]
-    return [(p.iops, v) for p in s.curve if (v := getattr(p, field)) is not None]
+    return [(p.iops, v) for p in s.curve if (v := p.latency(percentile)) is not None]
 
 
 def _chart(report: SaturationReport, found: list[Saturation]) -> str:

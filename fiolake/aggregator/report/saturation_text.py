@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fiolake.aggregator.lake.columns import ratio_text
 from fiolake.aggregator.stats.compare import CompareRow
-from fiolake.aggregator.stats.saturation import Saturation, SaturationReport, sweep_job
+from fiolake.aggregator.stats.saturation import Case, Saturation, SaturationReport, sweep_job
 from fiolake.aggregator.stats.slo import ABOVE, BELOW, Slo
 from fiolake.aggregator.stats.verdict_text import label
 from fiolake.units import MISSING, human_count
@@ -51,7 +51,7 @@ def sentences(report: SaturationReport, min_effect: float) -> list[str]:
     against the baseline, e.g. `read, latency-at-load (rate_iops sweep) at p99 ≤ 1ms:
     tmpfs 180k IOPS [170k, 190k]; disk 9k IOPS [8k, 10k] — tmpfs 20× [18×, 22×] disk,
     better`."""
-    cases: dict[tuple[object, ...], list[Saturation]] = {}
+    cases: dict[Case, list[Saturation]] = {}
     for s in report.results:
         cases.setdefault(s.case, []).append(s)
     out = []

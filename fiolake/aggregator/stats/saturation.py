@@ -31,6 +31,9 @@ from fiolake.errors import LakeError, UsageProblem
 IOPS_AT_SLO = "iops_at_slo"  # the metric's name in gate, trend and JSON
 Case = tuple[str, str, str, str | None]  # profile, knob, direction, effective job
 HOLM_NAMES = {"holm": "Holm", "fdr": "Benjamini–Hochberg"}
+# SLO percentile -> CurvePoint field, from the one mapping (slo.PERCENTILE_COLUMNS: the
+# results column, also LoadPoint's field): clat_p99_ns -> p99_ns.
+CURVE_FIELDS = {p: c.removeprefix("clat_") for p, c in slo_math.PERCENTILE_COLUMNS.items()}
 
 
 def sweep_job(knob: str) -> str:
@@ -57,6 +60,10 @@ class CurvePoint:
     slo_ns_high: float | None
     iops_low: float
     iops_high: float
+
+    def latency(self, percentile: str) -> float | None:
+        """The median of an SLO percentile (`p50`, `p99`, `p99.9`) at this load."""
+        return getattr(self, CURVE_FIELDS[percentile])
 
 
 @dataclass(frozen=True)
@@ -118,10 +125,10 @@ def analyse_one(points: Sequence[LoadPoint], slo: slo_math.Slo, group: str) -> S
     cube = np.full((len(runs), len(loads), 5), np.nan)
     names: dict[float, str] = {}
     for p in points:
-        row = (p.iops, p.bw_bytes, p.clat_p50_ns, p.clat_p99_ns, p.clat_p999_ns)
+        row = (p.iops, p.bw_bytes, *(getattr(p, c) for c in slo_math.PERCENTILE_COLUMNS.values()))
         cube[runs.index(p.run_id), loads.index(p.load)] = [np.nan if v is None else v for v in row]
         names[p.load] = p.job_name
-    at = 2 + list(slo_math.PERCENTILE_COLUMNS).index(slo.percentile)
+    at = 2 + list(slo_math.PERCENTILE_COLUMNS).index(slo.percentile)  # the row's order
     med = _medians(cube)
     value, code = slo_math.iops_at_slo(med[:, 0], med[:, at], slo.limit_ns)
     boot = slo_math.resample_medians(cube[:, :, [0, at]])  # resamples × loads × 2
@@ -135,7 +142,7 @@ def analyse_one(points: Sequence[LoadPoint], slo: slo_math.Slo, group: str) -> S
             int(np.sum(~np.isnan(cube[:, i, 0]))),
             float(med[i, 0]),
             float(med[i, 1]),
-            _or_none(med[i, 2]),
+            _or_none(med[i, 2]),  # p50, p99, p99.9: PERCENTILE_COLUMNS' order, as the cube
             _or_none(med[i, 3]),
             _or_none(med[i, 4]),
             _or_none(band[0, i, 1]),
