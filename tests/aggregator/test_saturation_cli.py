@@ -207,3 +207,21 @@ def test_a_threshold_with_a_misspelt_backend_is_refused(busy_lake: str, tmp_path
         f"Error: {config}: [[threshold]] 1 (bx/*/*/iops_at_slo ±30%): backend 'bx' is in "
         "no row of this gate — use one of box, or remove the threshold\n"
     )
+
+
+def test_iops_at_slo_is_judged_by_the_night_model(tmp_path: Path) -> None:
+    """Issue 41: with earlier nights, iops_at_slo's verdict is the night model's. Nights
+    whose capacity differs by ±30 % cannot show a 20 % drop, which the runs alone call
+    worse (the night is the unit, docs/ci.md)."""
+    store = lakegen.local_store(tmp_path / "lake")
+    for day, scale in enumerate((1.0, 1.3, 0.75, 1.2)):
+        write(store, f"n{day}", "box", TMPFS, 4, start=24 * day, scale=scale)
+    write(store, "after", "box", TMPFS, 4, start=24 * 4, scale=0.96)  # 0.8 × the last night
+    lake = str(tmp_path / "lake")
+    code, out, text = gate_json(lake)  # the default baseline: n3, and the nights before it
+    (row,) = out["rows"]
+    assert row["ratio"] == pytest.approx(0.8, rel=0.03)  # the runs: against n3 alone
+    assert (code, row["verdict"]) == (0, "inconclusive"), text
+    assert (
+        row["reason"].startswith("night-to-night: 0.9") and "vs 4 earlier nights" in row["reason"]
+    )
