@@ -87,6 +87,9 @@ IMPORTS = {
         '"elapsed": 1, ', '"elapsed": 1, "job options": {"write_bw_log": "badlog"}, '
     ),
     "badlog_bw.1.log": "1000, x\n2000, 5, 0, 4096\n",
+    # issue 41: fields checked before they are read; any other is the file's refusal
+    "stamp.json": GOOD_FIO.replace("1700000000", '"soon"'),
+    "options.json": GOOD_FIO.replace('"elapsed": 1, ', '"elapsed": 1, "job options": 5, '),
     # issue 41: deeper than Python's JSON parser goes (RecursionError), not just past 32
     "abyss.json": GOOD_FIO.replace(
         '"runtime": 1000', '"runtime": 1000, "x": ' + "[" * 100_000 + "]" * 100_000
@@ -1430,6 +1433,20 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         1,
         "Error: {imp}/badlog.json: log badlog_bw.1.log line 1 does not fit fio's log format "
         "(2 columns: '1000, x')\n" + NOT_IMPORTED.replace("{name}", "badlog.json"),
+    ),
+    (
+        ["import", "{imp}/stamp.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/stamp.json: document 1: timestamp is 'soon', not a number\n"
+        + NOT_IMPORTED.replace("{name}", "stamp.json"),
+    ),
+    (
+        ["import", "{imp}/options.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/options.json: document 1: malformed fio JSON (AttributeError: 'int' "
+        "object has no attribute 'items')\n" + NOT_IMPORTED.replace("{name}", "options.json"),
     ),
     (
         ["import", "{imp}/abyss.json", "--backend", "x", "--lake", "{tmp}/lake"],
