@@ -1446,7 +1446,8 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         {},
         1,
         "Error: {imp}/options.json: document 1: malformed fio JSON (AttributeError: 'int' "
-        "object has no attribute 'items')\n" + NOT_IMPORTED.replace("{name}", "options.json"),
+        "object has no attribute 'items') — import fio's own output, unedited\n"
+        + NOT_IMPORTED.replace("{name}", "options.json"),
     ),
     (
         ["import", "{imp}/abyss.json", "--backend", "x", "--lake", "{tmp}/lake"],

@@ -56,7 +56,8 @@ def prepare(
             # documents reach (options, percentiles, bins) may still hold what fio never
             # writes: the file is refused with what broke, never with a traceback.
             raise FioError(
-                f"document {one.document}: malformed fio JSON ({type(exc).__name__}: {exc})"
+                f"document {one.document}: malformed fio JSON ({type(exc).__name__}: {exc}) "
+                "— import fio's own output, unedited"
             ) from None
     return built
 
