@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from fiolake.errors import UsageProblem
 from fiolake.runner.host.sysinfo import mount_info
 from fiolake.signing import LocalSigner, public_key_path
 from fiolake.units import parse_duration, parse_size
+from tests.aggregator import lakegen
 from tests.runner.loopdev import NEEDS, can_loop, devices_in_every_state, sha256
 
 TINY = "[t]\nrw=randread\nbs=4k\nsize=1M\nioengine=psync\ndirect=1\nruntime=1\ntime_based=1\n"
@@ -59,6 +61,8 @@ JOBS = {
     "gate-array.toml": "threshold = 3\n",
     "gate-threshold.toml": '[[threshold]]\nmetric = "iops"\n',
     "gate-effect.toml": "[[threshold]]\nmin_effect = 10\n",
+    # issue 41: a threshold that matches no row of the gate
+    "gate-backend.toml": '[[threshold]]\nbackend = "nvmee"\nmetric = "iops"\nmin_effect = 0.2\n',
     # `fiolake app --auth` login files (issue 36)
     "auth-empty.toml": "[auth]\n",
     "auth-syntax.toml": "[auth\n",
@@ -84,6 +88,16 @@ IMPORTS = {
         '"elapsed": 1, ', '"elapsed": 1, "job options": {"write_bw_log": "badlog"}, '
     ),
     "badlog_bw.1.log": "1000, x\n2000, 5, 0, 4096\n",
+    # issue 41: fields checked before they are read; any other is the file's refusal
+    "stamp.json": GOOD_FIO.replace("1700000000", '"soon"'),
+    "options.json": GOOD_FIO.replace('"elapsed": 1, ', '"elapsed": 1, "job options": 5, '),
+    # issue 41: deeper than Python's JSON parser goes (RecursionError), not just past 32
+    "abyss.json": GOOD_FIO.replace(
+        '"runtime": 1000', '"runtime": 1000, "x": ' + "[" * 100_000 + "]" * 100_000
+    ),
+    # issue 41: a field checked before a dump and its later document are compared
+    "malformed.json": GOOD_FIO.replace('"total_ios": 1', '"total_ios": "many"')
+    + GOOD_FIO.replace("1700000000", "1700000002"),
 }
 NOT_IMPORTED = "Error: 1 of 1 file(s) not imported ({imp}/{name}); imported 0 run(s), skipped 0\n"
 # Every results column a comparison can use, as `unknown metric` lists them.
@@ -1449,6 +1463,36 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         "(2 columns: '1000, x')\n" + NOT_IMPORTED.replace("{name}", "badlog.json"),
     ),
     (
+        ["import", "{imp}/stamp.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/stamp.json: document 1: timestamp is 'soon', not a number\n"
+        + NOT_IMPORTED.replace("{name}", "stamp.json"),
+    ),
+    (
+        ["import", "{imp}/options.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/options.json: document 1: malformed fio JSON (AttributeError: 'int' "
+        "object has no attribute 'items') — import fio's own output, unedited\n"
+        + NOT_IMPORTED.replace("{name}", "options.json"),
+    ),
+    (
+        ["import", "{imp}/abyss.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/abyss.json: JSON nested too deep for the parser (hundreds of levels; "
+        "fio's own nest 8 at most): not fio output\n"
+        + NOT_IMPORTED.replace("{name}", "abyss.json"),
+    ),
+    (
+        ["import", "{imp}/malformed.json", "--backend", "x", "--lake", "{tmp}/lake"],
+        {},
+        1,
+        "Error: {imp}/malformed.json: document 1: job 'j' read total_ios is 'many', not a "
+        "number\n" + NOT_IMPORTED.replace("{name}", "malformed.json"),
+    ),
+    (
         ["import", "{tmp}/nope.json", "--backend", "x", "--lake", "{tmp}/lake"],
         {},
         2,
@@ -1505,6 +1549,25 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
             ),
         )
     ],  # fmt: skip
+    (
+        [
+            "gate",
+            "--lake",
+            "{nights}",
+            "--campaign",
+            "c-after",
+            "--baseline-campaign",
+            "c-before",
+            "--metric",
+            "iops",
+            "--config",
+            "{job}/gate-backend.toml",
+        ],
+        {},
+        2,
+        "Error: {job}/gate-backend.toml: [[threshold]] 1 (nvmee/*/*/iops ±20%): backend "
+        "'nvmee' is in no row of this gate — use one of nvme, or remove the threshold\n",
+    ),  # fmt: skip
     (
         ["gate", "--lake", "{lake}", "--campaign", "c-bad-input", "--config", "{tmp}/no.toml"],
         {},
@@ -1566,6 +1629,21 @@ DEVICES = ("loop", "ext4", "mounted", "parted", "held", "rodev")
 
 
 @pytest.fixture(scope="module")
+def nights(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A lake of two campaigns (`c-before`, `c-after`) of one job on nvme: a gate has rows."""
+    root = tmp_path_factory.mktemp("nights") / "lake"
+    store = lakegen.local_store(root)
+    for day, campaign in enumerate(("c-before", "c-after")):
+        for rep in range(3):
+            lakegen.write_run(
+                store, run_id=f"{campaign}-r{rep}", job_id=f"{campaign}-j{rep}",
+                campaign=campaign, started_at=lakegen.T0 + timedelta(days=day, minutes=rep),
+                metrics={("job1", "read"): {"iops": 1000.0 + rep}},
+            )  # fmt: skip
+    return root
+
+
+@pytest.fixture(scope="module")
 def loops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     """The loop devices of the `{loop}`, `{ext4}` … cases ({} where they can't be made)."""
     if not can_loop():
@@ -1576,7 +1654,7 @@ def loops(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]
 
 
 @pytest.fixture
-def places(tmp_path: Path, lake_with_a_run: Path, loops: dict[str, Path]):
+def places(tmp_path: Path, lake_with_a_run: Path, loops: dict[str, Path], nights: Path):
     jobs = tmp_path / "jobs"
     jobs.mkdir()
     for name, text in JOBS.items():
@@ -1608,7 +1686,7 @@ def places(tmp_path: Path, lake_with_a_run: Path, loops: dict[str, Path]):
     mount = mount_info(tmp_path)
     yield {"tmp": tmp_path, "job": jobs, "imp": imports, "file": file, "link": link, "ro": ro,
            "pub": public_key_path(tmp_path / "key"),
-           "lake": lake_with_a_run, **loops,
+           "lake": lake_with_a_run, "nights": nights, **loops,
            "corrupt": corrupt, "run": runs_file.stem,
            "date": runs_file.parent.name.removeprefix("date="),
            "where": f"mount point {mount.mount_point}, {mount.fs_type} on {mount.device}",

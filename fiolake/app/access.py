@@ -30,6 +30,7 @@ the browser holds only Streamlit's signed, HTTP-only login cookie.
 from __future__ import annotations
 
 import ipaddress
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -81,13 +82,25 @@ class AuthConfig:
     ca_file: Path | None
 
 
-def expired(claims: Mapping[str, Any], now: float) -> bool:
-    """True once the ID token these claims came from has expired (its `exp`, seconds since
-    the epoch). A sign-in lasts as long as the provider's ID token, not as long as
-    Streamlit's login cookie (30 days), so a reader taken out of a group loses the role
-    within the token's lifetime."""
+def sign_in_ended(claims: Mapping[str, Any], now: float) -> str | None:
+    """Why the sign-in these ID-token claims came from no longer counts, or None while it
+    does. A sign-in lasts as long as the provider's ID token (its `exp`, seconds since the
+    epoch), not as long as Streamlit's login cookie (30 days), so a reader taken out of a
+    group loses the role within the token's lifetime. It fails closed: a token without a
+    usable `exp` (missing, not a finite number) does not sign in at all."""
     exp = claims.get("exp")
-    return isinstance(exp, int | float) and not isinstance(exp, bool) and exp <= now
+    if exp is None:
+        return "its ID token has no exp (expiry time)"
+    if isinstance(exp, bool) or not isinstance(exp, int | float) or not math.isfinite(exp):
+        return f"its ID token's exp is {exp!r}, not a time in seconds since the epoch"
+    if exp <= now:
+        return f"its ID token expired at exp={exp:g}"
+    return None
+
+
+def expired(claims: Mapping[str, Any], now: float) -> bool:
+    """True when the sign-in no longer counts (`sign_in_ended` says why)."""
+    return sign_in_ended(claims, now) is not None
 
 
 def hidden_pages(role: str) -> frozenset[str]:
@@ -185,8 +198,23 @@ def load_auth_config(path: Path) -> AuthConfig:
     return AuthConfig(path, _role_map(path, section), ca_file)
 
 
+# TOML basic strings: these need escaping, as must every other control character.
+_TOML_ESCAPES = {"\\": "\\\\", '"': '\\"', "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f",
+                 "\r": "\\r"}  # fmt: skip
+
+
 def _toml_string(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """`value` as a TOML basic string (TOML 1.0 §String): backslash, quote and every
+    control character (U+0000–U+001F, U+007F) escaped, so any text reads back as given."""
+    out = []
+    for char in value:
+        if char in _TOML_ESCAPES:
+            out.append(_TOML_ESCAPES[char])
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\u{ord(char):04X}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
 
 
 def render_auth_config(

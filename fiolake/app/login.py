@@ -23,7 +23,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from fiolake.app.access import ANALYST, AUTH_ENV, AuthConfig, expired, load_auth_config
+from fiolake.app.access import ANALYST, AUTH_ENV, AuthConfig, load_auth_config, sign_in_ended
 
 log = logging.getLogger("fiolake.app.access")
 OPEN = "open"  # the identity shown when there is no login
@@ -75,7 +75,7 @@ def _no_role_page(config: AuthConfig, name: str) -> None:
 
 
 def _signed_in() -> bool:
-    return bool(st.user.is_logged_in) and not expired(st.user.to_dict(), time.time())
+    return bool(st.user.is_logged_in) and sign_in_ended(st.user.to_dict(), time.time()) is None
 
 
 def current_role() -> str:
@@ -88,8 +88,10 @@ def current_role() -> str:
         return ANALYST
     if not st.user.is_logged_in:
         _sign_in_page()
-    if not _signed_in():
-        log.info("sign-in expired: %s", _user_name())
+    ended = sign_in_ended(st.user.to_dict(), time.time())
+    if ended is not None:
+        # fails closed: a token without a usable exp is refused like an expired one
+        log.info("sign-in expired: %s (%s)", _user_name(), ended)
         _sign_in_page("Your sign-in has expired: sign in again.")
     name = _user_name()
     role = config.roles.role_for(st.user.to_dict())

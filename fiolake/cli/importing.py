@@ -19,6 +19,10 @@ if TYPE_CHECKING:  # the library loads only when the command runs: --help stays 
 
 # What a folder's files are read as: fio's own suffixes, and CI logs.
 SUFFIXES = (".json", ".txt", ".log", ".out")
+# Why a file in a folder is not read as a document (the summary says so).
+LOGS = "fio's per-second logs (read with the document that names them)"
+OTHER = "not .json, .txt, .log or .out"
+SHOWN = 5  # names listed per reason; the rest counted
 COLUMNS = ("file", "document", "host", "run_id", "status", "results", "import")
 
 
@@ -26,8 +30,13 @@ class ImportFailed(FiolakeError):
     """Some files could not be imported (each was named on stderr as it was refused)."""
 
 
-def _files(paths: tuple[str, ...]) -> Iterator[tuple[str, Path | None]]:
-    """(name, path) of every file to read, folders walked in name order; '-' is stdin."""
+def _files(
+    paths: tuple[str, ...], passed_over: dict[str, list[str]]
+) -> Iterator[tuple[str, Path | None]]:
+    """(name, path) of every file to read, folders walked in name order; '-' is stdin.
+    What a folder holds that is not read goes into `passed_over` under the reason."""
+    from fiolake.runner.report.logs import is_log_name
+
     for given in paths:
         if given == "-":
             yield "-", None
@@ -35,18 +44,16 @@ def _files(paths: tuple[str, ...]) -> Iterator[tuple[str, Path | None]]:
         path = Path(given)
         if path.is_dir():
             for found in sorted(p for p in path.rglob("*") if p.is_file()):
-                if found.suffix.lower() in SUFFIXES and not _is_fio_log(found.name):
+                if is_log_name(found.name):
+                    passed_over.setdefault(LOGS, []).append(str(found))
+                elif found.suffix.lower() not in SUFFIXES:
+                    passed_over.setdefault(OTHER, []).append(str(found))
+                else:
                     yield str(found), found
         elif path.exists():
             yield given, path
         else:
             raise UsageProblem(f"{given}: no such file or folder — give fio output files")
-
-
-def _is_fio_log(name: str) -> bool:
-    # fio's per-second logs (`<prefix>_bw.1.log`, `_clat_hist.2.log`): not JSON documents.
-    parts = name.split(".")
-    return len(parts) >= 3 and parts[-2].isdigit() and "_" in parts[0]
 
 
 @click.command("import")
@@ -134,7 +141,8 @@ def import_(
             f"{at_text!r} is not an ISO 8601 time (e.g. 2024-03-01T12:00:00Z)",
             param_hint="--at",
         ) from None
-    files = list(_files(paths))
+    passed_over: dict[str, list[str]] = {}
+    files = list(_files(paths, passed_over))
     request = runs.ImportRequest(
         backend=backend,
         campaign_id=campaign or new_campaign_id(datetime.now(UTC)),
@@ -152,6 +160,12 @@ def import_(
             click.echo(f"Error: {name}: {why}", err=True)
     report = importer.finish()
     _show(report, fmt, dry_run)
+    for why, names in passed_over.items():
+        more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
+        click.echo(
+            f"passed over {len(names)} file(s), {why}: {', '.join(names[:SHOWN])}{more}",
+            err=True,
+        )
     if report.refused:
         raise ImportFailed(_summary(report, dry_run, len(files)))
 

@@ -178,3 +178,13 @@ def test_one_run_has_no_interval_and_no_test() -> None:
     results = analyse(points("disk", 1, 1.0, 0.1, 13) + points("tmpfs", 3, 2.0, 0.1, 14), MS)
     (row,), tests = compare_saturations(results, "disk")
     assert (row.verdict, tests, row.ratio is not None) == ("too few repetitions", 0, True)
+
+
+@pytest.mark.parametrize(("percentile", "factor"), [("p50", 0.5), ("p99", 1.0), ("p99.9", 2.0)])
+def test_each_slo_percentile_reads_its_own_column(percentile: str, factor: float) -> None:
+    """Issue 41: one percentile → field mapping (slo.PERCENTILE_COLUMNS) for the IOPS at
+    the SLO, the curve and the pages: p50 is half the p99 here and p99.9 twice it."""
+    slo = Slo(percentile, 1e6 * factor)  # the same crossing on each percentile's curve
+    (found,) = analyse(points("tmpfs", 3, 1.0, 0.0, 1), slo)
+    assert found.iops_at_slo == pytest.approx(expected_at_1ms(), rel=1e-12)
+    assert [p.latency(percentile) for p in found.curve] == list(TRUE_P99 * factor)

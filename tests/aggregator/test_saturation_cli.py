@@ -35,7 +35,8 @@ def sweep_metrics(p99: tuple[float, ...], scale: float = 1.0) -> lakegen.Metrics
 
 
 def write(store: object, campaign: str, backend: str, p99: tuple[float, ...], reps: int,
-          start: int = 0, scale: float = 1.0, jitter: float = 0.02) -> None:  # fmt: skip
+          start: int = 0, scale: float = 1.0, jitter: float = 0.02,
+          **extra: object) -> None:  # fmt: skip
     for rep in range(reps):
         factor = 1 + jitter * ((rep % 5) - 2) / 2
         lakegen.write_run(
@@ -48,6 +49,7 @@ def write(store: object, campaign: str, backend: str, p99: tuple[float, ...], re
             metrics=sweep_metrics(tuple(v * factor for v in p99), scale),
             started_at=lakegen.T0 + timedelta(hours=start + rep),
             canonical_job_file=SWEEP,
+            **extra,
         )
 
 
@@ -152,4 +154,74 @@ def test_by_keeps_the_sweeps_of_one_knob(lake: Path) -> None:
     assert res.output == (
         "Error: no load sweep in the successful runs selected (no filter) that steps iodepth — "
         "run a sweep profile (latency-at-load, iodepth-sweep) first\n"
+    )
+
+
+@pytest.fixture
+def busy_lake(tmp_path: Path) -> str:
+    """`before` alone; `after` 20 % fewer IOPS at every load on a host 45 % busy (issue 41)."""
+    store = lakegen.local_store(tmp_path / "lake")
+    write(store, "before", "box", TMPFS, 4, outside_cpu_pct=2.0, flags=[])
+    write(store, "after", "box", TMPFS, 4, start=10, scale=0.8, outside_cpu_pct=45.2,
+          flags=["cpu-busy"])  # fmt: skip
+    return str(tmp_path / "lake")
+
+
+def gate_json(lake: str, *args: str) -> tuple[int, dict, str]:
+    res = run("gate", "--lake", lake, "--campaign", "after", "--metric", "iops_at_slo",
+              "--format", "json", *args)  # fmt: skip
+    return res.exit_code, json.loads(res.stdout) if res.stdout else {}, res.output
+
+
+def test_iops_at_slo_on_a_busy_host_is_inconclusive_host_busy(busy_lake: str) -> None:
+    """Issue 41: iops_at_slo rows go through host-noise judging and carry the min effect
+    that decided them."""
+    code, out, text = gate_json(busy_lake, "--min-effect", "0.1")
+    assert code == 0, text
+    (row,) = out["rows"]
+    assert (row["metric"], row["verdict"], row["reason"]) == (
+        "iops_at_slo", "inconclusive", "host busy (outside CPU 45 %)"
+    )  # fmt: skip
+    assert row["ratio"] == pytest.approx(0.8, rel=0.03)
+    assert row["min_effect"] == 0.1
+    res = run("gate", "--lake", busy_lake, "--campaign", "after", "--metric", "iops_at_slo")
+    assert "inconclusive: host busy (outside CPU 45 %)" in res.stdout
+
+
+def test_a_threshold_on_iops_at_slo_decides_its_rows(busy_lake: str, tmp_path: Path) -> None:
+    config = tmp_path / "fiolake-gate.toml"
+    config.write_text('[[threshold]]\nmetric = "iops_at_slo"\nmin_effect = 0.3\n')
+    code, out, text = gate_json(busy_lake, "--config", str(config))
+    assert code == 0, text
+    (row,) = out["rows"]
+    assert row["min_effect"] == 0.3 and row["verdict"] != "worse"
+
+
+def test_a_threshold_with_a_misspelt_backend_is_refused(busy_lake: str, tmp_path: Path) -> None:
+    config = tmp_path / "fiolake-gate.toml"
+    config.write_text('[[threshold]]\nbackend = "bx"\nmetric = "iops_at_slo"\nmin_effect = 0.3\n')
+    res = run("gate", "--lake", busy_lake, "--campaign", "after", "--metric", "iops_at_slo",
+              "--config", str(config))  # fmt: skip
+    assert res.exit_code == 2
+    assert res.output.splitlines(keepends=True)[-1] == (
+        f"Error: {config}: [[threshold]] 1 (bx/*/*/iops_at_slo ±30%): backend 'bx' is in "
+        "no row of this gate — use one of box, or remove the threshold\n"
+    )
+
+
+def test_iops_at_slo_is_judged_by_the_night_model(tmp_path: Path) -> None:
+    """Issue 41: with earlier nights, iops_at_slo's verdict is the night model's. Nights
+    whose capacity differs by ±30 % cannot show a 20 % drop, which the runs alone call
+    worse (the night is the unit, docs/ci.md)."""
+    store = lakegen.local_store(tmp_path / "lake")
+    for day, scale in enumerate((1.0, 1.3, 0.75, 1.2)):
+        write(store, f"n{day}", "box", TMPFS, 4, start=24 * day, scale=scale)
+    write(store, "after", "box", TMPFS, 4, start=24 * 4, scale=0.96)  # 0.8 × the last night
+    lake = str(tmp_path / "lake")
+    code, out, text = gate_json(lake)  # the default baseline: n3, and the nights before it
+    (row,) = out["rows"]
+    assert row["ratio"] == pytest.approx(0.8, rel=0.03)  # the runs: against n3 alone
+    assert (code, row["verdict"]) == (0, "inconclusive"), text
+    assert (
+        row["reason"].startswith("night-to-night: 0.9") and "vs 4 earlier nights" in row["reason"]
     )

@@ -4,6 +4,8 @@ refuses with which whole message, which claims make which role, and that the fil
 
 from __future__ import annotations
 
+import tomllib
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from fiolake.app.access import (
     is_local_address,
     load_auth_config,
     render_auth_config,
+    sign_in_ended,
 )
 from fiolake.errors import UsageProblem
 
@@ -165,7 +168,71 @@ def test_the_written_file_reads_back(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("claims", "now", "over"),
     [({"exp": 1000}, 999.5, False), ({"exp": 1000}, 1000.0, True), ({"exp": 1000.5}, 2000, True),
-     ({}, 1e12, False), ({"exp": "1000"}, 2000, False), ({"exp": True}, 2000, False)],
+     ({}, 0, True), ({"exp": None}, 0, True), ({"exp": "1000"}, 0, True), ({"exp": True}, 0, True),
+     ({"exp": float("nan")}, 0, True), ({"exp": float("inf")}, 0, True)],
 )  # fmt: skip
 def test_a_sign_in_ends_when_its_id_token_does(claims: dict, now: float, over: bool) -> None:
+    """Issue 41: it fails closed — a token without a usable exp does not sign in."""
     assert expired(claims, now) is over
+
+
+def test_a_token_without_exp_says_why_it_does_not_sign_in() -> None:
+    assert sign_in_ended({}, 0) == "its ID token has no exp (expiry time)"
+    assert sign_in_ended({"exp": "soon"}, 0) == (
+        "its ID token's exp is 'soon', not a time in seconds since the epoch"
+    )
+    assert sign_in_ended({"exp": 1000}, 2000) == "its ID token expired at exp=1000"
+    assert sign_in_ended({"exp": 3000}, 2000) is None
+
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@given(
+    st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2200, 1, 1)),
+    st.timedeltas(min_value=timedelta(days=-3), max_value=timedelta(days=3)),
+)
+def test_a_sign_in_counts_until_the_moment_its_token_expires(at: datetime, left: timedelta) -> None:
+    """The oracle is calendar arithmetic, not the rule: a token whose exp is the instant
+    `at` + `left` (whole seconds since the epoch, as a JWT writes it) counts exactly while the
+    clock reads before that instant."""
+    now = at.replace(tzinfo=UTC)
+    ends = now + left
+    exp = (ends - EPOCH) // timedelta(seconds=1)  # whole seconds, as a JWT's NumericDate
+    still = EPOCH + timedelta(seconds=exp) > now
+    assert expired({"exp": exp}, now.timestamp()) is not still
+
+
+@given(st.text(st.characters(blacklist_categories=("Cs",))))
+def test_any_text_reads_back_from_the_login_file(value: str) -> None:
+    """Issue 41: a newline, quote, backslash or control character in a value is escaped."""
+    text = render_auth_config(
+        redirect_uri="https://fiolake.example.org/oauth2callback",
+        cookie_secret=value,
+        client_id="fiolake",
+        client_secret=value,
+        server_metadata_url="https://idp.example.org/.well-known/openid-configuration",
+        scope="openid groups",
+        roles=RoleMap(value or "groups", ("fiolake-analysts",), ()),
+    )
+    data = tomllib.loads(text)
+    assert data["auth"]["client_secret"] == value
+    assert data["fiolake"]["roles"]["claim"] == (value or "groups")
+
+
+def test_a_secret_with_a_newline_reads_back(tmp_path: Path) -> None:
+    roles = RoleMap("groups", ("a\nb",), ('say "hi"\\',))
+    text = render_auth_config(
+        redirect_uri="https://fiolake.example.org/oauth2callback",
+        cookie_secret="0123456789abcdef0123456789abcdef\nsecond line\x7f\x00",
+        client_id="fiolake",
+        client_secret="line one\r\nline two\t",
+        server_metadata_url="https://idp.example.org/.well-known/openid-configuration",
+        scope="openid groups",
+        roles=roles,
+    )
+    config = load_auth_config(write(tmp_path, text))
+    assert config.roles == roles
+    auth = tomllib.loads(text)["auth"]
+    assert auth["client_secret"] == "line one\r\nline two\t"
+    assert auth["cookie_secret"].endswith("\nsecond line\x7f\x00")

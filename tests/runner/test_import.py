@@ -247,3 +247,47 @@ def test_dry_run_reads_everything_and_writes_nothing(tmp_path: Path) -> None:
     assert code == 0, out
     assert out.count(",would import") == 1
     assert not lake.exists()
+
+
+def test_a_folder_reads_fio_json_whose_name_looks_like_a_log(tmp_path: Path) -> None:
+    """Issue 41: `name_x.N.json` is a document; only fio's log names are passed over."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "nvme_run.1.json").write_text(_fio(tmp_path))
+    (folder / "sync_writes.0.json").write_text(_fio(tmp_path))
+    (folder / "nvme_run_bw.1.log").write_text("1000, 5, 0, 4096, 0\n")
+    (folder / "notes.md").write_text("how these were made\n")
+    code, out = _import(str(folder), "--backend", "nvme", "--lake", str(tmp_path / "lake"))
+    assert code == 0, out
+    runs = _rows(tmp_path / "lake", "runs")
+    assert sorted(Path(r["source_file"]).name for r in runs) == [
+        "nvme_run.1.json",
+        "sync_writes.0.json",
+    ]
+    assert (
+        f"passed over 1 file(s), fio's per-second logs (read with the document that names "
+        f"them): {folder}/nvme_run_bw.1.log\n"
+    ) in out
+    assert f"passed over 1 file(s), not .json, .txt, .log or .out: {folder}/notes.md\n" in out
+
+
+def test_a_malformed_document_is_named_and_the_rest_still_import(tmp_path: Path) -> None:
+    """Issue 41: a field used before it was checked (`total_ios` of a dump followed by a
+    later document) is the file's refusal, not a traceback that stops the import."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    good = _fio(tmp_path)
+    doc = json.loads(good)
+    doc["jobs"][0]["read"]["total_ios"] = "many"
+    later = dict(doc, timestamp=doc["timestamp"] + 2)
+    (folder / "a.json").write_text(good)
+    (folder / "b.json").write_text(json.dumps(doc) + "\n" + json.dumps(later) + "\n")
+    (folder / "c.json").write_text(_fio(tmp_path))
+    code, out = _import(str(folder), "--backend", "null", "--lake", str(tmp_path / "lake"))
+    assert code == 1
+    assert "Traceback" not in out
+    why = "document 1: job 'a' read total_ios is 'many', not a number"
+    assert f"Error: {folder}/b.json: {why}\n" in out
+    assert f"Error: 1 of 3 file(s) not imported ({folder}/b.json); imported 2 run(s)" in out
+    runs = _rows(tmp_path / "lake", "runs")
+    assert sorted(Path(r["source_file"]).name for r in runs) == ["a.json", "c.json"]

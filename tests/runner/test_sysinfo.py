@@ -68,6 +68,8 @@ def fake_sys(root: Path, target: Path, *, partition: bool) -> Path:
     (disk / "device/rev").write_text("TN04\n")
     node = disk / "sda1" if partition else disk
     node.mkdir(exist_ok=True)
+    if partition:
+        (node / "partition").write_text("1\n")  # how the kernel marks a partition
     dev = os.stat(target).st_dev
     (root / "dev/block").mkdir(parents=True)
     (root / f"dev/block/{os.major(dev)}:{os.minor(dev)}").symlink_to(node)
@@ -86,6 +88,6 @@ def test_sysfs_forms(tmp_path: Path, partition: bool) -> None:
         read_ahead_bytes=4 * 1024 * 1024,
         write_cache="write through",
     )
-    assert sysinfo._device_model(tmp_path, sys) == "ST4000NM0035"
+    assert sysinfo.device_model(tmp_path, sys) == "ST4000NM0035"
     assert sysinfo.cpu_governor(sys) == "performance,powersave"
     assert sysinfo.cpu_governor(tmp_path / "nothing") is None

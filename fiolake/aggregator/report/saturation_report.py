@@ -10,15 +10,14 @@ import html
 from fiolake import units
 from fiolake.aggregator.report.saturation_text import iops_text, knee_text, sentences, slo_words
 from fiolake.aggregator.report.svg import Axis, Line, line_chart
-from fiolake.aggregator.stats.saturation import Saturation, SaturationReport
+from fiolake.aggregator.stats.saturation import Saturation, SaturationReport, sweep_job
 
 COLOURS = ("#1565c0", "#e65100", "#2e7d32", "#6a1b9a", "#00838f", "#ad1457")
 SLO_COLOUR = "#c62828"
 
 
 def _latency(s: Saturation, percentile: str) -> list[tuple[float, float]]:
-    field = {"p50": "p50_ns", "p99": "p99_ns", "p99.9": "p999_ns"}[percentile]
-    return [(p.iops, v) for p in s.curve if (v := getattr(p, field)) is not None]
+    return [(p.iops, v) for p in s.curve if (v := p.latency(percentile)) is not None]
 
 
 def _chart(report: SaturationReport, found: list[Saturation]) -> str:
@@ -35,7 +34,7 @@ def _chart(report: SaturationReport, found: list[Saturation]) -> str:
                                                    (max(iops), slo.limit_ns)], SLO_COLOUR,
                           dashed=True))  # fmt: skip
     first = found[0]
-    title = f"{first.profile} · {first.direction} · {first.knob} sweep"
+    title = f"{first.profile} · {first.direction} · {sweep_job(first.knob)}"
     x = Axis(log=True, fmt=units.human_count, title="IOPS")
     y = Axis(log=True, fmt=units.human_ns, title=f"clat {slo.percentile}")
     return line_chart(lines, x, y, title, "saturation")

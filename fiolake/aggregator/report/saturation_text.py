@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fiolake.aggregator.lake.columns import ratio_text
 from fiolake.aggregator.stats.compare import CompareRow
-from fiolake.aggregator.stats.saturation import Saturation, SaturationReport
+from fiolake.aggregator.stats.saturation import Case, Saturation, SaturationReport, sweep_job
 from fiolake.aggregator.stats.slo import ABOVE, BELOW, Slo
 from fiolake.aggregator.stats.verdict_text import label
 from fiolake.units import MISSING, human_count
@@ -41,7 +41,7 @@ def row_for(report: SaturationReport, s: Saturation) -> CompareRow | None:
     """The comparison of `s` against the baseline (None for the baseline itself)."""
     for row in report.comparisons:
         case = (row.profile, row.job_name, row.direction, row.effective_job_sha256)
-        if row.group == s.group and case == (s.profile, f"{s.knob} sweep", *s.case[2:]):
+        if row.group == s.group and case == s.row_key:
             return row
     return None
 
@@ -51,13 +51,13 @@ def sentences(report: SaturationReport, min_effect: float) -> list[str]:
     against the baseline, e.g. `read, latency-at-load (rate_iops sweep) at p99 ≤ 1ms:
     tmpfs 180k IOPS [170k, 190k]; disk 9k IOPS [8k, 10k] — tmpfs 20× [18×, 22×] disk,
     better`."""
-    cases: dict[tuple[object, ...], list[Saturation]] = {}
+    cases: dict[Case, list[Saturation]] = {}
     for s in report.results:
         cases.setdefault(s.case, []).append(s)
     out = []
     for (profile, knob, direction, _), found in cases.items():
         ordered = sorted(found, key=lambda s: s.group != report.baseline)
-        text = f"{direction}, {profile} ({knob} sweep) at {slo_words(report.slo)}: "
+        text = f"{direction}, {profile} ({sweep_job(knob)}) at {slo_words(report.slo)}: "
         text += "; ".join(f"{s.group} {iops_text(s)}" for s in ordered)
         verdicts = [
             f"{s.group} {ratio_text('iops', r.ratio, r.ratio_ci_low, r.ratio_ci_high)} "

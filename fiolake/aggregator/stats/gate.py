@@ -225,6 +225,8 @@ def gate(
         )  # fmt: skip
         rows += found
         families += asked_in
+    if config is not None:
+        gate_config.check_matched(config, [(g.backend, g.row) for g in rows])
     if not any(g.row.ratio is not None for g in rows):
         raise UsageProblem(
             f"nothing comparable: campaign '{campaign}' and baseline '{name}' share no "
@@ -284,32 +286,36 @@ def _backend_rows(
     *,
     default: bool,
 ) -> tuple[list[GateRow], list[str]]:
-    """One backend's gate rows and the families they were adjusted in: compare's rows at
-    each minimum effect the threshold file sets, judged against the earlier nights and the
-    host's noise (issue 34); then iops_at_slo's (saturation.gate_rows)."""
+    """One backend's gate rows and the families they were adjusted in: every metric,
+    iops_at_slo too (saturation.gate_rows), at each minimum effect the threshold file
+    sets, judged against the earlier nights and the host's noise (issue 34, 41)."""
     backend, filt, pools = question
     rows: list[GateRow] = []
     families: list[str] = []
     plain = [m for m in metrics if m != IOPS_AT_SLO]
-    if plain:
-        busy = host_noise.busy_jobs(lake, filt, pools)
-        earlier = nights.earlier(lake, campaign, backend, name, pools, default)
-        for effect in config.effects(min_effect) if config else [min_effect]:
+    objective = slo or parse_slo(DEFAULT_SLO)
+    busy = host_noise.busy_jobs(lake, filt, pools)
+    earlier = nights.earlier(lake, campaign, backend, name, pools, default)
+    for effect in config.effects(min_effect) if config else [min_effect]:
+        found: list[CompareRow] = []
+        models: dict[nights.Key, nights.NightModel] = {}
+        if plain:
             result = compare(lake, by="campaign_id", baseline=name, metrics=plain, filt=filt,
                              min_effect=effect, pools=pools)  # fmt: skip
             if effect == min_effect:
                 families.append(result.family)
-            mine = [
-                r for r in result.rows
-                if r.group == campaign
-                and gate_config.effect_of(config, backend, r, min_effect) == effect
-            ]  # fmt: skip
-            model = nights.models(lake, campaign, backend, earlier, plain, effect)
-            rows += [_judged(backend, r, busy, model, effect) for r in mine]
-    if IOPS_AT_SLO in metrics:
-        objective = slo or parse_slo(DEFAULT_SLO)
-        found, family = gate_rows(lake, objective, filt, pools, baseline=name,
-                                  campaign=campaign, min_effect=min_effect)  # fmt: skip
-        families.append(f"{backend}: {family}")
-        rows += [GateRow(backend, r) for r in found]
+            found += [r for r in result.rows if r.group == campaign]
+            models |= nights.models(lake, campaign, backend, earlier, plain, effect)
+        if IOPS_AT_SLO in metrics:
+            sweeps, family = gate_rows(lake, objective, filt, pools, baseline=name,
+                                       campaign=campaign, min_effect=effect)  # fmt: skip
+            if effect == min_effect:
+                families.append(f"{backend}: {family}")
+            found += sweeps
+            models |= nights.slo_models(lake, campaign, backend, earlier, objective, effect)
+        rows += [
+            _judged(backend, r, busy, models, effect)
+            for r in found
+            if gate_config.effect_of(config, backend, r, min_effect) == effect
+        ]
     return rows, families

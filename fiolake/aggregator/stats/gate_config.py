@@ -116,6 +116,35 @@ def effect_of(config: GateConfig | None, backend: str, row: JudgedCase, default:
     return default
 
 
+def check_matched(config: GateConfig, rows: Iterable[tuple[str, JudgedCase]]) -> None:
+    """UsageProblem naming the first `[[threshold]]` that matches none of the gate's
+    (backend, row) pairs: a misspelt key in a file reviewed like code is not a silent
+    no-op. It names the key whose value no row has, with the values there are."""
+    rows = list(rows)
+    for number, t in enumerate(config.thresholds, 1):
+        if any(t.matches(b, r.profile, r.job_name, r.metric) for b, r in rows):
+            continue
+        seen = {
+            "backend": {b for b, _ in rows},
+            "profile": {r.profile for _, r in rows},
+            "job": {r.job_name for _, r in rows},
+            "metric": {r.metric for _, r in rows},
+        }
+        wanted = dict(zip(MATCH_KEYS, (t.backend, t.profile, t.job, t.metric), strict=True))
+        missing = [k for k in MATCH_KEYS if wanted[k] is not None and wanted[k] not in seen[k]]
+        where = f"{config.path}: [[threshold]] {number} ({t.words()})"
+        if missing:
+            key = missing[0]
+            raise UsageProblem(
+                f"{where}: {key} {wanted[key]!r} is in no row of this gate — use one of "
+                f"{', '.join(sorted(seen[key])) or 'none'}, or remove the threshold"
+            )
+        raise UsageProblem(
+            f"{where} matches no row of this gate (each key does, not all together) — "
+            "check the combination, or remove the threshold"
+        )
+
+
 def find(given: str | None, cwd: Path) -> Path | None:
     """The file to read: `--config PATH` (which must exist), else `fiolake-gate.toml` in
     the working directory when there is one, else None."""

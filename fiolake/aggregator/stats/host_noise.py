@@ -6,7 +6,8 @@ used more than a quarter of a core, `other-fio`, `steal`) and the figures behind
 tmpfs) by 10–30 % while the disk is unchanged, so a `worse` (or an undecided) row with a
 flagged run on either side is `inconclusive` with the reason, e.g. `host busy (outside CPU
 45 %)` — the figure the busiest flagged run recorded — unless the change is bigger than
-that contention could cause (`HostNoise.explains`: 1 + outside CPU, ×2 with another fio).
+that contention could cause (`HostNoise.explains`: 1 + outside CPU, ×2 with another fio,
+× (1 + steal)).
 `better` and `equivalent` stand: a busy host slows runs down, it does not make them equal
 or faster. The gate exits 0 on such rows with a warning unless `--host-noise fail`
 (docs/ci.md).
@@ -26,7 +27,6 @@ from fiolake.aggregator.stats.verdict_text import INCONCLUSIVE, WORSE
 
 # The flags that say the host, not the storage, may have set the pace.
 HOST_FLAGS = ("cpu-busy", "other-fio", "steal")
-POLICIES = ("pass", "fail")  # --host-noise: whether a host-busy row fails the gate
 
 
 @dataclass(frozen=True)
@@ -38,9 +38,10 @@ class HostNoise:
     steal_pct: float | None
 
     def explains(self) -> float:
-        """The largest slowdown this much contention could cause: a CPU-bound job sharing
-        its core with the outside work (1 + outside CPU / 100 %), halved again by another
-        fio and by the CPU stolen."""
+        """The largest slowdown this much contention could cause, as a factor: a CPU-bound
+        job sharing its core with the outside work (1 + outside CPU / 100 %), times 2 with
+        another fio (half the core each), times (1 + steal / 100 %) for the CPU the
+        hypervisor took (a first-order bound: a share s stolen slows by 1 / (1 − s))."""
         factor = 1.0 + (self.outside_cpu_pct or 0.0) / 100.0
         factor *= 2.0 if "other-fio" in self.flags else 1.0
         return factor * (1.0 + (self.steal_pct or 0.0) / 100.0)

@@ -38,6 +38,8 @@ from fiolake.aggregator.rows.series import fetch_rows
 from fiolake.aggregator.stats import stats
 from fiolake.aggregator.stats.compare import SAME_TEST, CompareRow
 from fiolake.aggregator.stats.runsets import summarise
+from fiolake.aggregator.stats.saturation import night_values
+from fiolake.aggregator.stats.slo import Slo
 from fiolake.aggregator.stats.verdict_text import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
 
 HISTORY = 10  # earlier nights in the model at most (the newest; none before an accepted one)
@@ -134,6 +136,27 @@ def models(
         for metric, new in by_metric.items():
             earlier = [data[(n, case)][metric].log for n in nights if (n, case) in data]
             out[(*case, metric)] = night_model(new.log, [e for e in earlier if e], min_effect)
+    return _adjusted(out)
+
+
+def slo_models(
+    lake: Lake,
+    campaign: str,
+    backend: str,
+    nights: Sequence[str],
+    slo: Slo,
+    min_effect: float,
+) -> dict[Key, NightModel]:
+    """`models` for iops_at_slo: each night's runs' own IOPS at `slo` per load sweep
+    (saturation.night_values), Holm-adjusted across the backend's sweeps."""
+    filt = RunFilter(backends=(backend,), campaigns=(*nights, campaign))
+    values = night_values(lake, slo, filt)
+    out: dict[Key, NightModel] = {}
+    for (group, key), new in values.items():
+        if group != campaign or not new:
+            continue
+        earlier = [stats.LogSummary.of(values[(n, key)]) for n in nights if values.get((n, key))]
+        out[key] = night_model(stats.LogSummary.of(new), earlier, min_effect)
     return _adjusted(out)
 
 

@@ -31,6 +31,16 @@ from fiolake.errors import LakeError, UsageProblem
 IOPS_AT_SLO = "iops_at_slo"  # the metric's name in gate, trend and JSON
 Case = tuple[str, str, str, str | None]  # profile, knob, direction, effective job
 HOLM_NAMES = {"holm": "Holm", "fdr": "Benjamini–Hochberg"}
+# SLO percentile -> CurvePoint field, from the one mapping (slo.PERCENTILE_COLUMNS: the
+# results column, also LoadPoint's field): clat_p99_ns -> p99_ns.
+CURVE_FIELDS = {p: c.removeprefix("clat_") for p, c in slo_math.PERCENTILE_COLUMNS.items()}
+
+
+def sweep_job(knob: str) -> str:
+    """The job name a load sweep's rows carry (`rate_iops sweep`) in compare, gate, trend
+    and the report: a sweep is one case, not its sections. Only this module writes it;
+    `Saturation.row_key` is what a row of the sweep is matched by."""
+    return f"{knob} sweep"
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,10 @@ class CurvePoint:
     slo_ns_high: float | None
     iops_low: float
     iops_high: float
+
+    def latency(self, percentile: str) -> float | None:
+        """The median of an SLO percentile (`p50`, `p99`, `p99.9`) at this load."""
+        return getattr(self, CURVE_FIELDS[percentile])
 
 
 @dataclass(frozen=True)
@@ -74,6 +88,11 @@ class Saturation:
     def case(self) -> Case:
         """What a comparison pools on: profile, knob, direction, effective job."""
         return self.profile, self.knob, self.direction, self.effective_job_sha256
+
+    @property
+    def row_key(self) -> tuple[str, str, str, str | None]:
+        """(profile, job name, direction, effective job) of this sweep's CompareRow."""
+        return self.profile, sweep_job(self.knob), self.direction, self.effective_job_sha256
 
 
 @dataclass(frozen=True)
@@ -106,10 +125,10 @@ def analyse_one(points: Sequence[LoadPoint], slo: slo_math.Slo, group: str) -> S
     cube = np.full((len(runs), len(loads), 5), np.nan)
     names: dict[float, str] = {}
     for p in points:
-        row = (p.iops, p.bw_bytes, p.clat_p50_ns, p.clat_p99_ns, p.clat_p999_ns)
+        row = (p.iops, p.bw_bytes, *(getattr(p, c) for c in slo_math.PERCENTILE_COLUMNS.values()))
         cube[runs.index(p.run_id), loads.index(p.load)] = [np.nan if v is None else v for v in row]
         names[p.load] = p.job_name
-    at = 2 + list(slo_math.PERCENTILE_COLUMNS).index(slo.percentile)
+    at = 2 + list(slo_math.PERCENTILE_COLUMNS).index(slo.percentile)  # the row's order
     med = _medians(cube)
     value, code = slo_math.iops_at_slo(med[:, 0], med[:, at], slo.limit_ns)
     boot = slo_math.resample_medians(cube[:, :, [0, at]])  # resamples × loads × 2
@@ -123,7 +142,7 @@ def analyse_one(points: Sequence[LoadPoint], slo: slo_math.Slo, group: str) -> S
             int(np.sum(~np.isnan(cube[:, i, 0]))),
             float(med[i, 0]),
             float(med[i, 1]),
-            _or_none(med[i, 2]),
+            _or_none(med[i, 2]),  # p50, p99, p99.9: PERCENTILE_COLUMNS' order, as the cube
             _or_none(med[i, 3]),
             _or_none(med[i, 4]),
             _or_none(band[0, i, 1]),
@@ -180,14 +199,14 @@ def _compare_row(
     values, censored = _values(other)
     base_values, base_censored = _values(base)
     if not (values and base_values and stats.positive(values + base_values)):
-        row = CompareRow(other.group, other.profile, f"{other.knob} sweep", other.direction,
-                         IOPS_AT_SLO, other.effective_job_sha256, len(values),
+        row = CompareRow(other.group, *other.row_key[:3], IOPS_AT_SLO, other.row_key[3],
+                         len(values),
                          len(base_values), None, None, None, None, None, None, None, None,
                          TOO_FEW)  # fmt: skip
         return row, None
     test = stats.compare_logs(base_values, values, min_effect=min_effect)
-    row = CompareRow(other.group, other.profile, f"{other.knob} sweep", other.direction,
-                     IOPS_AT_SLO, other.effective_job_sha256, len(values), len(base_values),
+    row = CompareRow(other.group, *other.row_key[:3], IOPS_AT_SLO, other.row_key[3],
+                     len(values), len(base_values),
                      test.geomean, test.ratio, test.ratio_ci_low, test.ratio_ci_high,
                      test.p_value, None, test.p_tost, None, "",
                      reps_needed=test.reps_needed)  # fmt: skip
@@ -235,8 +254,8 @@ def compare_saturations(
             continue
         base = bases.get(s.case)
         if base is None:
-            rows.append(CompareRow(s.group, s.profile, f"{s.knob} sweep", s.direction,
-                                   IOPS_AT_SLO, s.effective_job_sha256, s.runs, 0, None, None,
+            rows.append(CompareRow(s.group, *s.row_key[:3], IOPS_AT_SLO, s.row_key[3],
+                                   s.runs, 0, None, None,
                                    None, None, None, None, None, None, NO_BASELINE))  # fmt: skip
             continue
         row, safety[id(row)] = _compare_row(s, base, min_effect)
@@ -296,6 +315,18 @@ def saturation(
     )
 
 
+def _by_group(
+    lake: Lake, slo: slo_math.Slo, filt: RunFilter, pools: Mapping[str, Sequence[str]] | None
+) -> tuple[list[Saturation], RunFilter]:
+    """The sweeps of `filt`'s runs grouped by campaign, or with `pools` by the named sets
+    of run ids; and the filter they were read with."""
+    if pools:
+        owner = {run: name for name, ids in pools.items() for run in ids}
+        filt = replace(filt, runs=tuple(owner))
+        return analyse(load_points(lake, filt), slo, lambda p: owner.get(p.run_id)), filt
+    return analyse(load_points(lake, filt), slo, lambda p: p.campaign_id), filt
+
+
 def gate_rows(
     lake: Lake,
     slo: slo_math.Slo,
@@ -309,14 +340,22 @@ def gate_rows(
     """The gate's rows for `iops_at_slo`: the new campaign's runs against the baseline's
     (a campaign, or with `pools` the named sets of run ids), one family per call (the
     gate asks per backend); no rows when the runs hold no load sweep."""
-    if pools:
-        owner = {run: name for name, ids in pools.items() for run in ids}
-        filt = replace(filt, runs=tuple(owner))
-        results = analyse(load_points(lake, filt), slo, lambda p: owner.get(p.run_id))
-    else:
-        results = analyse(load_points(lake, filt), slo, lambda p: p.campaign_id)
+    results, filt = _by_group(lake, slo, filt, pools)
     rows, tests = compare_saturations(results, baseline, min_effect=min_effect)
     return [r for r in rows if r.group == campaign], family_text(slo, filt, baseline, tests, "holm")
+
+
+def night_values(
+    lake: Lake, slo: slo_math.Slo, filt: RunFilter
+) -> dict[tuple[str, tuple[str, str, str, str | None, str]], list[float]]:
+    """Per (campaign, gate row key + IOPS_AT_SLO): the IOPS at `slo` of each of the
+    campaign's runs of that sweep (the night model's data; a bound where a run's value
+    is beyond the loads tested, as in `compare_saturations`)."""
+    results, _ = _by_group(lake, slo, filt, None)
+    return {
+        (s.group, (*s.row_key, IOPS_AT_SLO)): [v for v, _ in s.per_run.values() if v > 0]
+        for s in results
+    }
 
 
 def run_values(
@@ -330,6 +369,6 @@ def run_values(
     out = []
     for s in analyse(points, slo or slo_math.parse_slo(slo_math.DEFAULT_SLO)):
         for run, (value, _) in s.per_run.items():
-            where = (s.group, s.profile, f"{s.knob} sweep", s.direction, started[run], value)
+            where = (s.group, *s.row_key[:3], started[run], value)
             out.append((run, where))
     return sorted(out, key=lambda item: (item[1][:4], item[1][4], item[0]))

@@ -19,7 +19,8 @@ import numpy as np
 
 from fiolake.errors import UsageProblem
 
-# SLO percentile -> results column (fio's clat percentiles the runner stores).
+# SLO percentile -> results column (fio's clat percentiles the runner stores): the one
+# mapping; saturation's LoadPoint and CurvePoint fields follow it.
 PERCENTILE_COLUMNS = {"p50": "clat_p50_ns", "p99": "clat_p99_ns", "p99.9": "clat_p999_ns"}
 _TIME_NS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
 _SLO = re.compile(r"^\s*(p[0-9.]+)\s*<=?\s*([0-9]*\.?[0-9]+)\s*(ns|us|µs|ms|s)\s*$", re.IGNORECASE)
@@ -40,11 +41,6 @@ class Slo:
 
     percentile: str  # p50 | p99 | p99.9
     limit_ns: float
-
-    @property
-    def column(self) -> str:
-        """The results column holding the percentile."""
-        return PERCENTILE_COLUMNS[self.percentile]
 
     def text(self) -> str:
         """As written on the command line, in the unit that reads best (`p99<=1ms`)."""

@@ -75,8 +75,7 @@ for s in report.results:
                 "job": p.job_name,
                 "load": p.load,
                 "iops": p.iops,
-                "latency": p.p50_ns if slo.percentile == "p50" else
-                           p.p999_ns if slo.percentile == "p99.9" else p.p99_ns,
+                "latency": p.latency(slo.percentile),
                 "low": p.slo_ns_low,
                 "high": p.slo_ns_high,
                 "runs": p.runs,

@@ -1,8 +1,8 @@
 """What a block device is, from sysfs: identity, geometry and queue settings.
 
 Every field is None where the kernel does not say (a loop device has no serial, WWN or
-firmware). The model of a loop device, which has none, is its backing file, so a run
-still names what it measured.
+firmware). Model, firmware and queue settings come from `sysfs.disk_settings`, as for a
+file-system run's environment (a loop device's model is its backing file).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from fiolake.runner.host.sysinfo import active_scheduler, read_sys
+from fiolake.runner.host.sysfs import disk_settings, read_sys, sys_int, whole_disk
 
 BY_ID = Path("/dev/disk/by-id")
 
@@ -109,11 +109,6 @@ def _st_dev(path: Path) -> str:
     return f"{os.major(number)}:{os.minor(number)}"
 
 
-def _int(path: Path) -> int | None:
-    text = read_sys(path)
-    return int(text) if text is not None and text.isdigit() else None
-
-
 def _seek_size(device: Path) -> int | None:
     """The device's size from the device itself (where sysfs does not show it)."""
     try:
@@ -137,26 +132,24 @@ def _by_id_wwn(device: Path) -> str | None:
 def identity(device: Path, sys: Path = Path("/sys")) -> DeviceIdentity:
     """What the kernel says about `device` (a /dev node)."""
     own = sys_dir(device, sys)
-    disk = own.parent if (own / "partition").exists() else own
+    disk = whole_disk(own)
     queue = disk / "queue"
-    sectors = _int(own / "size")
-    size = sectors * 512 if sectors is not None else _seek_size(device)
-    read_ahead = _int(queue / "read_ahead_kb")
-    backing = read_sys(disk / "loop/backing_file")
+    sectors = sys_int(own / "size")
+    settings = disk_settings(disk)
     return DeviceIdentity(
         device=str(device),
-        model=read_sys(disk / "device/model") or (f"loop: {backing}" if backing else None),
+        model=settings.model,
         serial=read_sys(disk / "device/serial"),
         wwn=read_sys(disk / "wwid") or read_sys(disk / "device/wwid") or _by_id_wwn(device),
-        firmware=read_sys(disk / "device/firmware_rev") or read_sys(disk / "device/rev"),
-        size_bytes=size,
-        logical_block_bytes=_int(queue / "logical_block_size"),
-        physical_block_bytes=_int(queue / "physical_block_size"),
+        firmware=settings.firmware,
+        size_bytes=sectors * 512 if sectors is not None else _seek_size(device),
+        logical_block_bytes=sys_int(queue / "logical_block_size"),
+        physical_block_bytes=sys_int(queue / "physical_block_size"),
         rotational={"0": False, "1": True}.get(read_sys(queue / "rotational") or ""),
-        discard_granularity_bytes=_int(queue / "discard_granularity"),
-        discard_max_bytes=_int(queue / "discard_max_bytes"),
-        scheduler=active_scheduler(read_sys(queue / "scheduler")),
-        nr_requests=_int(queue / "nr_requests"),
-        write_cache=read_sys(queue / "write_cache"),
-        read_ahead_bytes=read_ahead * 1024 if read_ahead is not None else None,
+        discard_granularity_bytes=sys_int(queue / "discard_granularity"),
+        discard_max_bytes=sys_int(queue / "discard_max_bytes"),
+        scheduler=settings.scheduler,
+        nr_requests=sys_int(queue / "nr_requests"),
+        write_cache=settings.write_cache,
+        read_ahead_bytes=settings.read_ahead_bytes,
     )

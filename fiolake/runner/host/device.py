@@ -31,7 +31,8 @@ from pathlib import Path
 
 from fiolake.errors import DeviceRefused, FiolakeError
 from fiolake.runner.host import blockinfo
-from fiolake.runner.host.sysinfo import read_sys
+from fiolake.runner.host.mounts import mounts
+from fiolake.runner.host.sysfs import read_sys
 
 SYS = Path("/sys")
 # <linux/fs.h>: _IO(0x12, 119) and _IO(0x12, 127); both take (start, length) in bytes.
@@ -207,11 +208,10 @@ def _check_identity(
 
 def _check_unused(path: Path, sysdir: Path, names: list[str], sys: Path) -> None:
     numbers = {blockinfo.dev_number(sys / "class/block" / n): n for n in names}
-    for line in _lines(Path("/proc/self/mountinfo")):
-        fields = line.split()
-        if len(fields) > 4 and fields[2] in numbers:
-            where = fields[4].replace("\\040", " ")
-            part = numbers[fields[2]]
+    for mount in mounts():
+        if mount.dev in numbers:
+            where = mount.mount_point
+            part = numbers[mount.dev]
             whose = "it" if part == sysdir.name else f"its partition /dev/{part}"
             raise DeviceRefused(
                 f"--device {path}: {whose} is mounted on {where} — unmount it first (umount "

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fiolake.runner.fio.binary import FioBinary
+from fiolake.runner.host.mounts import MOUNTINFO, Mount, mounts
+from fiolake.runner.host.sysfs import disk_settings, read_sys, whole_disk
 
 
 @dataclass(frozen=True)
@@ -29,67 +31,36 @@ class MountInfo:
     device_model: str | None
 
 
-def _unescape(field: str) -> str:
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
-
-
-def mount_info(path: Path, mountinfo: Path = Path("/proc/self/mountinfo")) -> MountInfo:
+def mount_info(path: Path, mountinfo: Path = MOUNTINFO) -> MountInfo:
     """File system type, mount options and device of the mount holding `path`."""
     target = os.path.realpath(path)
-    best: tuple[str, str, str, str] | None = None
-    try:
-        lines = mountinfo.read_text().splitlines()
-    except OSError:
-        lines = []
-    for line in lines:
-        left, _, right = line.partition(" - ")
-        fields, rfields = left.split(), right.split()
-        if len(fields) < 6 or len(rfields) < 2:
-            continue
-        mount_point = _unescape(fields[4])
-        inside = target == mount_point or target.startswith(mount_point.rstrip("/") + "/")
-        if inside and (best is None or len(mount_point) >= len(best[0])):
-            # per-mount options first, then the super block's, each once
-            opts = fields[5].split(",") + (rfields[2].split(",") if len(rfields) > 2 else [])
-            options = ",".join(dict.fromkeys(opts))
-            best = (mount_point, rfields[0], options, rfields[1])
+    best: Mount | None = None
+    for mount in mounts(mountinfo):
+        point = mount.mount_point
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best.mount_point)):
+            best = mount
     if best is None:
         return MountInfo(None, None, None, None, None)
-    mount_point, fs_type, options, source = best
-    return MountInfo(mount_point, fs_type, options, source, _device_model(path))
+    return MountInfo(
+        best.mount_point,
+        best.fs_type,
+        best.options,
+        best.source,
+        device_model(Path(best.mount_point)),
+    )
 
 
 def _disk_dir(path: Path, sys: Path) -> Path | None:
-    """The sysfs directory of the whole disk (or dm/md device) holding `path`, if any.
-
-    st_dev -> /sys/dev/block/MAJ:MIN -> a partition's parent disk. None for file systems
-    without a block device (tmpfs, overlay, NFS: major 0).
-    """
+    """The sysfs directory of the whole disk (or dm/md/loop device) holding `path`, if
+    any: st_dev -> /sys/dev/block/MAJ:MIN -> a partition's disk (sysfs.whole_disk). None
+    for file systems without a block device (tmpfs, overlay, NFS: major 0)."""
     try:
         dev = os.stat(path).st_dev
         sys_dir = (sys / f"dev/block/{os.major(dev)}:{os.minor(dev)}").resolve(strict=True)
     except OSError:
         return None
-    for candidate in (sys_dir, sys_dir.parent):
-        if (candidate / "queue").is_dir():
-            return candidate
-    return sys_dir
-
-
-def read_sys(path: Path) -> str | None:
-    """A sysfs (or proc) file's text, stripped; None if missing, unreadable or empty."""
-    try:
-        text = path.read_text(errors="replace").strip()
-    except OSError:
-        return None
-    return text or None
-
-
-def _device_model(path: Path, sys: Path = Path("/sys")) -> str | None:
-    disk = _disk_dir(path, sys)
-    if disk is None:
-        return None
-    return read_sys(disk / "device/model") or read_sys(disk / "device/name")
+    return whole_disk(sys_dir)
 
 
 @dataclass(frozen=True)
@@ -102,27 +73,21 @@ class DeviceSettings:
     write_cache: str | None  # 'write back' | 'write through' (the kernel's words)
 
 
-def active_scheduler(text: str | None) -> str | None:
-    """The active I/O scheduler in a queue/scheduler text ('none [mq-deadline]')."""
-    # "none [mq-deadline] kyber bfq": the active one is bracketed; a lone name is active
-    if text is None:
-        return None
-    match = re.search(r"\[([^\]]+)\]", text)
-    return match.group(1) if match else (text if " " not in text else None)
-
-
 def device_settings(path: Path, sys: Path = Path("/sys")) -> DeviceSettings:
     """Scheduler, read-ahead, write cache and firmware of the device holding `path`."""
     disk = _disk_dir(path, sys)
     if disk is None:
         return DeviceSettings(None, None, None, None)
-    read_ahead = read_sys(disk / "queue/read_ahead_kb")
+    found = disk_settings(disk)
     return DeviceSettings(
-        device_firmware=read_sys(disk / "device/firmware_rev") or read_sys(disk / "device/rev"),
-        io_scheduler=active_scheduler(read_sys(disk / "queue/scheduler")),
-        read_ahead_bytes=int(read_ahead) * 1024 if read_ahead and read_ahead.isdigit() else None,
-        write_cache=read_sys(disk / "queue/write_cache"),
+        found.firmware, found.scheduler, found.read_ahead_bytes, found.write_cache
     )
+
+
+def device_model(path: Path, sys: Path = Path("/sys")) -> str | None:
+    """The model of the disk holding `path` (sysfs.disk_settings), None without one."""
+    disk = _disk_dir(path, sys)
+    return disk_settings(disk).model if disk is not None else None
 
 
 def cpu_governor(sys: Path = Path("/sys")) -> str | None:

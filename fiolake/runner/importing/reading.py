@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -77,7 +78,11 @@ def found_runs(text: str) -> list[FoundRun]:
     except _NotANumber as exc:
         raise FioError(f"{exc} is not a number fio writes (damaged output?)") from None
     except RecursionError:
-        raise FioError(f"JSON nested deeper than {MAX_DEPTH} levels: not fio output") from None
+        # json gives up near Python's recursion limit (~1000 levels), far past MAX_DEPTH
+        raise FioError(
+            "JSON nested too deep for the parser (hundreds of levels; fio's own nest 8 at "
+            "most): not fio output"
+        ) from None
     except FioError:
         raise FioError(_CUT_SHORT) from None
     fio_docs = [(i, d) for i, d in enumerate(docs) if _is_fio(d.doc)]
@@ -85,12 +90,13 @@ def found_runs(text: str) -> list[FoundRun]:
         if docs:
             raise FioError(_NOT_FIO)
         raise FioError(_CUT_SHORT if "\n{" in f"\n{text}" else _NO_JSON)
+    for i, found in fio_docs:  # every document whole before any of its fields is used
+        _check(found.doc, i + 1)
     runs: list[FoundRun] = []
     for pos, (i, found) in enumerate(fio_docs):
         later = fio_docs[pos + 1][1].doc if pos + 1 < len(fio_docs) else None
         if later is not None and _superseded(found.doc, later):
             continue  # a --status-interval dump: the later document holds it all
-        _check(found.doc, i + 1)
         try:
             doc = eras.normalise(found.doc)
         except (TypeError, ValueError) as exc:
@@ -122,25 +128,32 @@ def _depth(value: Any) -> int:
 
 
 def _check(doc: dict, number: int) -> None:
+    """Refuse a document whose fields the import reads are not what fio writes: too deep,
+    a counter, `elapsed` or `timestamp` that is not a finite number, a negative counter."""
     if _depth(doc) > MAX_DEPTH:
         raise FioError(f"document {number}: JSON nested deeper than {MAX_DEPTH} levels")
+    for key in ("timestamp", "timestamp_ms"):
+        _number(doc.get(key), f"document {number}: {key}")
     for entry in eras.entries(doc):
+        job = f"document {number}: job '{entry.get('jobname')}'"
+        _number(entry.get("elapsed"), f"{job} elapsed")
         for direction in (*DIRECTIONS, "mixed"):
             section = entry.get(direction)
             if not isinstance(section, dict):
                 continue
             for key in _COUNTERS:
-                value = section.get(key)
-                if value is not None and not isinstance(value, int | float):
-                    raise FioError(
-                        f"document {number}: job '{entry.get('jobname')}' {direction} "
-                        f"{key} is {value!r}, not a number"
-                    )
-                if isinstance(value, int | float) and value < 0:
-                    raise FioError(
-                        f"document {number}: job '{entry.get('jobname')}' {direction} "
-                        f"{key} is negative ({value})"
-                    )
+                value = _number(section.get(key), f"{job} {direction} {key}")
+                if value is not None and value < 0:
+                    raise FioError(f"{job} {direction} {key} is negative ({value})")
+
+
+def _number(value: Any, what: str) -> float | None:
+    """`value` when it is a finite number or absent (None); FioError naming `what`."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise FioError(f"{what} is {value!r}, not a number")
+    return value
 
 
 def _superseded(doc: dict, later: dict) -> bool:

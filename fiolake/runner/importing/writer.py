@@ -47,8 +47,19 @@ def prepare(
     """Every run of one file, built in memory; FioError says what is wrong with the file."""
     folder = None if name == "-" else Path(name).parent
     source = runs.Source(name, hashlib.sha256(data).hexdigest(), folder)
-    found = reading.found_runs(reading.read_text(data))
-    return [(one, runs.outcome(one, source, request)) for one in found]
+    built = []
+    for one in reading.found_runs(reading.read_text(data)):
+        try:
+            built.append((one, runs.outcome(one, source, request)))
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError) as exc:
+            # reading._check covers the fields every import reads; a field only some
+            # documents reach (options, percentiles, bins) may still hold what fio never
+            # writes: the file is refused with what broke, never with a traceback.
+            raise FioError(
+                f"document {one.document}: malformed fio JSON ({type(exc).__name__}: {exc}) "
+                "— import fio's own output, unedited"
+            ) from None
+    return built
 
 
 class Importer:

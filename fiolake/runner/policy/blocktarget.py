@@ -69,8 +69,3 @@ def beyond_device(job: JobFile, target: BlockTarget) -> list[str]:
                 "the offsets"
             )
     return problems
-
-
-def whole_device_jobs(job: JobFile) -> list[str]:
-    """Jobs without a size: on a device target, fio covers the whole device."""
-    return [s.name for s in job.jobs if not s.options.get("size")]

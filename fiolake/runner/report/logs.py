@@ -29,7 +29,7 @@ from fiolake.runner.report.document import (
 from fiolake.runner.report.threads import FioThread, Section, fio_threads, thread_owners
 from fiolake.schema import SECOND_PERCENTILES
 
-__all__ = ["LOG_TYPES", "log_files", "thread_owners", "timeseries_rows"]
+__all__ = ["LOG_TYPES", "is_log_name", "log_files", "thread_owners", "timeseries_rows"]
 
 LOG_TYPES = ("bw", "iops", "lat", "clat", "slat")
 _ALL_TYPES = (*LOG_TYPES, "clat_hist")
@@ -50,12 +50,22 @@ def log_files(log_dir: Path, prefix: str = "fio") -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.is_file() and pattern.match(p.name))
 
 
+def is_log_name(name: str) -> bool:
+    """Whether a file name is one fio gives its per-second logs (`<prefix>_bw.1.log`,
+    `_iops`, `_lat`, `_clat`, `_slat`, `_clat_hist`; `.N` absent with per_job_logs=0,
+    `.fz` when compressed), whatever the prefix."""
+    return _name_pattern(".+").match(name) is not None
+
+
+def _name_pattern(prefix: str) -> re.Pattern[str]:
+    types = "|".join(_ALL_TYPES)
+    return re.compile(rf"^{prefix}_({types})(?:\.(\d+))?\.log(\.fz)?$", re.DOTALL)
+
+
 def _pattern(log_dir: Path, prefix: str) -> tuple[Path, re.Pattern[str]]:
     # A prefix may hold a path (fio resolves it against its cwd, the log dir).
     where = Path(prefix)
-    types = "|".join(_ALL_TYPES)
-    pattern = re.compile(rf"^{re.escape(where.name)}_({types})(?:\.(\d+))?\.log(\.fz)?$")
-    return log_dir / where.parent, pattern
+    return log_dir / where.parent, _name_pattern(re.escape(where.name))
 
 
 @dataclass
