@@ -5,6 +5,7 @@ and IOPS — exit 1, a JUnit failure, a Markdown table; tmpfs again (C) against 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -61,7 +62,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     job = root / "fsync-writes.fio"
     job.write_text(JOB)
     lake = root / "lake"
-    shm = SHM / f"fiolake-gate-{root.name}"
+    shm = SHM / f"fiolake-gate-{os.getpid()}-{root.name}"  # one per worker and session
     shm.mkdir(exist_ok=True)
     try:  # warm-up, into no lake
         subprocess.run(["fio", f"--directory={shm}", str(job)], check=True, capture_output=True)

@@ -11,6 +11,7 @@ p99 on this shared VM's disk swung between 0.3 and 9 ms from run to run at every
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     job = root / "load-sweep.fio"
     job.write_text(JOB)
     lake = root / "lake"
-    shm = SHM / f"fiolake-sat-{root.name}"
+    shm = SHM / f"fiolake-sat-{os.getpid()}-{root.name}"  # one per worker and session
     for _ in range(REPS):
         run_campaign(lake, job, shm, "sat", "tmpfs", repeat=1)
         run_campaign(lake, job, root / "disk", "sat", "disk", repeat=1)

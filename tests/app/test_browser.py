@@ -6,6 +6,7 @@ screenshotted into build/test-artifacts/app/ (`make screenshots`)."""
 from __future__ import annotations
 
 import math
+import os
 import re
 import shutil
 import time
@@ -41,7 +42,9 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for a steady-state verdict), plus one runner's fleet status."""
     root = tmp_path_factory.mktemp("browser")
     shm = Path("/dev/shm")
-    targets = {"disk": root / "disk", "tmpfs": (shm if shm.is_dir() else root) / root.name}
+    # A name of this process: parallel workers and sessions each get their own.
+    tmpfs = (shm if shm.is_dir() else root) / f"fiolake-browser-{os.getpid()}-{root.name}"
+    targets = {"disk": root / "disk", "tmpfs": tmpfs}
     try:
         for backend, target in targets.items():
             args = ["run", "random-reads", "--create-dir", "--dir", str(target)]
