@@ -25,7 +25,7 @@ from fiolake.aggregator.stats.compare import (
     CompareRow,
     compare,
 )
-from fiolake.aggregator.stats.saturation import IOPS_AT_SLO, gate_rows
+from fiolake.aggregator.stats.saturation import IOPS_AT_SLO, bounds_note, gate_rows
 from fiolake.aggregator.stats.slo import DEFAULT_SLO, Slo, parse_slo
 from fiolake.errors import UsageProblem
 from fiolake.timetext import as_utc, iso_utc, parse_time
@@ -246,7 +246,8 @@ def gate(
         )  # fmt: skip
         rows += found
         families += asked_in
-    if not any(g.row.ratio is not None for g in rows):
+    # two bounds of IOPS at the SLO were compared, only they cannot be told apart (issue 40)
+    if not any(g.row.ratio is not None or bounds_note(g.row) for g in rows):
         raise UsageProblem(
             f"nothing comparable: campaign '{campaign}' and baseline '{name}' share no "
             "backend with the same effective job and ≥ 2 successful runs on each side — "
@@ -332,5 +333,5 @@ def _backend_rows(
         found, family = gate_rows(lake, objective, filt, pools, baseline=name,
                                   campaign=campaign, min_effect=min_effect)  # fmt: skip
         families.append(f"{backend}: {family}")
-        rows += [GateRow(backend, r) for r in found]
+        rows += [GateRow(backend, r, bounds_note(r)) for r in found]
     return rows, families
