@@ -21,7 +21,14 @@ from click.testing import CliRunner
 from fiolake import layout
 from fiolake.aggregator.lake.compact import compact
 from fiolake.cli import cli
-from fiolake.errors import AccessDenied, FiolakeError, NotFound, PreconditionFailed, StoreError
+from fiolake.errors import (
+    AccessDenied,
+    ConfigError,
+    FiolakeError,
+    NotFound,
+    PreconditionFailed,
+    StoreError,
+)
 from fiolake.s3client import S3Settings, s3_client
 from fiolake.stack.env import StackEnv
 from fiolake.stack.local import load_stack, restart_minio, stack_down, stack_status, stack_up
@@ -186,7 +193,7 @@ def test_plain_http_is_refused(stack: StackEnv) -> None:
     resp = requests.get(f"{plain}/{stack.bucket}/", timeout=5)
     assert resp.status_code == 400
     assert "HTTP request to an HTTPS server" in resp.text
-    with pytest.raises(StoreError, match="refusing plain-text endpoint"):
+    with pytest.raises(ConfigError, match="refusing plain-text endpoint"):
         S3Settings(endpoint=plain)
 
 
