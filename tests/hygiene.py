@@ -5,7 +5,9 @@ start it snapshots what the machine holds; at session end it lists what this ses
 left behind and fails the run (exit status 1, the list on the terminal) if anything is:
 
 - libfaketime segments (`/dev/shm/faketime_shm_<pid>`, `/dev/shm/sem.faketime_sem_<pid>`)
-  made since the start whose process is gone or is one of ours;
+  made since the start by a process of ours: a watcher thread looks at each new segment's
+  process twice a second while the session runs (by the time the check runs, a leaked
+  segment's process is usually gone); one whose process was never seen counts as ours;
 - loop devices whose backing file is under the session's base temporary directory;
 - mounts whose target is under it, or whose source is one of those loop devices;
 - podman containers of the suite's compose projects started from this checkout (label
@@ -16,8 +18,8 @@ left behind and fails the run (exit status 1, the list on the terminal) if anyth
   under it (tests/conftest.py), every `stack` fixture's state directory is in it.
 
 Ownership is judged by path or name where one exists, so another session running on the
-machine at the same time is not blamed; libfaketime segments and kube-played containers
-carry no owner, for them only what is new since the start counts. Under pytest-xdist
+machine at the same time is not blamed; kube-played containers carry no owner, for them
+only what is new since the start counts. Under pytest-xdist
 the check runs on the controller only (its base temporary directory holds the workers').
 """
 
@@ -27,6 +29,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +41,8 @@ CONTAINER_PREFIXES = ("fiolake-ct-",)  # tests/container/conftest.compose_projec
 CONTAINER_MARKS = ("kube-play",)  # the kube-played pods of tests/container
 WORKING_DIR_LABEL = "com.docker.compose.project.working_dir"
 SNAPSHOT = pytest.StashKey["Snapshot"]()
+SESSION = pytest.StashKey["Session"]()
+WATCH = pytest.StashKey[threading.Event]()
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ class Session:
     roots: tuple[Path, ...]
     checkout: Path
     me: frozenset[int] = field(default_factory=lambda: frozenset(_ancestors(os.getpid())))
+    seen: dict[int, bool] = field(default_factory=dict)  # faketime pid -> ours (watch)
 
     def owns_path(self, path: str) -> bool:
         """Whether `path` (maybe `… (deleted)`) is under one of the session's roots."""
@@ -133,7 +139,8 @@ def leftovers(session: Session, before: Snapshot) -> list[str]:
     out = []
     for name in sorted(faketime_segments() - before.faketime):
         pid = _segment_pid(name)
-        if not Path(f"/proc/{pid}").exists() or session.owns_process(pid):
+        alive = Path(f"/proc/{pid}").exists()
+        if session.owns_process(pid) if alive else session.seen.get(pid, True):
             out.append(f"libfaketime segment {SHM / name}")
     loops = _json(["losetup", "--json", "--list"])
     ours = set()
@@ -164,6 +171,16 @@ def leftovers(session: Session, before: Snapshot) -> list[str]:
     return out
 
 
+def watch_faketime(session: Session, before: Snapshot, stop: threading.Event) -> None:
+    """Until `stop`, note twice a second whether each new libfaketime segment's process
+    is ours (`Session.seen`), while it still runs."""
+    while not stop.wait(0.5):
+        for name in faketime_segments() - before.faketime:
+            pid = _segment_pid(name)
+            if pid not in session.seen and Path(f"/proc/{pid}").exists():
+                session.seen[pid] = session.owns_process(pid)
+
+
 def _session(config: pytest.Config) -> Session:
     base = config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
     return Session((base, base.resolve()), config.rootpath)
@@ -175,8 +192,14 @@ def _controller(config: pytest.Config) -> bool:
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Snapshot what carries no owner before the first test runs."""
-    if _controller(session.config):
-        session.config.stash[SNAPSHOT] = snapshot()
+    config = session.config
+    if _controller(config):
+        config.stash[SNAPSHOT] = before = snapshot()
+        config.stash[SESSION] = mine = _session(config)
+        config.stash[WATCH] = stop = threading.Event()
+        threading.Thread(
+            target=watch_faketime, args=(mine, before, stop), name="hygiene", daemon=True
+        ).start()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -184,7 +207,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     if not _controller(config) or SNAPSHOT not in config.stash:
         return
-    found = leftovers(_session(config), config.stash[SNAPSHOT])
+    config.stash[WATCH].set()
+    found = leftovers(config.stash[SESSION], config.stash[SNAPSHOT])
     if not found:
         return
     reporter = config.pluginmanager.get_plugin("terminalreporter")

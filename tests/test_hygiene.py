@@ -13,11 +13,15 @@ import os
 import re
 import signal
 import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from tests import hygiene
+from tests.faults.cluster import LIBFAKETIME
 from tests.runner.loopdev import NEEDS, can_loop, loop_device, mounted
 
 pytest_plugins = ["pytester"]
@@ -58,6 +62,44 @@ def test_the_check_names_every_kind_of_leftover(tmp_path: Path) -> None:
         hygiene.remove_faketime_segments(gone.pid)
     assert not any(path.exists() for path in shm)
     assert _mine(hygiene.leftovers(session, before), tmp_path, {gone.pid, sleeper.pid}) == []
+
+
+@pytest.mark.skipif(LIBFAKETIME is None, reason="libfaketime is missing — run `make sysdeps`")
+def test_faketime_segments_of_another_sessions_process_are_not_blamed(tmp_path: Path) -> None:
+    """Two Pythons under libfaketime, killed, leave their segment pairs; the watcher saw
+    one run with this session's directory in its environment and one without: only the
+    first is named once both are gone."""
+    session = hygiene.Session((tmp_path / "session",), tmp_path)
+    before, stop = hygiene.snapshot(), threading.Event()
+    watcher = threading.Thread(target=hygiene.watch_faketime, args=(session, before, stop))
+    watcher.start()
+    faked = {**os.environ, "LD_PRELOAD": str(LIBFAKETIME), "FAKETIME": "+0"}
+    faked.pop("FAKETIME_SHARED", None)
+    wait = "import sys; sys.stdin.read()"  # runs until its stdin closes
+    ours = subprocess.Popen([sys.executable, "-c", wait], stdin=subprocess.PIPE,
+                            env={**faked, "MARK": str(tmp_path / "session")})  # fmt: skip
+    theirs = subprocess.Popen([sys.executable, "-c", wait], stdin=subprocess.PIPE, env=faked)
+    try:
+        deadline = time.monotonic() + 30
+        while not {ours.pid, theirs.pid} <= set(session.seen):  # the watcher's verdicts
+            assert time.monotonic() < deadline, session.seen
+            stop.wait(0.1)
+    finally:
+        stop.set()
+        watcher.join()
+        for proc in (ours, theirs):  # kill -9, as the fault tests do: no exit handlers
+            proc.kill()
+            proc.wait()
+    try:
+        assert (session.seen[ours.pid], session.seen[theirs.pid]) == (True, False)
+        found = _mine(hygiene.leftovers(session, before), tmp_path, {ours.pid, theirs.pid})
+        assert found == [
+            f"libfaketime segment {hygiene.SHM}/faketime_shm_{ours.pid}",
+            f"libfaketime segment {hygiene.SHM}/sem.faketime_sem_{ours.pid}",
+        ]
+    finally:
+        for proc in (ours, theirs):
+            hygiene.remove_faketime_segments(proc.pid)
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["alone", "xdist"])
