@@ -134,3 +134,23 @@ def test_many_host_busy_rows_make_one_short_warning(tmp_path: Path) -> None:
         "--host-noise fail"
     ]
     assert len(warnings[0]) <= 200
+
+
+def test_a_long_row_name_is_cut_to_keep_the_warning_within_200(tmp_path: Path) -> None:
+    store = lakegen.local_store(tmp_path / "lake")
+    backend = "a-backend-whose-name-goes-on-" * 5
+    for name, day, iops, cpu in (("quiet", 0, 1000, 3.0), ("hogged", 1, 800, 45.2)):
+        for rep in range(3):
+            lakegen.write_run(
+                store, run_id=f"{name}-r{rep}", job_id=f"{name}-j{rep}", campaign=name,
+                backend=backend, metrics={READ: {"iops": iops * (1 + 0.01 * (rep - 1))}},
+                started_at=lakegen.T0 + timedelta(days=day, minutes=rep), repetition=rep,
+                outside_cpu_pct=cpu, flags=["cpu-busy"] if name == "hogged" else [],
+            )  # fmt: skip
+    res = gate(tmp_path / "lake", "hogged")
+    (warning,) = [w for w in res.stderr.splitlines() if w.startswith("warning: ")]
+    assert len(warning) == 200
+    assert warning.startswith(
+        f"warning: 1 row not judged worse: host busy (outside CPU 45 %), worst {backend[:40]}"
+    )
+    assert warning.endswith("… 0.8× (20 % lower); rerun on a quiet host or --host-noise fail")
