@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fiolake.errors import FiolakeError
+from fiolake.errors import ConfigError, FiolakeError
 from fiolake.s3client import S3Settings
 from fiolake.signing.base import DEFAULT_KEYRING, DEFAULT_TRANSIT_KEY
 from fiolake.store import ObjectStore, open_store
@@ -60,6 +60,20 @@ def _path(value: str | None) -> Path | None:
     return Path(value).expanduser() if value else None
 
 
+def _ca_bundle(env: Mapping[str, str]) -> str | None:
+    """FIOLAKE_CA_BUNDLE, else AWS_CA_BUNDLE; ConfigError when the file is not there (TLS
+    would otherwise fail on the first request with botocore's words, exit 1)."""
+    var = "FIOLAKE_CA_BUNDLE" if env.get("FIOLAKE_CA_BUNDLE") else "AWS_CA_BUNDLE"
+    value = env.get(var) or None
+    if value and not Path(value).expanduser().is_file():
+        raise ConfigError(
+            f"{var}={value}: no such file — point it at the CA certificate (PEM) that "
+            'signed the object store\'s certificate (`eval "$(fiolake stack env)"` sets '
+            "the local stack's)"
+        )
+    return value
+
+
 def _snapshot_cache(value: str | None) -> Path | None:
     if value == "off":
         return None
@@ -102,7 +116,7 @@ class Settings:
         if endpoint:
             s3 = S3Settings(
                 endpoint=endpoint,
-                ca_bundle=env.get("FIOLAKE_CA_BUNDLE") or env.get("AWS_CA_BUNDLE") or None,
+                ca_bundle=_ca_bundle(env),
                 access_key=env.get("AWS_ACCESS_KEY_ID"),
                 secret_key=env.get("AWS_SECRET_ACCESS_KEY"),
                 region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",

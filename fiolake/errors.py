@@ -15,6 +15,11 @@ class UsageProblem(FiolakeError):
     exit_code = 2
 
 
+class ConfigError(UsageProblem):
+    """The environment names something fiolake cannot use — a plain-text endpoint, a CA
+    file that is not there (exit 2: fixed by the configuration, not by retrying)."""
+
+
 class DeviceRefused(UsageProblem):
     """`--device` names a block device fiolake must not write over (or no block device)."""
 

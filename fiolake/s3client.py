@@ -27,7 +27,14 @@ from botocore.exceptions import (
 )
 from botocore.utils import parse_timestamp
 
-from fiolake.errors import AccessDenied, NotFound, PreconditionFailed, StoreError, StoreUnavailable
+from fiolake.errors import (
+    AccessDenied,
+    ConfigError,
+    NotFound,
+    PreconditionFailed,
+    StoreError,
+    StoreUnavailable,
+)
 
 
 @dataclass(frozen=True)
@@ -42,7 +49,7 @@ class S3Settings:
 
     def __post_init__(self) -> None:
         if not self.endpoint.startswith("https://"):
-            raise StoreError(
+            raise ConfigError(
                 f"refusing plain-text endpoint {self.endpoint!r}: use https:// "
                 "(fiolake talks to object storage over TLS only)"
             )

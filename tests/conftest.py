@@ -17,6 +17,10 @@ from fiolake.stack.env import StackEnv
 from fiolake.stack.local import stack_down, stack_up
 from fiolake.stack.process import free_ports
 
+# Session-end hygiene (issue 40): fails the run when it left faketime segments, loop
+# devices, mounts, containers or processes behind. Keep this line when editing the file.
+pytest_plugins = ["tests.hygiene"]
+
 # Hypothesis's per-example deadline (200 ms) measures the machine, not the property: on two
 # shared cores a DuckDB connection alone has taken longer (test_a_time_literal_is_that_instant
 # failed so at load 5-7 and passed alone). The properties are what the tests assert; pytest's

@@ -691,10 +691,30 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
     (
         ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--lake", "s3://b"],
         {"FIOLAKE_S3_ENDPOINT": "http://127.0.0.1:9"},
-        1,
+        2,
         (
             "Error: refusing plain-text endpoint 'http://127.0.0.1:9': use https:// (fiolake "
             "talks to object storage over TLS only)\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--lake", "s3://b"],
+        {"FIOLAKE_S3_ENDPOINT": "https://127.0.0.1:9", "FIOLAKE_CA_BUNDLE": "/nonexistent"},
+        2,
+        (
+            "Error: FIOLAKE_CA_BUNDLE=/nonexistent: no such file — point it at the CA "
+            "certificate (PEM) that signed the object store's certificate (`eval \"$(fiolake "
+            "stack env)\"` sets the local stack's)\n"
+        ),
+    ),
+    (
+        ["status", "--campaign", "c", "--lake", "s3://b"],
+        {"FIOLAKE_S3_ENDPOINT": "https://127.0.0.1:9", "AWS_CA_BUNDLE": "{tmp}/ca.crt"},
+        2,
+        (
+            "Error: AWS_CA_BUNDLE={tmp}/ca.crt: no such file — point it at the CA certificate "
+            '(PEM) that signed the object store\'s certificate (`eval "$(fiolake stack env)"` '
+            "sets the local stack's)\n"
         ),
     ),
     (
@@ -1137,7 +1157,7 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
             "FIOLAKE_SIGNER": "local",
             "FIOLAKE_SIGNING_KEY": "{tmp}/no.key",
         },
-        1,
+        2,
         "Error: refusing plain-text endpoint 'http://127.0.0.1:9': use https:// (fiolake talks "
         "to object storage over TLS only)\n",
     ),
@@ -1722,7 +1742,8 @@ def test_bad_input_is_a_clear_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     monkeypatch.chdir(places["tmp"])
-    for var in ("FIOLAKE_LAKE", "FIOLAKE_S3_ENDPOINT", "FIOLAKE_SIGNER", "FIOLAKE_KEYRING"):
+    for var in ("FIOLAKE_LAKE", "FIOLAKE_S3_ENDPOINT", "FIOLAKE_SIGNER", "FIOLAKE_KEYRING",
+                "FIOLAKE_CA_BUNDLE", "AWS_CA_BUNDLE"):  # fmt: skip
         monkeypatch.delenv(var, raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, _fill(value, places))

@@ -111,9 +111,8 @@ def saturation(
       fiolake saturation --by iodepth --slo 'p99.9<=5ms' --format json
     """
     from fiolake.aggregator.lake.lake import SUMMARY_TABLES
-    from fiolake.aggregator.report.saturation_text import iops_text, knee_text, sentences
+    from fiolake.aggregator.report.saturation_text import iops_text, knee_text, sentences, verdict
     from fiolake.aggregator.stats.saturation import saturation as find
-    from fiolake.aggregator.stats.verdict_text import label
 
     filt = run_filter(campaign, backends, profile)
     with connect(lake, SUMMARY_TABLES) as handle:
@@ -130,7 +129,7 @@ def saturation(
         r = row_for(report, s)
         judged = (
             (ratio_text("iops", r.ratio, r.ratio_ci_low, r.ratio_ci_high),
-             p_text(r.p_adjusted), label(r, min_effect)) if r else ("baseline", "", "")
+             p_text(r.p_adjusted), verdict(r, min_effect)) if r else ("baseline", "", "")
         )  # fmt: skip
         rows.append((s.group, s.profile, s.knob, s.direction, s.runs, iops_text(s),
                      knee_text(s), *judged))  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -52,13 +53,21 @@ def ensure_minio() -> Path:
             stdout=errors,
             stderr=subprocess.STDOUT,
             text=True,
+            start_new_session=True,  # its own group: go and its compilers stop together
         )
-        while True:
-            try:
-                proc.wait(timeout=30)
-                break
-            except subprocess.TimeoutExpired:
-                log.info("still building MinIO (%.0f s)", time.monotonic() - started)
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=30)
+                    break
+                except subprocess.TimeoutExpired:
+                    log.info("still building MinIO (%.0f s)", time.monotonic() - started)
+        except BaseException:
+            # Interrupted (Ctrl-C, a test's timeout): the build must not go on orphaned,
+            # compiling beside the next one (issue 40: five at once on two cores).
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
         errors.seek(0)
         output = errors.read()
     if proc.returncode != 0 or not binary.exists():

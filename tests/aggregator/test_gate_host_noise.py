@@ -70,9 +70,9 @@ def test_a_hogged_night_is_inconclusive_host_busy_and_passes_with_a_warning(lake
     assert res.exit_code == 0, res.output
     assert BUSY in res.stdout
     assert (
-        "warning: not judged worse, a run was not alone: nvme · random-reads · job1 · read · "
-        "iops (host busy (outside CPU 45 %)) — rerun on a quiet host, or --host-noise fail "
-        "to fail on it\n"
+        "warning: 1 row not judged worse: host busy (outside CPU 45 %), worst nvme · "
+        "random-reads · job1 · read · iops 0.8× (20 % lower); rerun on a quiet host or "
+        "--host-noise fail\n"
     ) in res.stderr
     assert "0 worse, 1 inconclusive (1 of them host busy (outside CPU 45 %)" in res.stderr
 
@@ -102,3 +102,55 @@ def test_every_output_says_host_busy(lake: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     page = out.read_text()
     assert BUSY in page and "1 of them host busy (outside CPU 45 %)" in page
+
+
+def test_many_host_busy_rows_make_one_short_warning(tmp_path: Path) -> None:
+    """Issue 40: 36 host-busy rows (12 profiles × 3 jobs, outside CPU 36–65 %) get one
+    warning of at most 200 characters naming the count, the range and the worst row —
+    not one line repeating every row; the table's rows say the rest."""
+    store = lakegen.local_store(tmp_path / "lake")
+    for p in range(12):
+        cpu = 36.0 + p * 29 / 11  # 36 … 65 % of a core outside fio
+        for name, day, base in (("quiet", 0, 1000.0), ("hogged", 1, 800.0)):
+            for rep in range(3):
+                worst = (name, p) == ("hogged", 11)  # its job0 the worst row: 0.75×
+                metrics = {(f"job{j}", "read"): {"iops": (750.0 if worst and j == 0 else base)
+                                                 * (1 + 0.01 * (rep - 1 + j))}
+                           for j in range(3)}  # fmt: skip
+                lakegen.write_run(
+                    store, run_id=f"{name}-p{p}-r{rep}", job_id=f"{name}-p{p}-j{rep}",
+                    campaign=name, profile=f"profile-{p:02d}", metrics=metrics,
+                    started_at=lakegen.T0 + timedelta(days=day, minutes=p * 3 + rep),
+                    repetition=rep, outside_cpu_pct=cpu if name == "hogged" else 2.0,
+                    flags=["cpu-busy"] if name == "hogged" else [],
+                )  # fmt: skip
+    res = gate(tmp_path / "lake", "hogged")
+    assert res.exit_code == 0, res.output
+    assert res.stdout.count(BUSY.split(" (")[0]) == 36  # every row says it is host busy
+    warnings = [w for w in res.stderr.splitlines() if w.startswith("warning: ")]
+    assert warnings == [
+        "warning: 36 rows not judged worse: host busy (outside CPU 36–65 %), worst nvme · "
+        "profile-11 · job0 · read · iops 0.75× (25 % lower); rerun on a quiet host or "
+        "--host-noise fail"
+    ]
+    assert len(warnings[0]) <= 200
+
+
+def test_a_long_row_name_is_cut_to_keep_the_warning_within_200(tmp_path: Path) -> None:
+    store = lakegen.local_store(tmp_path / "lake")
+    backend = "a-backend-whose-name-goes-on-" * 5
+    for name, day, iops, cpu in (("quiet", 0, 1000, 3.0), ("hogged", 1, 800, 45.2)):
+        for rep in range(3):
+            lakegen.write_run(
+                store, run_id=f"{name}-r{rep}", job_id=f"{name}-j{rep}", campaign=name,
+                backend=backend, metrics={READ: {"iops": iops * (1 + 0.01 * (rep - 1))}},
+                started_at=lakegen.T0 + timedelta(days=day, minutes=rep), repetition=rep,
+                outside_cpu_pct=cpu, flags=["cpu-busy"] if name == "hogged" else [],
+            )  # fmt: skip
+    res = gate(tmp_path / "lake", "hogged")
+    (warning,) = [w for w in res.stderr.splitlines() if w.startswith("warning: ")]
+    assert len(warning) == 200
+    assert warning.startswith(
+        f"warning: 1 row not judged worse: host busy (outside CPU 45 %), worst {backend[:40]}"
+    )
+    assert warning.endswith("… 0.8× (20 % lower); rerun on a quiet host or --host-noise fail")

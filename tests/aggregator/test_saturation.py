@@ -138,8 +138,16 @@ def test_bounds_show_a_difference_but_never_an_equivalence() -> None:
     (row,), _ = compare_saturations(analyse(disk + fast, slow), "disk")
     assert row.verdict == "better" and any("conservative" in n for n in row.notes)
     both_above = analyse(disk + points("b", 4, 1.0, 0.01, 10), Slo("p99", 1e9))
-    (row,), _ = compare_saturations(both_above, "disk")
+    (row,), tests = compare_saturations(both_above, "disk")
     assert row.verdict == "inconclusive"
+    # two lower bounds: no ratio, no interval, no test (issue 40), and what load to try
+    assert (row.ratio, row.ratio_ci_low, row.ratio_ci_high, row.p_value, tests) == (
+        None, None, None, None, 0
+    )  # fmt: skip
+    assert row.notes == [
+        "cannot be compared at the loads tested: both met the SLO up to rate_iops 256.0k, "
+        "the last tested — try rate_iops 512.0k"
+    ]
 
 
 def coverage(runs: int, sets: int = 1000, chunk: int = 100) -> float:

@@ -95,6 +95,33 @@ def test_beyond_the_loads_tested(lake: Path) -> None:
     assert {r["verdict"] for r in json.loads(res.stdout)} == {None, "inconclusive"}
 
 
+def test_two_bounds_are_not_compared_and_say_which_load_to_try(lake: Path) -> None:
+    """Issue 40: both backends met the SLO at every load tested (or at none): the row has
+    no ratio and no interval — it says they cannot be compared and what load to try."""
+    above = ("cannot be compared at the loads tested: both met the SLO up to rate_iops "
+             "16.0k, the last tested — try rate_iops 32.0k")  # fmt: skip
+    res = run("saturation", "--lake", str(lake), "--slo", "p99<=1s")
+    assert res.exit_code == 0, res.output
+    tmpfs = next(line for line in res.stdout.splitlines() if line.startswith("tmpfs"))
+    assert "×" not in tmpfs and "[" not in tmpfs.split("(last tested)")[-1]
+    assert tmpfs.rstrip().endswith(f"inconclusive: {above}")
+    assert res.stderr.startswith(
+        "read, latency-at-load (rate_iops sweep) at p99 ≤ 1s: disk ≥ 16.0k IOPS (last "
+        f"tested); tmpfs ≥ 16.0k IOPS (last tested) — tmpfs vs disk: {above}\n"
+    )
+    res = run("saturation", "--lake", str(lake), "--slo", "p99<=1s", "--format", "json")
+    tmpfs_json = json.loads(res.stdout)[1]
+    assert [tmpfs_json[k] for k in ("ratio", "ratio_ci_low", "ratio_ci_high", "p_adjusted")] == [
+        None, None, None, None
+    ]  # fmt: skip
+    assert (tmpfs_json["verdict"], tmpfs_json["notes"]) == ("inconclusive", above)
+    res = run("saturation", "--lake", str(lake), "--slo", "p99<=50us")
+    assert res.stdout.rstrip().endswith(
+        "inconclusive: cannot be compared at the loads tested: both missed the SLO from "
+        "rate_iops 1.0k, the first tested — try rate_iops 500"
+    )
+
+
 def test_table_and_the_answer_sentence(lake: Path) -> None:
     res = run("saturation", "--lake", str(lake))
     assert res.exit_code == 0, res.output
@@ -124,6 +151,10 @@ def test_gate_fails_on_a_capacity_drop_and_trend_follows_it(tmp_path: Path) -> N
     same = run("gate", "--lake", lake, "--campaign", "after", "--metric", "iops_at_slo",
                "--slo", "p99<=20ms")  # fmt: skip
     assert same.exit_code == 0, same.output  # met everywhere on both sides: no drop shown
+    assert (
+        "inconclusive: cannot be compared at the loads tested: both met the SLO up to "
+        "rate_iops 16.0k, the last tested — try rate_iops 32.0k" in same.stdout
+    )
     res = run("trend", "--lake", lake, "--metric", "iops_at_slo", "--format", "json")
     values = [p["iops_at_slo"] for p in json.loads(res.stdout)]
     assert res.exit_code == 0, res.output

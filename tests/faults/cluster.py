@@ -31,6 +31,7 @@ from fiolake.stack.local import stack_down, stack_up
 from fiolake.stack.process import free_ports
 from fiolake.store import S3Store
 from tests.faults.proxy import FaultyProxy
+from tests.hygiene import remove_faketime_segments
 
 BACKEND = "faults"
 # Debian's libfaketime (a dependency of the `faketime` package `make sysdeps` installs).
@@ -55,6 +56,7 @@ class RunnerSlot:
     proc: subprocess.Popen | None = None
     incarnation: int = 0
     skews: list[int] = field(default_factory=list)
+    faked: list[int] = field(default_factory=list)  # pids run under libfaketime
 
     @property
     def history(self) -> Path:
@@ -148,6 +150,11 @@ class Cluster:
                 slot.proc.send_signal(signal.SIGCONT)
                 slot.proc.kill()
                 slot.proc.wait()
+        for slot in self.slots:
+            # libfaketime preloaded into Python makes /dev/shm segments per process and
+            # never unlinks them: every runner it ran in is reaped by now.
+            for pid in slot.faked:
+                remove_faketime_segments(pid)
         if self.proxy is not None:
             self.proxy.close()
         stack_down(self.state_dir, purge=True)
@@ -195,6 +202,8 @@ class Cluster:
         slot.proc = subprocess.Popen(  # noqa: S603
             argv, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
         )
+        if slot.skewed:
+            slot.faked.append(slot.proc.pid)
         log.close()
 
     def kill_runner(self, slot: RunnerSlot) -> None:

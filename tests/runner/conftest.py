@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fiolake.signing import LocalSigner, public_key_path
+from tests.hygiene import remove_faketime_segments
 
 NULL_JOB = """\
 ; no I/O at all: exercises the protocol, not the disk
@@ -46,6 +47,7 @@ class LakeEnv:
     admin: dict[str, str]
     tmp: Path
     procs: list[subprocess.Popen] = field(default_factory=list)
+    wrapped: list[subprocess.Popen] = field(default_factory=list)  # under `wrapper`
 
     def cli(self, role: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
         env = {**os.environ, **getattr(self, role)}
@@ -92,6 +94,8 @@ class LakeEnv:
             stderr=subprocess.STDOUT,
         )
         self.procs.append(proc)
+        if wrapper:
+            self.wrapped.append(proc)
         return proc
 
     def runner_log(self, name: str) -> str:
@@ -103,6 +107,8 @@ class LakeEnv:
                 proc.send_signal(signal.SIGCONT)
                 proc.kill()
             proc.wait()
+        for proc in self.wrapped:  # a killed `faketime` leaves its segments (tests.hygiene)
+            remove_faketime_segments(proc.pid)
 
 
 def _local_signing(tmp: Path) -> tuple[dict[str, str], dict[str, str]]:

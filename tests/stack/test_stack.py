@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -21,7 +23,14 @@ from click.testing import CliRunner
 from fiolake import layout
 from fiolake.aggregator.lake.compact import compact
 from fiolake.cli import cli
-from fiolake.errors import AccessDenied, FiolakeError, NotFound, PreconditionFailed, StoreError
+from fiolake.errors import (
+    AccessDenied,
+    ConfigError,
+    FiolakeError,
+    NotFound,
+    PreconditionFailed,
+    StoreError,
+)
 from fiolake.s3client import S3Settings, s3_client
 from fiolake.stack.env import StackEnv
 from fiolake.stack.local import load_stack, restart_minio, stack_down, stack_status, stack_up
@@ -186,7 +195,7 @@ def test_plain_http_is_refused(stack: StackEnv) -> None:
     resp = requests.get(f"{plain}/{stack.bucket}/", timeout=5)
     assert resp.status_code == 400
     assert "HTTP request to an HTTPS server" in resp.text
-    with pytest.raises(StoreError, match="refusing plain-text endpoint"):
+    with pytest.raises(ConfigError, match="refusing plain-text endpoint"):
         S3Settings(endpoint=plain)
 
 
@@ -424,3 +433,28 @@ def test_missing_minio_without_go_says_how_to_get_it(
     monkeypatch.setenv("PATH", str(tmp_path))  # no `go` here
     with pytest.raises(FiolakeError, match="MinIO is not built yet .* Go is not installed"):
         ensure_minio()
+
+
+def test_an_interrupted_minio_build_leaves_no_compiler_running(tmp_path: Path) -> None:
+    """Ctrl-C (or a test's timeout) while `go install` builds MinIO stops go and what it
+    started, instead of leaving them compiling alone. `go` is a stand-in that starts a
+    child and waits: the real build takes minutes and cannot be interrupted on cue."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "go").write_text(f"#!/bin/sh\nsleep 300 & echo $! > {tmp_path}/child\nwait\n")
+    (fake / "go").chmod(0o755)
+    env = {**os.environ, "FIOLAKE_CACHE_DIR": str(tmp_path / "cache"),
+           "PATH": f"{fake}:{os.environ['PATH']}"}  # fmt: skip
+    code = "from fiolake.stack.minio import ensure_minio; ensure_minio()"
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE)
+    child = tmp_path / "child"
+    deadline = time.monotonic() + 60
+    while not (child.exists() and child.read_text().strip()):  # the build has started
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    pid = int(child.read_text())
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and b"KeyboardInterrupt" in err
+    stat = Path(f"/proc/{pid}/stat")
+    assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"  # killed

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from fiolake.aggregator.lake.columns import ratio_text
 from fiolake.aggregator.stats.compare import CompareRow
-from fiolake.aggregator.stats.saturation import Case, Saturation, SaturationReport, sweep_job
+from fiolake.aggregator.stats.saturation import (
+    Case,
+    Saturation,
+    SaturationReport,
+    bounds_note,
+    sweep_job,
+)
 from fiolake.aggregator.stats.slo import ABOVE, BELOW, Slo
 from fiolake.aggregator.stats.verdict_text import label
 from fiolake.units import MISSING, human_count
@@ -46,11 +52,17 @@ def row_for(report: SaturationReport, s: Saturation) -> CompareRow | None:
     return None
 
 
+def verdict(row: CompareRow, min_effect: float) -> str:
+    """A comparison's verdict cell: `label`, or for two bounds `inconclusive: cannot be
+    compared at the loads tested: … — try rate_iops 6.4k` (`saturation.bounds_only`)."""
+    return label(row, min_effect, bounds_note(row))
+
+
 def sentences(report: SaturationReport, min_effect: float) -> list[str]:
     """One sentence per sweep × direction: every backend's IOPS at the SLO, then each
     against the baseline, e.g. `read, latency-at-load (rate_iops sweep) at p99 ≤ 1ms:
     tmpfs 180k IOPS [170k, 190k]; disk 9k IOPS [8k, 10k] — tmpfs 20× [18×, 22×] disk,
-    better`."""
+    better`; for two bounds, `— tmpfs vs disk: cannot be compared at the loads tested: …`."""
     cases: dict[Case, list[Saturation]] = {}
     for s in report.results:
         cases.setdefault(s.case, []).append(s)
@@ -60,10 +72,12 @@ def sentences(report: SaturationReport, min_effect: float) -> list[str]:
         text = f"{direction}, {profile} ({sweep_job(knob)}) at {slo_words(report.slo)}: "
         text += "; ".join(f"{s.group} {iops_text(s)}" for s in ordered)
         verdicts = [
-            f"{s.group} {ratio_text('iops', r.ratio, r.ratio_ci_low, r.ratio_ci_high)} "
+            f"{s.group} vs {report.baseline}: {bounds_note(r)}"
+            if bounds_note(r)
+            else f"{s.group} {ratio_text('iops', r.ratio, r.ratio_ci_low, r.ratio_ci_high)} "
             f"{report.baseline}, {label(r, min_effect)}"
             for s in ordered
-            if (r := row_for(report, s)) is not None and r.ratio is not None
+            if (r := row_for(report, s)) is not None and (r.ratio is not None or bounds_note(r))
         ]
         out.append(text + (" — " + "; ".join(verdicts) if verdicts else ""))
     return out

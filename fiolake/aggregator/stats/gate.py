@@ -8,8 +8,10 @@ is its own question ("did backend X get slower?"): its family is that backend's 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from fiolake.aggregator.lake import columns
 from fiolake.aggregator.lake.accepted import acceptances
 from fiolake.aggregator.lake.lake import Lake, literals
 from fiolake.aggregator.rows.envdiff import ENV_COLUMNS
@@ -23,7 +25,7 @@ from fiolake.aggregator.stats.compare import (
     CompareRow,
     compare,
 )
-from fiolake.aggregator.stats.saturation import IOPS_AT_SLO, gate_rows
+from fiolake.aggregator.stats.saturation import IOPS_AT_SLO, bounds_note, gate_rows
 from fiolake.aggregator.stats.slo import DEFAULT_SLO, Slo, parse_slo
 from fiolake.errors import UsageProblem
 from fiolake.timetext import as_utc, iso_utc, parse_time
@@ -39,6 +41,7 @@ class GateRow:
     min_effect: float = stats.DEFAULT_MIN_EFFECT  # the row's own (fiolake-gate.toml)
     night: nights.NightModel | None = None  # the new night against earlier nights
     mde: float | None = None  # smallest drop it could have detected (80 % power), fraction
+    noise: host_noise.HostNoise | None = None  # the flagged runs that made it inconclusive
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,16 @@ class GateResult:
     @property
     def host_busy(self) -> list[GateRow]:
         """Rows made inconclusive because a run of either side was not alone (host_noise)."""
-        return [g for g in self.rows if g.reason.startswith("host busy")]
+        return [g for g in self.rows if g.noise is not None]
+
+    def host_busy_reason(self) -> str:
+        """One reason for all host-busy rows: `host busy (outside CPU 36–65 %)`."""
+        return host_noise.span_reason([g.noise for g in self.rows if g.noise is not None])
+
+    def worst_host_busy(self) -> GateRow | None:
+        """The host-busy row that moved furthest the worse way (its metric's direction),
+        or None when there is none."""
+        return max(self.host_busy, key=_slowdown, default=None)
 
 
 # New campaign's comparable runs: its ok runs' (backend, effective job) pairs.
@@ -162,6 +174,14 @@ def window_runs(lake: Lake, campaign: str, since: str) -> dict[str, list[str]]:
 _Question = tuple[str, RunFilter, dict[str, list[str]] | None]
 
 
+def _slowdown(g: GateRow) -> float:
+    """How far a row moved the worse way: log ratio, positive when worse."""
+    if not g.row.ratio:
+        return -math.inf
+    change = math.log(g.row.ratio)
+    return -change if columns.higher_is_better(g.row.metric) else change
+
+
 def _order(g: GateRow) -> tuple[int, float]:
     rank = {WORSE: 0, INCONCLUSIVE: 1}.get(g.row.verdict, 2)
     size = stats.effect_size(g.row.ratio) if g.row.ratio else 0.0
@@ -178,9 +198,11 @@ def _judged(
     """Issue 34: the night model's verdict (the campaign the unit), then host noise's veto."""
     night = model.get(nights.key(row))
     row, why = nights.judge(row, night, effect)
-    row, busy_why = host_noise.judge(row, busy)
+    row, noise = host_noise.judge(row, busy)
     mde = night.mde if night and night.mde is not None else nights.run_mde(row)
-    return GateRow(backend, row, busy_why or why, effect, night, mde)
+    # two bounds of IOPS at the SLO: the row says why it was not compared (issue 40)
+    why = noise.reason() if noise else (bounds_note(row) or why)
+    return GateRow(backend, row, why, effect, night, mde, noise)
 
 
 def gate(
@@ -227,7 +249,8 @@ def gate(
         families += asked_in
     if config is not None:
         gate_config.check_matched(config, [(g.backend, g.row) for g in rows])
-    if not any(g.row.ratio is not None for g in rows):
+    # two bounds of IOPS at the SLO were compared, only they cannot be told apart (issue 40)
+    if not any(g.row.ratio is not None or bounds_note(g.row) for g in rows):
         raise UsageProblem(
             f"nothing comparable: campaign '{campaign}' and baseline '{name}' share no "
             "backend with the same effective job and ≥ 2 successful runs on each side — "

@@ -48,14 +48,31 @@ class HostNoise:
 
     def reason(self) -> str:
         """`host busy (outside CPU 45 %)`, `host busy (another fio; steal 7 %)`."""
-        parts = []
-        if "cpu-busy" in self.flags and self.outside_cpu_pct is not None:
-            parts.append(f"outside CPU {self.outside_cpu_pct:.0f} %")
-        if "other-fio" in self.flags:
-            parts.append("another fio")
-        if "steal" in self.flags and self.steal_pct is not None:
-            parts.append(f"steal {self.steal_pct:.0f} %")
-        return f"host busy ({'; '.join(parts) or ', '.join(self.flags)})"
+        return span_reason([self])
+
+
+def span_reason(noises: Sequence[HostNoise]) -> str:
+    """One reason for several flagged rows, each figure as the range their busiest runs
+    recorded: `host busy (outside CPU 36–65 %)`; for one row, `HostNoise.reason`."""
+    flags = sorted({f for n in noises for f in n.flags})
+    cpu = [
+        n.outside_cpu_pct for n in noises if "cpu-busy" in n.flags and n.outside_cpu_pct is not None
+    ]
+    steal = [n.steal_pct for n in noises if "steal" in n.flags and n.steal_pct is not None]
+    parts = []
+    if cpu:
+        parts.append(f"outside CPU {_span(cpu)} %")
+    if "other-fio" in flags:
+        parts.append("another fio")
+    if steal:
+        parts.append(f"steal {_span(steal)} %")
+    return f"host busy ({'; '.join(parts) or ', '.join(flags)})"
+
+
+def _span(values: Sequence[float]) -> str:
+    """`45` or `36–65`: the lowest and highest figure, whole percent."""
+    low, high = f"{min(values):.0f}", f"{max(values):.0f}"
+    return low if low == high else f"{low}–{high}"
 
 
 def busy_jobs(
@@ -79,17 +96,19 @@ def busy_jobs(
     return {(str(p), str(sha)): HostNoise(tuple(f), cpu, st) for p, sha, f, cpu, st in found}
 
 
-def judge(row: CompareRow, busy: Mapping[tuple[str, str], HostNoise]) -> tuple[CompareRow, str]:
-    """`row` and '' when its runs were alone or its verdict stands; else the row made
-    `inconclusive` and the reason (`host busy (outside CPU 45 %)`). A change bigger than
-    the busy host could explain (`HostNoise.explains`, at the observed ratio) stays
-    `worse`: a disk 100× slower is not a CPU hog."""
+def judge(
+    row: CompareRow, busy: Mapping[tuple[str, str], HostNoise]
+) -> tuple[CompareRow, HostNoise | None]:
+    """`row` and None when its runs were alone or its verdict stands; else the row made
+    `inconclusive` and the noise that did it (its `reason()`: `host busy (outside CPU
+    45 %)`). A change bigger than the busy host could explain (`HostNoise.explains`, at
+    the observed ratio) stays `worse`: a disk 100× slower is not a CPU hog."""
     noise = busy.get((row.profile, row.effective_job_sha256 or ""))
     if noise is None or row.verdict not in (WORSE, INCONCLUSIVE):
-        return row, ""
+        return row, None
     if row.verdict == WORSE and row.ratio and _factor(row.ratio) > noise.explains():
-        return row, ""
-    return replace(row, verdict=INCONCLUSIVE), noise.reason()
+        return row, None
+    return replace(row, verdict=INCONCLUSIVE), noise
 
 
 def _factor(ratio: float) -> float:

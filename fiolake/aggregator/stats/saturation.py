@@ -27,8 +27,10 @@ from fiolake.aggregator.stats import stats
 from fiolake.aggregator.stats.compare import NO_BASELINE, TOO_FEW, CompareRow, decide
 from fiolake.aggregator.stats.verdict_text import EQUIVALENT, INCONCLUSIVE
 from fiolake.errors import LakeError, UsageProblem
+from fiolake.units import human_count
 
 IOPS_AT_SLO = "iops_at_slo"  # the metric's name in gate, trend and JSON
+UNCOMPARABLE = "cannot be compared at the loads tested"  # both sides bounds (issue 40)
 Case = tuple[str, str, str, str | None]  # profile, knob, direction, effective job
 HOLM_NAMES = {"holm": "Holm", "fdr": "Benjamini–Hochberg"}
 # SLO percentile -> CurvePoint field, from the one mapping (slo.PERCENTILE_COLUMNS: the
@@ -230,6 +232,33 @@ def _compare_row(
     return row, safe
 
 
+def bounds_only(other: Saturation, base: Saturation) -> str:
+    """'' unless both sides' IOPS at the SLO are the same kind of bound (both met the SLO
+    at every load tested, or both at none): then that they cannot be compared and the
+    load to try next, e.g. `cannot be compared at the loads tested: both met the SLO up
+    to rate_iops 3.2k, the last tested — try rate_iops 6.4k`."""
+    if other.status != base.status or other.status == slo_math.WITHIN:
+        return ""
+    loads = [p.load for s in (other, base) for p in s.curve]
+    knob = other.knob
+    if other.status == slo_math.ABOVE:
+        last = max(loads)
+        return (
+            f"{UNCOMPARABLE}: both met the SLO up to {knob} {human_count(last)}, the last "
+            f"tested — try {knob} {human_count(last * 2)}"
+        )
+    first = min(loads)
+    return (
+        f"{UNCOMPARABLE}: both missed the SLO from {knob} {human_count(first)}, the first "
+        f"tested — try {knob} {human_count(first / 2)}"
+    )
+
+
+def bounds_note(row: CompareRow) -> str:
+    """The `bounds_only` note of a row that was not compared, or ''."""
+    return next((n for n in row.notes if UNCOMPARABLE in n), "")
+
+
 def _verdict(row: CompareRow, min_effect: float, safe: bool | None) -> str:
     verdict = decide(row, "iops", min_effect)  # higher IOPS at the SLO is better
     # bounds can show a difference (when conservative), never an equivalence
@@ -257,6 +286,13 @@ def compare_saturations(
             rows.append(CompareRow(s.group, *s.row_key[:3], IOPS_AT_SLO, s.row_key[3],
                                    s.runs, 0, None, None,
                                    None, None, None, None, None, None, NO_BASELINE))  # fmt: skip
+            continue
+        why = bounds_only(s, base)
+        if why:  # two bounds: no ratio, no interval, no test (its p would read as equal)
+            rows.append(CompareRow(s.group, s.profile, f"{s.knob} sweep", s.direction,
+                                   IOPS_AT_SLO, s.effective_job_sha256, s.runs, base.runs,
+                                   None, None, None, None, None, None, None, None,
+                                   INCONCLUSIVE, notes=[why]))  # fmt: skip
             continue
         row, safety[id(row)] = _compare_row(s, base, min_effect)
         rows.append(row)

@@ -7,7 +7,13 @@ import pandas as pd
 import streamlit as st
 
 from fiolake.aggregator.lake.columns import display_scale
-from fiolake.aggregator.report.saturation_text import iops_text, knee_text, row_for, sentences
+from fiolake.aggregator.report.saturation_text import (
+    iops_text,
+    knee_text,
+    row_for,
+    sentences,
+    verdict,
+)
 from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.latency import campaigns_of
 from fiolake.aggregator.rows.series import distinct
@@ -15,7 +21,6 @@ from fiolake.aggregator.rows.sweeps import load_sweep_profiles
 from fiolake.aggregator.stats.saturation import saturation
 from fiolake.aggregator.stats.slo import DEFAULT_SLO, parse_slo
 from fiolake.aggregator.stats.stats import DEFAULT_MIN_EFFECT
-from fiolake.aggregator.stats.verdict_text import label
 from fiolake.app.charts import backend_colour, show
 from fiolake.app.common import call_or_stop, get_lake, run_or_stop
 
@@ -137,7 +142,7 @@ for s in report.results:
             "runs": s.runs,
             f"IOPS at {slo.text()} [95% CI]": iops_text(s),
             "knee": knee_text(s),
-            "verdict": label(r, DEFAULT_MIN_EFFECT) if r else "baseline",
+            "verdict": verdict(r, DEFAULT_MIN_EFFECT) if r else "baseline",
         }
     )
 st.dataframe(pd.DataFrame(table), hide_index=True)

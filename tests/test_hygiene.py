@@ -1,0 +1,132 @@
+"""The session-end hygiene check (tests/hygiene.py) sees what a session leaves behind.
+
+Real leftovers are planted — a libfaketime segment pair of a finished process, a process
+started with the session's temporary directory in its environment, a loop device over a
+file in it mounted there — and the check names each; once they are gone it names none.
+A pytester session whose test leaves a process running fails with the list, alone and
+under pytest-xdist (two workers: the controller's check sees the workers' leftovers).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests import hygiene
+from tests.faults.cluster import LIBFAKETIME
+from tests.runner.loopdev import NEEDS, can_loop, loop_device, mounted
+
+pytest_plugins = ["pytester"]
+
+
+def _mine(found: list[str], tmp: Path, pids: set[int]) -> list[str]:
+    """The lines about what this test planted (another session may leave its own)."""
+    return [f for f in found if str(tmp) in f or any(str(p) in f for p in pids)]
+
+
+@pytest.mark.skipif(not can_loop(), reason=NEEDS)
+def test_the_check_names_every_kind_of_leftover(tmp_path: Path) -> None:
+    session = hygiene.Session((tmp_path,), tmp_path)
+    before = hygiene.snapshot()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    shm = [hygiene.SHM / f"{prefix}{gone.pid}" for prefix in hygiene.FAKETIME_SEGMENTS]
+    for path in shm:
+        path.write_bytes(b"")
+    sleeper = subprocess.Popen(
+        ["sleep", "300"], env={**os.environ, "FIOLAKE_HOST_LOCK": str(tmp_path / "host.lock")}
+    )
+    try:
+        with loop_device(tmp_path / "disk.img") as dev, mounted(dev, tmp_path / "mnt"):
+            found = _mine(hygiene.leftovers(session, before), tmp_path, {gone.pid, sleeper.pid})
+            assert sorted(found) == sorted(
+                [
+                    f"libfaketime segment {shm[0]}",
+                    f"libfaketime segment {shm[1]}",
+                    f"loop device {dev} (backing file {tmp_path / 'disk.img'})",
+                    f"mount {tmp_path / 'mnt'} (of {dev})",
+                    f"process {sleeper.pid}: sleep 300",
+                ]
+            )
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        hygiene.remove_faketime_segments(gone.pid)
+    assert not any(path.exists() for path in shm)
+    assert _mine(hygiene.leftovers(session, before), tmp_path, {gone.pid, sleeper.pid}) == []
+
+
+@pytest.mark.skipif(LIBFAKETIME is None, reason="libfaketime is missing — run `make sysdeps`")
+def test_faketime_segments_of_another_sessions_process_are_not_blamed(tmp_path: Path) -> None:
+    """Two Pythons under libfaketime, killed, leave their segment pairs; the watcher saw
+    one run with this session's directory in its environment and one without: only the
+    first is named once both are gone."""
+    session = hygiene.Session((tmp_path / "session",), tmp_path)
+    before, stop = hygiene.snapshot(), threading.Event()
+    watcher = threading.Thread(target=hygiene.watch_faketime, args=(session, before, stop))
+    watcher.start()
+    faked = {**os.environ, "LD_PRELOAD": str(LIBFAKETIME), "FAKETIME": "+0"}
+    faked.pop("FAKETIME_SHARED", None)
+    wait = "import sys; sys.stdin.read()"  # runs until its stdin closes
+    ours = subprocess.Popen([sys.executable, "-c", wait], stdin=subprocess.PIPE,
+                            env={**faked, "MARK": str(tmp_path / "session")})  # fmt: skip
+    theirs = subprocess.Popen([sys.executable, "-c", wait], stdin=subprocess.PIPE, env=faked)
+    try:
+        deadline = time.monotonic() + 30
+        while not {ours.pid, theirs.pid} <= set(session.seen):  # the watcher's verdicts
+            assert time.monotonic() < deadline, session.seen
+            stop.wait(0.1)
+    finally:
+        stop.set()
+        watcher.join()
+        for proc in (ours, theirs):  # kill -9, as the fault tests do: no exit handlers
+            proc.kill()
+            proc.wait()
+    try:
+        assert (session.seen[ours.pid], session.seen[theirs.pid]) == (True, False)
+        found = _mine(hygiene.leftovers(session, before), tmp_path, {ours.pid, theirs.pid})
+        assert found == [
+            f"libfaketime segment {hygiene.SHM}/faketime_shm_{ours.pid}",
+            f"libfaketime segment {hygiene.SHM}/sem.faketime_sem_{ours.pid}",
+        ]
+    finally:
+        for proc in (ours, theirs):
+            hygiene.remove_faketime_segments(proc.pid)
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["alone", "xdist"])
+def test_a_session_that_leaves_a_process_fails(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    pytester.makepyfile(
+        test_leak="""
+        import os, subprocess
+
+        def test_leaves_a_sleeper(tmp_path):
+            env = {**os.environ, "LEFT": str(tmp_path)}
+            subprocess.Popen(["sleep", "300"], env=env)
+
+        def test_cleans_up(tmp_path):
+            subprocess.run(["sleep", "0"], env={**os.environ, "LEFT": str(tmp_path)})
+        """
+    )
+    res = pytester.runpytest("-p", "tests.hygiene", "-p", "no:cacheprovider", *workers)
+    pids = [int(p) for p in re.findall(r"process (\d+): sleep 300", res.stdout.str())]
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    assert len(pids) == 1, res.stdout.str()
+    assert "test hygiene: this session left behind:" in res.stdout.str()
+    res.assert_outcomes(passed=2)
+    assert res.ret == pytest.ExitCode.TESTS_FAILED
+    clean = pytester.runpytest("-p", "tests.hygiene", "-p", "no:cacheprovider", "-k", "cleans",
+                               *workers)  # fmt: skip
+    assert clean.ret == pytest.ExitCode.OK
+    assert "left behind" not in clean.stdout.str()
