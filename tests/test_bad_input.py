@@ -31,6 +31,7 @@ from fiolake.cli.common import DurationParam, IdParam, SizeParam
 from fiolake.errors import UsageProblem
 from fiolake.runner.host.sysinfo import mount_info
 from fiolake.units import parse_duration, parse_size
+from tests.stack.ignoring_proxy import ignoring_proxy
 from tests.runner.loopdev import NEEDS, can_loop, devices_in_every_state, sha256
 
 TINY = "[t]\nrw=randread\nbs=4k\nsize=1M\nioengine=psync\ndirect=1\nruntime=1\ntime_based=1\n"
@@ -1771,6 +1772,16 @@ BAD_TOKEN = (
     'expired or revoked — get a fresh VAULT_TOKEN (for the local stack: eval "$(fiolake '
     'stack env --role <role>)")'
 )
+RUNNER = ["runner", "--backend", "bad-input", "--dir", "{tmp}", "--runner-id", "refused"]
+IMPORT = ["import", "{tmp}/fio.json", "--backend", "bad-input"]
+IGNORING = {"FIOLAKE_S3_ENDPOINT": "{ignoring}"}
+IGNORING_IF_MATCH = {"FIOLAKE_S3_ENDPOINT": "{ignoring_if_match}"}
+IGNORED = (
+    "Error: s3://{bucket} at {ignoring} ignores If-None-Match (a second create returned 200) — "
+    "fiolake cannot commit exactly once there; use a store that honours conditional writes "
+    "(AWS S3, MinIO, Cloudflare R2, versitygw >= 1.1.0, Ceph RGW on RADOS, SeaweedFS >= 4.18) "
+    "or a local directory lake (docs/stores.md)"
+)
 # (id, role, environment changes, args, exit code, the whole message)
 SERVER_CASES: list[tuple[str, str, dict[str, str], list[str], int, str]] = [
     (
@@ -1831,12 +1842,29 @@ SERVER_CASES: list[tuple[str, str, dict[str, str], list[str], int, str]] = [
     ("expired Vault token", "publisher", {"VAULT_TOKEN": "{expired}"}, PUBLISH, 1, BAD_TOKEN),
     ("revoked Vault token", "publisher", {"VAULT_TOKEN": "{revoked}"}, PUBLISH, 1, BAD_TOKEN),
     ("unknown Vault token", "publisher", {"VAULT_TOKEN": "s.not-a-token"}, PUBLISH, 1, BAD_TOKEN),
+    # A store that ignores If-None-Match (tests.stack.ignoring_proxy): every writer refuses
+    # it before its first write; the probe's scratch keys are gone again.
+    ("ignored If-None-Match, publish", "publisher", IGNORING, PUBLISH, 2, IGNORED),
+    ("ignored If-None-Match, runner", "runner", IGNORING, RUNNER, 2, IGNORED),
+    ("ignored If-None-Match, import", "importer", IGNORING, IMPORT, 2, IGNORED),
+    ("ignored If-None-Match, compact", "compactor", IGNORING, ["lake", "compact"], 2, IGNORED),
+    ("ignored If-None-Match, prune", "compactor", IGNORING,
+     ["lake", "prune", "--keep-timeseries", "90d"], 2, IGNORED),  # fmt: skip
+    ("ignored If-None-Match, gate accept", "publisher", IGNORING,
+     ["gate", "accept", "--campaign", "c-x", "--reason", "r"], 2, IGNORED),  # fmt: skip
+    ("ignored If-None-Match, lake check --store", "admin", IGNORING,
+     ["lake", "check", "--store", "--recheck"], 2, IGNORED),  # fmt: skip
+    ("ignored If-Match, publish", "publisher", IGNORING_IF_MATCH, PUBLISH, 2,
+     IGNORED.replace("{ignoring}", "{ignoring_if_match}").replace(
+         "ignores If-None-Match (a second create returned 200)",
+         "ignores If-Match (a write with a stale ETag returned 200)")),  # fmt: skip
 ]
 
 
 @pytest.fixture(scope="module")
-def server_places(stack, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:  # noqa: ANN001
-    """Another CA, and Vault tokens of the publisher's policy: one expired, one revoked."""
+def server_places(stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:  # noqa: ANN001
+    """Another CA, Vault tokens of the publisher's policy (one expired, one revoked), and
+    stores that ignore If-None-Match / If-Match (MinIO behind tests.stack.ignoring_proxy)."""
     import time
 
     import hvac
@@ -1849,8 +1877,14 @@ def server_places(stack, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     root.auth.token.revoke(revoked)
     other_ca = ensure_bootstrap_tls(tmp_path_factory.mktemp("other-ca"), ["127.0.0.1"])[0]
     time.sleep(2)  # the 1 s token is past its TTL
-    return {"endpoint": stack.endpoint, "other_ca": str(other_ca), "expired": expired,
-            "revoked": revoked}  # fmt: skip
+    certs = stack.state_dir / "minio-certs"
+    tls = (stack.endpoint, stack.ca_bundle, certs / "public.crt", certs / "private.key")
+    keys = {creds.access_key: creds.secret_key for creds in stack.roles.values()}
+    with ignoring_proxy(*tls, keys) as ignoring, \
+            ignoring_proxy(*tls, keys, drop={"if-match"}) as ignoring_if_match:  # fmt: skip
+        yield {"endpoint": stack.endpoint, "other_ca": str(other_ca), "expired": expired,
+               "revoked": revoked, "bucket": stack.bucket, "ignoring": ignoring,
+               "ignoring_if_match": ignoring_if_match}  # fmt: skip
 
 
 def _lake_keys(stack) -> set[str]:  # noqa: ANN001
@@ -1861,6 +1895,7 @@ def _lake_keys(stack) -> set[str]:  # noqa: ANN001
 
 def _server_run(stack, role: str, changes: dict[str, str], args: list[str], tmp: Path):  # noqa: ANN001, ANN202
     (tmp / "n.fio").write_text(SERVER_JOB)
+    (tmp / "fio.json").write_text(GOOD_FIO)
     env = {**stack.environ(role), "FIOLAKE_KEYRING": str(tmp / "keyring.json"), **changes}
     return CliRunner().invoke(cli, [a.replace("{tmp}", str(tmp)) for a in args], env=env)
 

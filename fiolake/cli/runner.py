@@ -196,7 +196,7 @@ def _serve(settings: Any, config: Any) -> None:
     from fiolake.runner.distributed.service import Runner
 
     runner_id, backend = config.runner_id, config.backend
-    store = recorded(settings.store(), settings.history, runner_id, settings.pause_file)
+    store = recorded(settings.writable_store(), settings.history, runner_id, settings.pause_file)
     worker = Runner(store, settings.keyring(), config, store_bucket(store))
     signal.signal(signal.SIGTERM, lambda *_: worker.stop_requested.set())
     where = f"device {config.block.path}" if config.block else f"dir {config.target_dir}"
