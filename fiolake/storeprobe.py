@@ -120,7 +120,9 @@ def _send(call: Callable[[], dict[str, Any]]) -> _Answer:
 def _unjudgeable(status: int | None) -> bool:
     # 403/404 (keys, policy, no bucket) and 5xx say nothing about conditional writes;
     # 501 NotImplemented does: the store refuses them loudly (Backblaze B2).
-    return status in (400, 401, 403, 404) or (status is not None and status >= 500 and status != 501)
+    return status in (400, 401, 403, 404) or (
+        status is not None and status >= 500 and status != 501
+    )
 
 
 def _is_2xx(answer: _Answer) -> bool:
@@ -144,16 +146,19 @@ class _Prober:
         self.parallel = parallel
         self.written: set[str] = set()
 
-    def put(self, key: str, body: bytes, **conditions: str) -> _Answer:
+    def put(self, key: str, body: bytes, *, racing: bool = False, **conditions: str) -> _Answer:
         """PUT one scratch key; its answer, or the store's error when no verdict can be
-        drawn from it (403, no bucket, unreachable, 5xx other than 501 NotImplemented)."""
+        drawn from it (403, no bucket, 5xx other than 501 NotImplemented; no answer at
+        all unless `racing`, where a dropped connection may be a lost race)."""
         self.written.add(key)
         answer = _send(
             lambda: self.client.put_object(
                 Bucket=self.bucket, Key=self.scratch + key, Body=body, **conditions
             )
         )
-        if answer.error is not None and _unjudgeable(answer.status):
+        if answer.error is not None and (
+            _unjudgeable(answer.status) or (answer.status is None and not racing)
+        ):
             raise self._error(answer.error, key)
         return answer
 
@@ -236,7 +241,7 @@ class _Prober:
 
         def racer(i: int) -> _Answer:
             gate.wait()
-            return self.put(key, bodies[i], IfNoneMatch="*")
+            return self.put(key, bodies[i], racing=True, IfNoneMatch="*")
 
         with ThreadPoolExecutor(self.parallel) as pool:
             answers = list(pool.map(racer, range(self.parallel)))
@@ -290,7 +295,9 @@ def _load(cache_file: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def cached_report(store: S3Store, cache_file: Path, *, now: datetime | None = None) -> ProbeReport | None:
+def cached_report(
+    store: S3Store, cache_file: Path, *, now: datetime | None = None
+) -> ProbeReport | None:
     """The remembered passing verdict for `store`'s endpoint + bucket, if younger than the TTL."""
     entry = _load(cache_file).get(_cache_key(store))
     if not isinstance(entry, dict):
@@ -337,7 +344,9 @@ def check_store(store: S3Store, cache_file: Path | None, *, recheck: bool = Fals
     return report
 
 
-def require_safe_store(store: ObjectStore, cache_file: Path | None, *, recheck: bool = False) -> None:
+def require_safe_store(
+    store: ObjectStore, cache_file: Path | None, *, recheck: bool = False
+) -> None:
     """Refuse (StoreRefused, exit 2) to write a lake on an S3 store that fails the probe.
 
     A local directory lake needs no probe: its create-only and compare-and-swap writes

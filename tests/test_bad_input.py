@@ -31,8 +31,8 @@ from fiolake.cli.common import DurationParam, IdParam, SizeParam
 from fiolake.errors import UsageProblem
 from fiolake.runner.host.sysinfo import mount_info
 from fiolake.units import parse_duration, parse_size
-from tests.stack.ignoring_proxy import ignoring_proxy
 from tests.runner.loopdev import NEEDS, can_loop, devices_in_every_state, sha256
+from tests.stack.ignoring_proxy import ignoring_proxy
 
 TINY = "[t]\nrw=randread\nbs=4k\nsize=1M\nioengine=psync\ndirect=1\nruntime=1\ntime_based=1\n"
 JOBS = {
@@ -1848,16 +1848,41 @@ SERVER_CASES: list[tuple[str, str, dict[str, str], list[str], int, str]] = [
     ("ignored If-None-Match, runner", "runner", IGNORING, RUNNER, 2, IGNORED),
     ("ignored If-None-Match, import", "importer", IGNORING, IMPORT, 2, IGNORED),
     ("ignored If-None-Match, compact", "compactor", IGNORING, ["lake", "compact"], 2, IGNORED),
-    ("ignored If-None-Match, prune", "compactor", IGNORING,
-     ["lake", "prune", "--keep-timeseries", "90d"], 2, IGNORED),  # fmt: skip
-    ("ignored If-None-Match, gate accept", "publisher", IGNORING,
-     ["gate", "accept", "--campaign", "c-x", "--reason", "r"], 2, IGNORED),  # fmt: skip
-    ("ignored If-None-Match, lake check --store", "admin", IGNORING,
-     ["lake", "check", "--store", "--recheck"], 2, IGNORED),  # fmt: skip
-    ("ignored If-Match, publish", "publisher", IGNORING_IF_MATCH, PUBLISH, 2,
-     IGNORED.replace("{ignoring}", "{ignoring_if_match}").replace(
-         "ignores If-None-Match (a second create returned 200)",
-         "ignores If-Match (a write with a stale ETag returned 200)")),  # fmt: skip
+    (
+        "ignored If-None-Match, prune",
+        "compactor",
+        IGNORING,
+        ["lake", "prune", "--keep-timeseries", "90d"],
+        2,
+        IGNORED,
+    ),  # fmt: skip
+    (
+        "ignored If-None-Match, gate accept",
+        "publisher",
+        IGNORING,
+        ["gate", "accept", "--campaign", "c-x", "--reason", "r"],
+        2,
+        IGNORED,
+    ),  # fmt: skip
+    (
+        "ignored If-None-Match, lake check --store",
+        "admin",
+        IGNORING,
+        ["lake", "check", "--store", "--recheck"],
+        2,
+        IGNORED,
+    ),  # fmt: skip
+    (
+        "ignored If-Match, publish",
+        "publisher",
+        IGNORING_IF_MATCH,
+        PUBLISH,
+        2,
+        IGNORED.replace("{ignoring}", "{ignoring_if_match}").replace(
+            "ignores If-None-Match (a second create returned 200)",
+            "ignores If-Match (a write with a stale ETag returned 200)",
+        ),
+    ),  # fmt: skip
 ]
 
 

@@ -21,6 +21,7 @@ from fiolake.s3client import S3Settings, s3_client
 from fiolake.stack import versitygw as vgw
 from fiolake.stack.bootstrap_tls import ensure_bootstrap_tls
 from fiolake.stack.process import free_ports, wait_for
+from fiolake.store import LocalStore, ObjectStore, S3Store
 
 
 @dataclass(frozen=True)
@@ -73,11 +74,34 @@ def versitygw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
         proc.wait()
 
 
-@pytest.fixture(scope="session", params=["minio", "versitygw"])
-def s3_server(request: pytest.FixtureRequest) -> S3Server:
-    """Each real S3 server in turn: the session stack's MinIO, then versitygw."""
-    if request.param == "versitygw":
+def real_server(request: pytest.FixtureRequest, name: str) -> S3Server:
+    """The session's running S3 server `name`: "minio" (the stack, admin keys) or
+    "versitygw"."""
+    if name == "versitygw":
         server: S3Server = request.getfixturevalue("versitygw")
         return server
     stack = request.getfixturevalue("stack")
     return S3Server("minio", stack.s3_settings("admin"), stack.bucket)
+
+
+# A store fixture's params: the local directory lake and both real S3 servers (marked
+# `stack`: `make test-fast` skips them).
+STORES = [
+    "local",
+    pytest.param("minio", marks=pytest.mark.stack),
+    pytest.param("versitygw", marks=pytest.mark.stack),
+]
+
+
+def lake_store(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
+    """A fresh, empty lake on the store `request.param` names (one of STORES)."""
+    if request.param == "local":
+        return LocalStore(tmp_path / "lake")
+    server = real_server(request, request.param)
+    return S3Store(server.bucket, f"t-{secrets.token_hex(6)}", server.settings)
+
+
+@pytest.fixture(scope="session", params=["minio", "versitygw"])
+def s3_server(request: pytest.FixtureRequest) -> S3Server:
+    """Each real S3 server in turn: the session stack's MinIO, then versitygw."""
+    return real_server(request, request.param)

@@ -47,7 +47,6 @@ def accept(lake: str, campaign: str, reason: str, by: str | None) -> None:
     from fiolake.aggregator.lake.accepted import accept as record
     from fiolake.aggregator.lake.accepted import check_reason
     from fiolake.aggregator.rows.filters import RunFilter, validate
-
     from fiolake.config import Settings
 
     reason = check_reason(reason)

@@ -21,9 +21,7 @@ VERSITYGW_PIN = "v1.8.0"
 
 def ensure_versitygw() -> Path:
     """The versitygw binary; builds it with `go install` (≈2 min, once) if missing."""
-    return go_install(
-        "versitygw", "versitygw", f"{VERSITYGW_MODULE}@{VERSITYGW_PIN}", "pytest"
-    )
+    return go_install("versitygw", "versitygw", f"{VERSITYGW_MODULE}@{VERSITYGW_PIN}", "pytest")
 
 
 def server_argv(

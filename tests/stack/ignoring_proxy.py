@@ -29,9 +29,7 @@ _RESIGNED = {"authorization", "x-amz-date", "x-amz-content-sha256", "host", "con
 _HOP = {"connection", "transfer-encoding", "content-length", "keep-alive"}
 
 
-def _handler(
-    upstream: str, ca: str, secrets: dict[str, str], region: str, drop: set[str]
-) -> type:
+def _handler(upstream: str, ca: str, secrets: dict[str, str], region: str, drop: set[str]) -> type:
     session = requests.Session()
 
     class Handler(BaseHTTPRequestHandler):
