@@ -665,6 +665,19 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
             'FIOLAKE_S3_ENDPOINT (run `eval "$(fiolake stack env)"` for the local stack)\n'
         ),
     ),
+    (
+        ["status", "--recent", "1", "--lake", "s3://b"],
+        {"FIOLAKE_S3_ENDPOINT": "https://127.0.0.1:9", "FIOLAKE_S3_ADDRESSING": "vhost"},
+        2,
+        "Error: FIOLAKE_S3_ADDRESSING is 'vhost' — set it to 'path' (https://host/bucket/key, "
+        "the default) or 'virtual' (https://bucket.host/key: AWS S3, R2)\n",
+    ),
+    (
+        ["lake", "check", "--recheck", "--lake", "{tmp}"],
+        {},
+        2,
+        "Error: --recheck goes with --store — add --store\n",
+    ),
     # -- validate / profiles
     (["validate"], {}, 2, "Error: name at least one job file (or a profile), or use --list\n"),
     (["validate", "nope"], {}, 2, f"Error: no job file or profile named 'nope' — {SHIPPED}\n"),

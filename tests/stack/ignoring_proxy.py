@@ -1,5 +1,6 @@
 """A header-ignoring S3 store for tests: a TLS pass-through proxy in front of the test
-MinIO that drops `If-None-Match` and `If-Match` from every request.
+MinIO that drops `If-None-Match` and `If-Match` from every request (or, with `cut`, a
+store whose answers to some PUTs are lost on the way back: a dropped connection).
 
 That is what Google Cloud Storage's S3 API, Garage 2.0 and Ceph's dbstore do (200 and an
 overwrite); none of them runs here, so this proxy plays them. SigV4 signs those headers,
@@ -29,7 +30,9 @@ _RESIGNED = {"authorization", "x-amz-date", "x-amz-content-sha256", "host", "con
 _HOP = {"connection", "transfer-encoding", "content-length", "keep-alive"}
 
 
-def _handler(upstream: str, ca: str, secrets: dict[str, str], region: str, drop: set[str]) -> type:
+def _handler(
+    upstream: str, ca: str, secrets: dict[str, str], region: str, drop: set[str], cut: str
+) -> type:
     session = requests.Session()
 
     class Handler(BaseHTTPRequestHandler):
@@ -53,6 +56,9 @@ def _handler(upstream: str, ca: str, secrets: dict[str, str], region: str, drop:
             resp = session.request(self.command, prepared.url, headers=dict(prepared.headers),
                                    data=body, verify=ca, stream=True)  # fmt: skip
             data = resp.raw.read(decode_content=False)
+            if cut and self.command == "PUT" and cut in self.path:
+                self.close_connection = True  # the write landed; its answer is lost
+                return
             self.send_response(resp.status_code)
             for name, value in resp.headers.items():
                 if name.lower() not in _HOP:
@@ -70,11 +76,12 @@ def _handler(upstream: str, ca: str, secrets: dict[str, str], region: str, drop:
 @contextmanager
 def ignoring_proxy(
     upstream: str, ca: Path, cert: Path, key: Path, secrets: dict[str, str],
-    region: str = "us-east-1", drop: set[str] = DROPPED,
+    region: str = "us-east-1", drop: set[str] = DROPPED, cut: str = "",
 ) -> Iterator[str]:  # fmt: skip
     """Serve the proxy on a free 127.0.0.1 port (dropping the headers in `drop`, lower
-    case; default both); yields its https:// endpoint."""
-    handler = _handler(upstream, str(ca), secrets, region, drop)
+    case; default both; and, when `cut` is given, hanging up without an answer on each
+    PUT whose path holds it, after the server took it); yields its https:// endpoint."""
+    handler = _handler(upstream, str(ca), secrets, region, drop, cut)
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -4,6 +4,7 @@ conditional headers at the step that shows it, caches a pass, and leaves no scra
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -15,6 +16,7 @@ from fiolake.cli import cli
 from fiolake.stack.env import StackEnv
 from fiolake.store import S3Store
 from fiolake.storeprobe import VERDICT_TTL, cached_report, check_store, probe
+from tests.stack.ignoring_proxy import ignoring_proxy
 
 STEPS = ["create", "second create", "stale If-Match", "current If-Match", "parallel creates"]
 FIX = (
@@ -120,4 +122,22 @@ def test_lake_check_store_refuses_the_ignoring_store_with_exit_2(
     )
     steps = json.loads(result.stdout)["steps"]
     assert [(s["name"], s["ok"]) for s in steps] == [("create", True), ("second create", False)]
+    assert _left(stack, lake) == []
+
+
+def test_a_lost_answer_in_the_race_is_never_a_win(stack: StackEnv) -> None:
+    """Every racer's answer is cut after MinIO took its PUT: none of them is a 2xx, and
+    the probe still finds the one winner by reading the key back."""
+    certs = stack.state_dir / "minio-certs"
+    secrets_ = {c.access_key: c.secret_key for c in stack.roles.values()}
+    tls = (certs / "public.crt", certs / "private.key")
+    with ignoring_proxy(stack.endpoint, stack.ca_bundle, *tls, secrets_, drop=set(),
+                        cut="/race") as endpoint:  # fmt: skip
+        lake = _lake(stack, endpoint)
+        report = probe(lake)
+    assert report.passed, report.steps
+    assert re.fullmatch(
+        r"0 × 2xx, 0 × 412/409, 8 × no answer; the key holds racer \d's body",
+        report.steps[-1].got,
+    )
     assert _left(stack, lake) == []
