@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from fiolake.errors import UsageProblem
 from fiolake.runner.host.sysinfo import mount_info
 from fiolake.units import parse_duration, parse_size
 from tests.runner.loopdev import NEEDS, can_loop, devices_in_every_state, sha256
-from tests.stack.ignoring_proxy import ignoring_proxy
+from tests.stack.ignoring_proxy import Misbehaviour, ignoring_proxy
 
 TINY = "[t]\nrw=randread\nbs=4k\nsize=1M\nioengine=psync\ndirect=1\nruntime=1\ntime_based=1\n"
 JOBS = {
@@ -1787,13 +1788,23 @@ BAD_TOKEN = (
 )
 RUNNER = ["runner", "--backend", "bad-input", "--dir", "{tmp}", "--runner-id", "refused"]
 IMPORT = ["import", "{tmp}/fio.json", "--backend", "bad-input"]
+# Stores that fail the store probe, each a proxy in front of the stack's MinIO
+# (tests.stack.ignoring_proxy): its name in the table, what it does wrong.
+STORES_THAT_FAIL = {
+    "ignoring": Misbehaviour(),
+    "ignoring_if_match": Misbehaviour(drop=frozenset({"if-match"})),
+    "refusing": Misbehaviour(refuse=501),  # as Backblaze B2
+    "racy": Misbehaviour(where="/race"),  # honoured one at a time only (SeaweedFS 4.16)
+}
 IGNORING = {"FIOLAKE_S3_ENDPOINT": "{ignoring}"}
-IGNORING_IF_MATCH = {"FIOLAKE_S3_ENDPOINT": "{ignoring_if_match}"}
-IGNORED = (
-    "Error: s3://{bucket} at {ignoring} ignores If-None-Match (a second create returned 200) — "
+PROBE_FIX = (
     "fiolake cannot commit exactly once there; use a store that honours conditional writes "
     "(AWS S3, MinIO, Cloudflare R2, versitygw >= 1.1.0, Ceph RGW on RADOS, SeaweedFS >= 4.18) "
     "or a local directory lake (docs/stores.md)"
+)
+IGNORED = (
+    "Error: s3://{bucket} at {ignoring} ignores If-None-Match (a second create returned 200) — "
+    + PROBE_FIX
 )
 # (id, role, environment changes, args, exit code, the whole message)
 SERVER_CASES: list[tuple[str, str, dict[str, str], list[str], int, str]] = [
@@ -1885,18 +1896,17 @@ SERVER_CASES: list[tuple[str, str, dict[str, str], list[str], int, str]] = [
         2,
         IGNORED,
     ),  # fmt: skip
-    (
-        "ignored If-Match, publish",
-        "publisher",
-        IGNORING_IF_MATCH,
-        PUBLISH,
-        2,
-        IGNORED.replace("{ignoring}", "{ignoring_if_match}").replace(
-            "ignores If-None-Match (a second create returned 200)",
-            "ignores If-Match (a write with a stale ETag returned 200)",
-        ),
-    ),  # fmt: skip
-]
+    ("ignored If-Match, publish", "publisher", {"FIOLAKE_S3_ENDPOINT": "{ignoring_if_match}"},
+     PUBLISH, 2, "Error: s3://{bucket} at {ignoring_if_match} ignores If-Match (a write with a "
+     "stale ETag returned 200) — " + PROBE_FIX),
+    ("If-None-Match refused (501), import", "importer", {"FIOLAKE_S3_ENDPOINT": "{refusing}"},
+     IMPORT, 2, "Error: s3://{bucket} at {refusing} refuses If-None-Match (a create with "
+     "If-None-Match: * returned 501 NotImplemented) — " + PROBE_FIX),
+    ("If-None-Match ignored under concurrency, runner", "runner",
+     {"FIOLAKE_S3_ENDPOINT": "{racy}"}, RUNNER, 2, "Error: s3://{bucket} at {racy} ignores "
+     "If-None-Match under concurrency (8 of 8 parallel creates of one key returned 2xx) — "
+     + PROBE_FIX),
+]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -1918,11 +1928,12 @@ def server_places(stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[d
     certs = stack.state_dir / "minio-certs"
     tls = (stack.endpoint, stack.ca_bundle, certs / "public.crt", certs / "private.key")
     keys = {creds.access_key: creds.secret_key for creds in stack.roles.values()}
-    with ignoring_proxy(*tls, keys) as ignoring, \
-            ignoring_proxy(*tls, keys, drop={"if-match"}) as ignoring_if_match:  # fmt: skip
-        yield {"endpoint": stack.endpoint, "other_ca": str(other_ca), "expired": expired,
-               "revoked": revoked, "bucket": stack.bucket, "ignoring": ignoring,
-               "ignoring_if_match": ignoring_if_match}  # fmt: skip
+    places = {"endpoint": stack.endpoint, "other_ca": str(other_ca), "expired": expired,
+              "revoked": revoked, "bucket": stack.bucket}  # fmt: skip
+    with ExitStack() as proxies:
+        for name, how in STORES_THAT_FAIL.items():
+            places[name] = proxies.enter_context(ignoring_proxy(*tls, keys, how))
+        yield places
 
 
 def _lake_keys(stack) -> set[str]:  # noqa: ANN001

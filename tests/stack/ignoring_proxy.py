@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 import ssl
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -23,15 +24,33 @@ from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-DROPPED = {"if-none-match", "if-match"}
+DROPPED = frozenset({"if-none-match", "if-match"})
 # Re-made by the signer or by requests itself.
 _RESIGNED = {"authorization", "x-amz-date", "x-amz-content-sha256", "host", "content-length",
              "connection", "accept-encoding"}  # fmt: skip
 _HOP = {"connection", "transfer-encoding", "content-length", "keep-alive"}
 
 
+@dataclass(frozen=True)
+class Misbehaviour:
+    """What the proxy does wrong: drop the headers in `drop` (lower case) from requests
+    whose path holds `where`; answer `refuse` (e.g. 501) to every conditional PUT instead
+    of forwarding it; hang up without an answer on PUTs whose path holds `cut`."""
+
+    drop: frozenset[str] = DROPPED
+    where: str = ""
+    refuse: int = 0
+    cut: str = ""
+
+
+_REFUSAL = (
+    '<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>'
+    "A header you provided implies functionality that is not implemented</Message></Error>"
+)
+
+
 def _handler(
-    upstream: str, ca: str, secrets: dict[str, str], region: str, drop: set[str], cut: str
+    upstream: str, ca: str, secrets: dict[str, str], region: str, how: Misbehaviour
 ) -> type:
     session = requests.Session()
 
@@ -47,6 +66,11 @@ def _handler(
             auth = self.headers.get("Authorization", "")
             found = re.search(r"Credential=([^/]+)/", auth)
             key = found.group(1) if found else ""
+            conditional = any(k.lower() in DROPPED for k in self.headers)
+            if how.refuse and conditional and self.command == "PUT":
+                self._answer(how.refuse, _REFUSAL.encode(), {"Content-Type": "application/xml"})
+                return
+            drop = how.drop if how.where in self.path else frozenset()
             headers = {k: v for k, v in self.headers.items()
                        if k.lower() not in drop | _RESIGNED}  # fmt: skip
             request = AWSRequest(self.command, upstream + self.path, headers=headers, data=body)
@@ -56,11 +80,14 @@ def _handler(
             resp = session.request(self.command, prepared.url, headers=dict(prepared.headers),
                                    data=body, verify=ca, stream=True)  # fmt: skip
             data = resp.raw.read(decode_content=False)
-            if cut and self.command == "PUT" and cut in self.path:
+            if how.cut and self.command == "PUT" and how.cut in self.path:
                 self.close_connection = True  # the write landed; its answer is lost
                 return
-            self.send_response(resp.status_code)
-            for name, value in resp.headers.items():
+            self._answer(resp.status_code, data, resp.headers)
+
+        def _answer(self, status: int, data: bytes, headers: Mapping[str, str]) -> None:
+            self.send_response(status)
+            for name, value in headers.items():
                 if name.lower() not in _HOP:
                     self.send_header(name, value)
             self.send_header("Content-Length", str(len(data)))
@@ -76,12 +103,11 @@ def _handler(
 @contextmanager
 def ignoring_proxy(
     upstream: str, ca: Path, cert: Path, key: Path, secrets: dict[str, str],
-    region: str = "us-east-1", drop: set[str] = DROPPED, cut: str = "",
+    how: Misbehaviour = Misbehaviour(), region: str = "us-east-1",
 ) -> Iterator[str]:  # fmt: skip
-    """Serve the proxy on a free 127.0.0.1 port (dropping the headers in `drop`, lower
-    case; default both; and, when `cut` is given, hanging up without an answer on each
-    PUT whose path holds it, after the server took it); yields its https:// endpoint."""
-    handler = _handler(upstream, str(ca), secrets, region, drop, cut)
+    """Serve the proxy on a free 127.0.0.1 port, misbehaving as `how` says (default: drop
+    both headers from every request); yields its https:// endpoint."""
+    handler = _handler(upstream, str(ca), secrets, region, how)
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

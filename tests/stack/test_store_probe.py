@@ -16,7 +16,7 @@ from fiolake.cli import cli
 from fiolake.stack.env import StackEnv
 from fiolake.store import S3Store
 from fiolake.storeprobe import VERDICT_TTL, cached_report, check_store, probe
-from tests.stack.ignoring_proxy import ignoring_proxy
+from tests.stack.ignoring_proxy import Misbehaviour, ignoring_proxy
 
 STEPS = ["create", "second create", "stale If-Match", "current If-Match", "parallel creates"]
 FIX = (
@@ -132,8 +132,8 @@ def test_a_lost_answer_in_the_race_is_never_a_win(stack: StackEnv) -> None:
     certs = stack.state_dir / "minio-certs"
     secrets_ = {c.access_key: c.secret_key for c in stack.roles.values()}
     tls = (certs / "public.crt", certs / "private.key")
-    with ignoring_proxy(stack.endpoint, stack.ca_bundle, *tls, secrets_, drop=set(),
-                        cut="/race") as endpoint:  # fmt: skip
+    how = Misbehaviour(drop=frozenset(), cut="/race")
+    with ignoring_proxy(stack.endpoint, stack.ca_bundle, *tls, secrets_, how) as endpoint:
         lake = _lake(stack, endpoint)
         report = probe(lake)
     assert report.passed, report.steps
