@@ -21,6 +21,7 @@ A store passing them is remembered per endpoint + bucket for `VERDICT_TTL` in a 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import secrets
 import tempfile
@@ -39,6 +40,8 @@ from fiolake import layout
 from fiolake.errors import NotFound, UsageProblem
 from fiolake.s3client import s3_client, s3_error
 from fiolake.store import ObjectStore, S3Store
+
+log = logging.getLogger(__name__)
 
 VERDICT_TTL = timedelta(hours=24)
 PARALLEL_CREATES = 8
@@ -329,14 +332,14 @@ def _remember(store: S3Store, report: ProbeReport, cache_file: Path) -> None:
 def check_store(store: S3Store, cache_file: Path | None, *, recheck: bool = False) -> ProbeReport:
     """The verdict on `store`: the cached one if fresh (and not `recheck`), else a new probe
     (remembered when it passed). `cache_file` None: no cache, always probe."""
-    if cache_file is None:
-        return probe(store)
-    if not recheck:
+    if cache_file is not None and not recheck:
         cached = cached_report(store, cache_file)
         if cached is not None:
             return cached
     report = probe(store)
-    if report.passed:
+    log.info("store probe of s3://%s at %s: %s in %.2f s", store.bucket,
+             store.settings.endpoint, report.failure or "passed", report.elapsed_s)  # fmt: skip
+    if report.passed and cache_file is not None:
         _remember(store, report, cache_file)
     return report
 
