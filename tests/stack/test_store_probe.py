@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from fiolake.cli import cli
 from fiolake.stack.env import StackEnv
-from fiolake.store import S3Store
-from fiolake.storeprobe import VERDICT_TTL, cached_report, check_store, probe
+from fiolake.store import LocalStore, S3Store
+from fiolake.storeprobe import VERDICT_TTL, cached_report, check_store, probe, require_safe_store
 from tests.stack.ignoring_proxy import Misbehaviour, ignoring_proxy
 
 STEPS = ["create", "second create", "stale If-Match", "current If-Match", "parallel creates"]
@@ -142,3 +142,14 @@ def test_a_lost_answer_in_the_race_is_never_a_win(stack: StackEnv) -> None:
         report.steps[-1].got,
     )
     assert _left(stack, lake) == []
+
+
+def test_a_local_directory_lake_needs_no_probe(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["lake", "check", "--store", "--lake", str(tmp_path)])
+    assert (result.exit_code, result.stdout) == (0, "")
+    assert result.stderr == (
+        f"ok: {tmp_path} is a local directory — fiolake's own create-only and "
+        "compare-and-swap writes, no store probe needed\n"
+    )
+    require_safe_store(LocalStore(tmp_path / "lake"), tmp_path / "cache.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing probed, nothing cached
