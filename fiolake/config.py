@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fiolake.errors import ConfigError, FiolakeError
+from fiolake.errors import ConfigError, FiolakeError, UsageProblem
 from fiolake.s3client import S3Settings
 from fiolake.signing.base import DEFAULT_KEYRING, DEFAULT_TRANSIT_KEY
 from fiolake.store import ObjectStore, open_store
@@ -24,11 +24,15 @@ if TYPE_CHECKING:  # imported where used: most commands never sign (fiolake.sign
 
 DEFAULT_LAKE = "./lake"
 DEFAULT_SNAPSHOT_CACHE = Path("~/.cache/fiolake/snapshots")
+DEFAULT_PROBE_CACHE = Path("~/.cache/fiolake/store-probe.json")
 
 # name -> what it sets; docs/usage.md's configuration table is checked against this.
 ENV_VARS: dict[str, str] = {
     "FIOLAKE_LAKE": "lake location: a directory or s3://BUCKET[/PREFIX] (default ./lake)",
     "FIOLAKE_S3_ENDPOINT": "https:// endpoint of the object store (S3 lakes)",
+    "AWS_ENDPOINT_URL": "the endpoint when FIOLAKE_S3_ENDPOINT is unset (boto3's own variable)",
+    "FIOLAKE_S3_ADDRESSING": "path (default: https://host/bucket/key) or virtual "
+    "(https://bucket.host/key, AWS S3 and R2); boto3, DuckDB and delta-rs alike",
     "FIOLAKE_CA_BUNDLE": "CA file that signed the object store's certificate",
     "AWS_ACCESS_KEY_ID": "object-store access key",
     "AWS_SECRET_ACCESS_KEY": "object-store secret key",
@@ -48,6 +52,8 @@ ENV_VARS: dict[str, str] = {
     "FIOLAKE_SNAPSHOT_CACHE": "where readers keep lake snapshots, and the rows of runs not yet "
     "compacted, between processes (default "
     "~/.cache/fiolake/snapshots; off: none)",
+    "FIOLAKE_PROBE_CACHE": "the store probe's verdicts per endpoint + bucket (default "
+    "~/.cache/fiolake/store-probe.json; off: probe at every start)",
     "FIOLAKE_POLICY_DIR": "replacement HCL/IAM policies for `stack up` (default: shipped)",
     "FIOLAKE_HOST_LOCK": "the host-wide fio lock file, as --host-lock (default "
     "/run/lock/fiolake/host.lock)",
@@ -74,10 +80,22 @@ def _ca_bundle(env: Mapping[str, str]) -> str | None:
     return value
 
 
-def _snapshot_cache(value: str | None) -> Path | None:
+def _cache(value: str | None, default: Path) -> Path | None:
     if value == "off":
         return None
-    return _path(value) or DEFAULT_SNAPSHOT_CACHE.expanduser()
+    return _path(value) or default.expanduser()
+
+
+def _addressing(value: str | None) -> bool:
+    """FIOLAKE_S3_ADDRESSING: True for virtual-hosted, False for path-style (the default)."""
+    if value in (None, "", "path"):
+        return False
+    if value == "virtual":
+        return True
+    raise UsageProblem(
+        f"FIOLAKE_S3_ADDRESSING is {value!r} — set it to 'path' (https://host/bucket/key, "
+        "the default) or 'virtual' (https://bucket.host/key: AWS S3, R2)"
+    )
 
 
 def _need(value: str | None, name: str, why: str) -> str:
@@ -103,6 +121,7 @@ class Settings:
     state_dir: Path | None = None
     cache_dir: Path | None = None
     snapshot_cache: Path | None = None  # None: snapshots are not kept on disk
+    probe_cache: Path | None = DEFAULT_PROBE_CACHE.expanduser()  # None: never cached
     policy_dir: Path | None = None
     history: Path | None = None
     pause_file: Path | None = None
@@ -111,7 +130,7 @@ class Settings:
     def from_env(cls, env: Mapping[str, str] | None = None, *, lake: str | None = None) -> Settings:
         """Settings from `env` (default os.environ); `lake` (a --lake flag) wins over it."""
         env = os.environ if env is None else env
-        endpoint = env.get("FIOLAKE_S3_ENDPOINT")
+        endpoint = env.get("FIOLAKE_S3_ENDPOINT") or env.get("AWS_ENDPOINT_URL")
         s3 = None
         if endpoint:
             s3 = S3Settings(
@@ -120,6 +139,7 @@ class Settings:
                 access_key=env.get("AWS_ACCESS_KEY_ID"),
                 secret_key=env.get("AWS_SECRET_ACCESS_KEY"),
                 region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+                virtual_hosted=_addressing(env.get("FIOLAKE_S3_ADDRESSING")),
             )
         return cls(
             lake=lake or env.get("FIOLAKE_LAKE") or DEFAULT_LAKE,
@@ -134,7 +154,8 @@ class Settings:
             vault_cacert=env.get("VAULT_CACERT") or None,
             state_dir=_path(env.get("FIOLAKE_STATE_DIR")),
             cache_dir=_path(env.get("FIOLAKE_CACHE_DIR")),
-            snapshot_cache=_snapshot_cache(env.get("FIOLAKE_SNAPSHOT_CACHE")),
+            snapshot_cache=_cache(env.get("FIOLAKE_SNAPSHOT_CACHE"), DEFAULT_SNAPSHOT_CACHE),
+            probe_cache=_cache(env.get("FIOLAKE_PROBE_CACHE"), DEFAULT_PROBE_CACHE),
             policy_dir=_path(env.get("FIOLAKE_POLICY_DIR")),
             history=_path(env.get("FIOLAKE_HISTORY")),
             pause_file=_path(env.get("FIOLAKE_PAUSE_FILE")),
@@ -146,8 +167,17 @@ class Settings:
         return self.s3 if self.lake.startswith("s3://") else None
 
     def store(self) -> ObjectStore:
-        """Open the lake (local directory or S3)."""
+        """Open the lake (local directory or S3) for reading."""
         return open_store(self.lake, self.lake_s3)
+
+    def writable_store(self, *, recheck: bool = False) -> ObjectStore:
+        """Open the lake for a command that writes it: an S3 store must first pass the
+        store probe (cached per endpoint + bucket), else StoreRefused (exit 2)."""
+        from fiolake.storeprobe import require_safe_store
+
+        store = self.store()
+        require_safe_store(store, self.probe_cache, recheck=recheck)
+        return store
 
     def signer(self) -> Signer:
         """FIOLAKE_SIGNER=vault (VAULT_ADDR, VAULT_TOKEN, …) or local (FIOLAKE_SIGNING_KEY)."""

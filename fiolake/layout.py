@@ -37,6 +37,8 @@ RAW_PREFIX = "raw/"
 # is intended (who, when, why; `fiolake gate accept`): the gate's default baseline from then
 # on, and a change point at it is no regression (aggregator.lake.accepted).
 ACCEPTED_PREFIX = "accepted/"
+# probe/<random>/...: the store probe's scratch keys (fiolake.storeprobe), removed when it ends.
+PROBE_PREFIX = "probe/"
 
 TABLES = (
     "runs",

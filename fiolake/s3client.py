@@ -46,6 +46,9 @@ class S3Settings:
     access_key: str | None = None
     secret_key: str | None = None
     region: str = "us-east-1"
+    # Path-style (https://host/bucket/key) suits MinIO, versitygw, Ceph and a bare IP;
+    # AWS S3 and R2 also take virtual-hosted (https://bucket.host/key).
+    virtual_hosted: bool = False
 
     def __post_init__(self) -> None:
         if not self.endpoint.startswith("https://"):
@@ -53,6 +56,41 @@ class S3Settings:
                 f"refusing plain-text endpoint {self.endpoint!r}: use https:// "
                 "(fiolake talks to object storage over TLS only)"
             )
+
+    # The one place that says how each S3 client reaches the store: botocore
+    # (`s3_client`), DuckDB's httpfs (`duckdb_secret`) and delta-rs' object_store
+    # (`object_store_options`) get the same endpoint, region, addressing and keys.
+
+    def duckdb_secret(self) -> dict[str, str]:
+        """DuckDB httpfs `CREATE SECRET (TYPE s3, …)` parameters (values unquoted)."""
+        secret = {
+            "ENDPOINT": self.endpoint.removeprefix("https://").rstrip("/"),
+            "URL_STYLE": "vhost" if self.virtual_hosted else "path",
+            "USE_SSL": "true",
+            "REGION": self.region,
+        }
+        if self.access_key:
+            secret |= {"KEY_ID": self.access_key, "SECRET": self.secret_key or ""}
+        return secret
+
+    def object_store_options(self) -> dict[str, str]:
+        """delta-rs / Rust object_store storage options (the CA goes separately:
+        fiolake.aggregator.lake.delta).
+
+        `AWS_CONDITIONAL_PUT=etag` makes Delta log commits create-only (If-None-Match),
+        the same guarantee the store probe checks, with no DynamoDB lock.
+        """
+        options = {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_REGION": self.region,
+            "AWS_ALLOW_HTTP": "false",
+            "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "true" if self.virtual_hosted else "false",
+            "AWS_CONDITIONAL_PUT": "etag",
+        }
+        if self.access_key:
+            options["AWS_ACCESS_KEY_ID"] = self.access_key
+            options["AWS_SECRET_ACCESS_KEY"] = self.secret_key or ""
+        return options
 
 
 def _fast_timestamp(value: str) -> datetime:
@@ -81,7 +119,8 @@ def _botocore_session() -> botocore.session.Session:
 
 
 def s3_client(settings: S3Settings, *, retries: int = 3, timeout_s: float = 10.0) -> Any:
-    """A boto3 S3 client for `settings` (path-style, TLS verified against the CA bundle)."""
+    """A boto3 S3 client for `settings` (path-style unless virtual-hosted is asked; TLS
+    verified against the CA bundle)."""
     return _botocore_session().create_client(
         "s3",
         endpoint_url=settings.endpoint,
@@ -90,7 +129,7 @@ def s3_client(settings: S3Settings, *, retries: int = 3, timeout_s: float = 10.0
         region_name=settings.region,
         verify=settings.ca_bundle if settings.ca_bundle else True,
         config=Config(
-            s3={"addressing_style": "path"},
+            s3={"addressing_style": "virtual" if settings.virtual_hosted else "path"},
             retries={"max_attempts": retries, "mode": "standard"},
             connect_timeout=timeout_s,
             read_timeout=timeout_s,

@@ -19,7 +19,8 @@ from fiolake.stack.process import free_ports
 
 # Session-end hygiene (issue 40): fails the run when it left faketime segments, loop
 # devices, mounts, containers or processes behind. Keep this line when editing the file.
-pytest_plugins = ["tests.hygiene"]
+# versitygw, the second real S3 server, and `s3_server` (MinIO, then versitygw).
+pytest_plugins = ["tests.hygiene", "tests.versitygw"]
 
 # Hypothesis's per-example deadline (200 ms) measures the machine, not the property: on two
 # shared cores a DuckDB connection alone has taken longer (test_a_time_literal_is_that_instant
@@ -73,6 +74,16 @@ def _own_snapshot_cache(
     inherited by the processes it starts), never in the user's ~/.cache."""
     cache = tmp_path_factory.mktemp("snapshots")
     monkeypatch.setenv("FIOLAKE_SNAPSHOT_CACHE", str(cache))
+
+
+@pytest.fixture(autouse=True)
+def _own_probe_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Store-probe verdicts (FIOLAKE_PROBE_CACHE) go to this session's own file, never to
+    the user's ~/.cache: one probe per store per session, not one per test."""
+    cache = tmp_path_factory.getbasetemp() / "store-probe.json"
+    monkeypatch.setenv("FIOLAKE_PROBE_CACHE", str(cache))
 
 
 def free_port() -> int:

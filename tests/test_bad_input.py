@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import ExitStack
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from fiolake.signing import LocalSigner, public_key_path
 from fiolake.units import parse_duration, parse_size
 from tests.aggregator import lakegen
 from tests.runner.loopdev import NEEDS, can_loop, devices_in_every_state, sha256
+from tests.stack.ignoring_proxy import Misbehaviour, ignoring_proxy
 
 TINY = "[t]\nrw=randread\nbs=4k\nsize=1M\nioengine=psync\ndirect=1\nruntime=1\ntime_based=1\n"
 JOBS = {
@@ -725,6 +727,19 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
             "Error: lake s3://b is on S3 but no endpoint is configured: set "
             'FIOLAKE_S3_ENDPOINT (run `eval "$(fiolake stack env)"` for the local stack)\n'
         ),
+    ),
+    (
+        ["status", "--recent", "1", "--lake", "s3://b"],
+        {"FIOLAKE_S3_ENDPOINT": "https://127.0.0.1:9", "FIOLAKE_S3_ADDRESSING": "vhost"},
+        2,
+        "Error: FIOLAKE_S3_ADDRESSING is 'vhost' — set it to 'path' (https://host/bucket/key, "
+        "the default) or 'virtual' (https://bucket.host/key: AWS S3, R2)\n",
+    ),
+    (
+        ["lake", "check", "--recheck", "--lake", "{tmp}"],
+        {},
+        2,
+        "Error: --recheck goes with --store — add --store\n",
     ),
     # -- validate / profiles
     (["validate"], {}, 2, "Error: name at least one job file (or a profile), or use --list\n"),
@@ -1900,6 +1915,26 @@ BAD_TOKEN = (
     'expired or revoked — get a fresh VAULT_TOKEN (for the local stack: eval "$(fiolake '
     'stack env --role <role>)")'
 )
+RUNNER = ["runner", "--backend", "bad-input", "--dir", "{tmp}", "--runner-id", "refused"]
+IMPORT = ["import", "{tmp}/fio.json", "--backend", "bad-input"]
+# Stores that fail the store probe, each a proxy in front of the stack's MinIO
+# (tests.stack.ignoring_proxy): its name in the table, what it does wrong.
+STORES_THAT_FAIL = {
+    "ignoring": Misbehaviour(),
+    "ignoring_if_match": Misbehaviour(drop=frozenset({"if-match"})),
+    "refusing": Misbehaviour(refuse=501),  # as Backblaze B2
+    "racy": Misbehaviour(where="/race"),  # honoured one at a time only (SeaweedFS 4.16)
+}
+IGNORING = {"FIOLAKE_S3_ENDPOINT": "{ignoring}"}
+PROBE_FIX = (
+    "fiolake cannot commit exactly once there; use a store that honours conditional writes "
+    "(AWS S3, MinIO, Cloudflare R2, versitygw >= 1.1.0, Ceph RGW on RADOS, SeaweedFS >= 4.18) "
+    "or a local directory lake (docs/stores.md)"
+)
+IGNORED = (
+    "Error: s3://{bucket} at {ignoring} ignores If-None-Match (a second create returned 200) — "
+    + PROBE_FIX
+)
 # (id, role, environment changes, args, exit code, the whole message)
 SERVER_CASES: list[tuple[str, str, dict[str, str], list[str], int, str]] = [
     (
@@ -1960,12 +1995,53 @@ SERVER_CASES: list[tuple[str, str, dict[str, str], list[str], int, str]] = [
     ("expired Vault token", "publisher", {"VAULT_TOKEN": "{expired}"}, PUBLISH, 1, BAD_TOKEN),
     ("revoked Vault token", "publisher", {"VAULT_TOKEN": "{revoked}"}, PUBLISH, 1, BAD_TOKEN),
     ("unknown Vault token", "publisher", {"VAULT_TOKEN": "s.not-a-token"}, PUBLISH, 1, BAD_TOKEN),
-]
+    # A store that ignores If-None-Match (tests.stack.ignoring_proxy): every writer refuses
+    # it before its first write; the probe's scratch keys are gone again.
+    ("ignored If-None-Match, publish", "publisher", IGNORING, PUBLISH, 2, IGNORED),
+    ("ignored If-None-Match, runner", "runner", IGNORING, RUNNER, 2, IGNORED),
+    ("ignored If-None-Match, import", "importer", IGNORING, IMPORT, 2, IGNORED),
+    ("ignored If-None-Match, compact", "compactor", IGNORING, ["lake", "compact"], 2, IGNORED),
+    (
+        "ignored If-None-Match, prune",
+        "compactor",
+        IGNORING,
+        ["lake", "prune", "--keep-timeseries", "90d"],
+        2,
+        IGNORED,
+    ),  # fmt: skip
+    (
+        "ignored If-None-Match, gate accept",
+        "publisher",
+        IGNORING,
+        ["gate", "accept", "--campaign", "c-x", "--reason", "r"],
+        2,
+        IGNORED,
+    ),  # fmt: skip
+    (
+        "ignored If-None-Match, lake check --store",
+        "admin",
+        IGNORING,
+        ["lake", "check", "--store", "--recheck"],
+        2,
+        IGNORED,
+    ),  # fmt: skip
+    ("ignored If-Match, publish", "publisher", {"FIOLAKE_S3_ENDPOINT": "{ignoring_if_match}"},
+     PUBLISH, 2, "Error: s3://{bucket} at {ignoring_if_match} ignores If-Match (a write with a "
+     "stale ETag returned 200) — " + PROBE_FIX),
+    ("If-None-Match refused (501), import", "importer", {"FIOLAKE_S3_ENDPOINT": "{refusing}"},
+     IMPORT, 2, "Error: s3://{bucket} at {refusing} refuses If-None-Match (a create with "
+     "If-None-Match: * returned 501 NotImplemented) — " + PROBE_FIX),
+    ("If-None-Match ignored under concurrency, runner", "runner",
+     {"FIOLAKE_S3_ENDPOINT": "{racy}"}, RUNNER, 2, "Error: s3://{bucket} at {racy} ignores "
+     "If-None-Match under concurrency (8 of 8 parallel creates of one key returned 2xx) — "
+     + PROBE_FIX),
+]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
-def server_places(stack, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:  # noqa: ANN001
-    """Another CA, and Vault tokens of the publisher's policy: one expired, one revoked."""
+def server_places(stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:  # noqa: ANN001
+    """Another CA, Vault tokens of the publisher's policy (one expired, one revoked), and
+    stores that ignore If-None-Match / If-Match (MinIO behind tests.stack.ignoring_proxy)."""
     import time
 
     import hvac
@@ -1978,8 +2054,15 @@ def server_places(stack, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     root.auth.token.revoke(revoked)
     other_ca = ensure_bootstrap_tls(tmp_path_factory.mktemp("other-ca"), ["127.0.0.1"])[0]
     time.sleep(2)  # the 1 s token is past its TTL
-    return {"endpoint": stack.endpoint, "other_ca": str(other_ca), "expired": expired,
-            "revoked": revoked}  # fmt: skip
+    certs = stack.state_dir / "minio-certs"
+    tls = (stack.endpoint, stack.ca_bundle, certs / "public.crt", certs / "private.key")
+    keys = {creds.access_key: creds.secret_key for creds in stack.roles.values()}
+    places = {"endpoint": stack.endpoint, "other_ca": str(other_ca), "expired": expired,
+              "revoked": revoked, "bucket": stack.bucket}  # fmt: skip
+    with ExitStack() as proxies:
+        for name, how in STORES_THAT_FAIL.items():
+            places[name] = proxies.enter_context(ignoring_proxy(*tls, keys, how))
+        yield places
 
 
 def _lake_keys(stack) -> set[str]:  # noqa: ANN001
@@ -1990,6 +2073,7 @@ def _lake_keys(stack) -> set[str]:  # noqa: ANN001
 
 def _server_run(stack, role: str, changes: dict[str, str], args: list[str], tmp: Path):  # noqa: ANN001, ANN202
     (tmp / "n.fio").write_text(SERVER_JOB)
+    (tmp / "fio.json").write_text(GOOD_FIO)
     env = {**stack.environ(role), "FIOLAKE_KEYRING": str(tmp / "keyring.json"), **changes}
     return CliRunner().invoke(cli, [a.replace("{tmp}", str(tmp)) for a in args], env=env)
 
@@ -2011,7 +2095,10 @@ def test_server_side_bad_input_is_a_clear_error(
         result.exception
     )
     assert "Traceback" not in result.output
-    assert (result.exit_code, result.stderr) == (code, message.format(**server_places) + "\n")
+    # From `Error: ` on: exit 2 shows the command's usage line first, as click does.
+    assert (result.exit_code, _error(result.stderr)) == (
+        code, message.format(**server_places) + "\n"
+    )  # fmt: skip
     assert _lake_keys(stack) == before  # nothing half-written
 
 

@@ -185,7 +185,7 @@ def publish(
     attempt.check_all(jobs, caps=caps, runtime_s=runtime, size_bytes=size, block=block)
     settings = Settings.from_env(lake=lake)
     signer = settings.signer()
-    store = settings.store()
+    store = settings.writable_store()
     campaign_id = campaign or new_campaign_id()
     manifests = plan_campaign(
         [(job.profile, job.text) for job in jobs],
@@ -219,7 +219,7 @@ def _publish_rerun(campaign: str, states: tuple[str, ...], expires: float, lake:
     from fiolake.ids import new_campaign_id
 
     settings = Settings.from_env(lake=lake)
-    store = settings.store()
+    store = settings.writable_store()
     new_id = new_campaign_id()
     manifests = plan_rerun(
         store, campaign, states, new_campaign_id=new_id, expires_in=timedelta(seconds=expires)

@@ -47,8 +47,10 @@ def accept(lake: str, campaign: str, reason: str, by: str | None) -> None:
     from fiolake.aggregator.lake.accepted import accept as record
     from fiolake.aggregator.lake.accepted import check_reason
     from fiolake.aggregator.rows.filters import RunFilter, validate
+    from fiolake.config import Settings
 
     reason = check_reason(reason)
+    Settings.from_env(lake=lake).writable_store()  # an S3 lake must pass the store probe
     with connect(lake, ("runs",)) as handle:
         validate(handle, RunFilter(campaign=campaign))
         done = record(handle, campaign, reason, by or _default_by())

@@ -152,7 +152,9 @@ def import_(
         profile=profile,
         logs=logs_dir,
     )
-    importer = writer.Importer(Settings.from_env(lake=lake).store(), request, dry_run=dry_run)
+    settings = Settings.from_env(lake=lake)
+    store = settings.store() if dry_run else settings.writable_store()
+    importer = writer.Importer(store, request, dry_run=dry_run)
     for name, path in files:
         data = sys.stdin.buffer.read() if path is None else _read(path, importer.report, name)
         why = importer.add(name, data) if data is not None else None

@@ -57,7 +57,7 @@ def compact(lake: str, tables: tuple[str, ...], grace: str, wait: bool) -> None:
     from fiolake.config import Settings
     from fiolake.units import parse_duration
 
-    store = Settings.from_env(lake=lake).store()
+    store = Settings.from_env(lake=lake).writable_store()
     report = run_compaction(
         store,
         tables=tables or TABLES,
@@ -124,7 +124,7 @@ def prune(lake: str, keep: float) -> None:
     from fiolake.config import Settings
     from fiolake.timetext import iso_utc
 
-    store = Settings.from_env(lake=lake).store()
+    store = Settings.from_env(lake=lake).writable_store()
     report = prune_timeseries(store, timedelta(seconds=keep))
     # The cutoff is a UTC day; said as the instant it starts, so no one reads local time.
     cutoff = datetime.combine(report.cutoff, time(), tzinfo=UTC)
@@ -139,8 +139,29 @@ def prune(lake: str, keep: float) -> None:
 @lake.command("check")
 @lake_option
 @format_option()
-def check(lake: str, fmt: str) -> None:
-    """Check that every committed run has its rows and raw fio output (exit 1 if not)."""
+@click.option(
+    "--store",
+    "store_probe",
+    is_flag=True,
+    help="Check the object store instead: does it honour conditional writes (the store "
+    "probe, step by step; exit 2 if not)?",
+)
+@click.option(
+    "--recheck", is_flag=True, help="With --store: probe again even if a verdict is cached."
+)
+def check(lake: str, fmt: str, store_probe: bool, recheck: bool) -> None:
+    """Check that every committed run has its rows and raw fio output (exit 1 if not).
+
+    With --store, run the store probe on a scratch prefix of the lake (removed after) and
+    print each request and the store's answer: create with If-None-Match: *, a second
+    create, If-Match with a stale and the current ETag, 8 parallel creates of one key.
+    Every command that writes an S3 lake runs it first (docs/stores.md).
+    """
+    if store_probe:
+        _check_store(lake, fmt, recheck)
+        return
+    if recheck:
+        raise click.UsageError("--recheck goes with --store — add --store")
     from fiolake.aggregator.lake.check import check_lake
 
     with connect(lake, kept_rows=False) as handle:  # the lake's own files, not copies
@@ -152,3 +173,40 @@ def check(lake: str, fmt: str) -> None:
     rows = [(p.job_id, p.run_id, p.status, p.problem) for p in problems]
     emit(["job_id", "run_id", "status", "problem"], rows, fmt)
     raise click.exceptions.Exit(1)
+
+
+def _check_store(lake: str, fmt: str, recheck: bool) -> None:
+    """`lake check --store`: the probe's steps on stdout, the verdict on stderr."""
+    import json
+
+    from fiolake.config import Settings
+    from fiolake.store import S3Store
+    from fiolake.storeprobe import check_store
+
+    settings = Settings.from_env(lake=lake)
+    store = settings.store()
+    if not isinstance(store, S3Store):
+        click.echo(
+            f"ok: {store.url} is a local directory — fiolake's own create-only and "
+            "compare-and-swap writes, no store probe needed",
+            err=True,
+        )
+        return
+    report = check_store(store, settings.probe_cache, recheck=recheck)
+    if fmt == "json":
+        click.echo(json.dumps(report.as_json(), indent=2))
+    else:
+        rows = [(s.name, s.sent, s.got, s.expected, "ok" if s.ok else "WRONG")
+                for s in report.steps]  # fmt: skip
+        emit(["step", "sent", "got", "expected", "verdict"], rows, fmt)
+    if not report.passed:
+        raise report.refusal()
+    how = (
+        f"cached from {report.checked_at} (--recheck to probe again)"
+        if report.cached
+        else f"probed in {report.elapsed_s:.2f} s"
+    )
+    click.echo(
+        f"ok: s3://{report.bucket} at {report.endpoint} honours If-None-Match and If-Match; {how}",
+        err=True,
+    )

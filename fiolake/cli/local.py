@@ -221,7 +221,7 @@ def run(
     claim = None
     try:
         campaign_id = campaign or new_campaign_id()
-        store = Settings.from_env(lake=lake).store()
+        store = Settings.from_env(lake=lake).writable_store()
         claim = claim_target(
             target_dir,
             device,

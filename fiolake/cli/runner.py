@@ -200,7 +200,9 @@ def _worker(settings: Any, config: Any) -> Any:
     from fiolake.runner.distributed.history import recorded
     from fiolake.runner.distributed.service import Runner
 
-    store = recorded(settings.store(), settings.history, config.runner_id, settings.pause_file)
+    store = recorded(
+        settings.writable_store(), settings.history, config.runner_id, settings.pause_file
+    )
     return Runner(store, settings.keyring(), config, store_bucket(store))
 
 

@@ -6,6 +6,7 @@ import json
 import logging
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -13,6 +14,9 @@ from fiolake.cli import format_option
 from fiolake.cli.extras import require_extras
 from fiolake.cli.output import emit
 from fiolake.stack.roles import ROLE_NAMES
+
+if TYPE_CHECKING:
+    from fiolake.s3client import S3Settings
 
 
 def _state_dir_option(fn):  # noqa: ANN001, ANN202
@@ -239,6 +243,7 @@ def init_remote(
         timeout_s=timeout,
     )
     env = init_remote(out, topo)
+    _probe_new_lake(env.bucket, env.s3_settings("admin"))
     click.echo(f"stack initialised: MinIO {env.endpoint}, OpenBao {env.vault_addr}", err=True)
     click.echo(f"role environments in {out / 'env'}", err=True)
     if app_url is not None:
@@ -251,6 +256,15 @@ def init_remote(
             users=readers,
         )
         click.echo(f"app login: {auth} (readers' passwords in {auth.parent}/users.json)", err=True)
+
+
+def _probe_new_lake(bucket: str, s3: S3Settings) -> None:
+    """The store probe on the new bucket (StoreRefused, exit 2, if it ignores If-*)."""
+    from fiolake.config import Settings
+    from fiolake.store import S3Store
+    from fiolake.storeprobe import require_safe_store
+
+    require_safe_store(S3Store(bucket, "", s3), Settings.from_env().probe_cache)
 
 
 @stack.command("app-login")

@@ -30,25 +30,29 @@ def cache_dir() -> Path:
 
 def ensure_minio() -> Path:
     """The MinIO server binary; builds it with `go install` (≈2.5 min, once) if missing."""
+    return go_install("MinIO", "minio", f"{MINIO_MODULE}@{MINIO_PIN}", "fiolake stack up")
+
+
+def go_install(what: str, name: str, package: str, then: str) -> Path:
+    """`<cache>/bin/<name>`, built once from the Go module proxy with `go install package`
+    (`then`: the command to run again when Go is missing)."""
     cache = cache_dir()
-    binary = cache / "bin" / "minio"
+    binary = cache / "bin" / name
     if binary.exists():
         return binary
     go = shutil.which("go")
     if go is None:
         raise FiolakeError(
-            f"MinIO is not built yet ({binary} missing) and Go is not installed: install Go "
-            "(https://go.dev/dl/ or `apt-get install golang`), then run `fiolake stack up` again"
+            f"{what} is not built yet ({binary} missing) and Go is not installed: install Go "
+            f"(https://go.dev/dl/ or `apt-get install golang`), then run `{then}` again"
         )
     env = dict(os.environ, GOBIN=str(cache / "bin"), GOPATH=str(cache / "gopath"))
     env.setdefault("GOFLAGS", "-modcacherw")
-    log.info(
-        "building MinIO %s@%s into %s (once, about 2-3 minutes)", MINIO_MODULE, MINIO_PIN, binary
-    )
+    log.info("building %s %s into %s (once, about 2-3 minutes)", what, package, binary)
     started = time.monotonic()
     with tempfile.TemporaryFile("w+") as errors:
         proc = subprocess.Popen(  # noqa: S603
-            [go, "install", f"{MINIO_MODULE}@{MINIO_PIN}"],
+            [go, "install", package],
             env=env,
             stdout=errors,
             stderr=subprocess.STDOUT,
@@ -61,7 +65,7 @@ def ensure_minio() -> Path:
                     proc.wait(timeout=30)
                     break
                 except subprocess.TimeoutExpired:
-                    log.info("still building MinIO (%.0f s)", time.monotonic() - started)
+                    log.info("still building %s (%.0f s)", what, time.monotonic() - started)
         except BaseException:
             # Interrupted (Ctrl-C, a test's timeout): the build must not go on orphaned,
             # compiling beside the next one (issue 40: five at once on two cores).
@@ -72,8 +76,8 @@ def ensure_minio() -> Path:
         output = errors.read()
     if proc.returncode != 0 or not binary.exists():
         tail = "\n".join(f"  | {line}" for line in output.splitlines()[-15:])
-        raise FiolakeError(f"building MinIO with `go install` failed:\n{tail}")
-    log.info("built MinIO in %.0f s", time.monotonic() - started)
+        raise FiolakeError(f"building {what} with `go install` failed:\n{tail}")
+    log.info("built %s in %.0f s", what, time.monotonic() - started)
     return binary
 
 

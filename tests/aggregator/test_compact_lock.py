@@ -22,8 +22,9 @@ from fiolake.aggregator.lake import delta
 from fiolake.aggregator.lake.compact_lock import try_acquire
 from fiolake.cli import cli
 from fiolake.errors import CompactionBusy, LakeError
-from fiolake.store import LocalStore, open_store
+from fiolake.store import LocalStore, ObjectStore, open_store
 from tests.aggregator import lakegen
+from tests.versitygw import STORES, lake_store
 
 BUSY = re.compile(
     r"compaction already running on (\S+) since (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) — wait for "
@@ -40,8 +41,15 @@ time.sleep(600)
 """
 
 
-def test_a_held_lock_refuses_a_second_compactor_with_its_host_and_start(tmp_path: Path) -> None:
-    store = LocalStore(tmp_path)
+@pytest.fixture(params=STORES)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
+    """An empty lake on each real store: a local directory, MinIO, versitygw."""
+    return lake_store(request, tmp_path)
+
+
+def test_a_held_lock_refuses_a_second_compactor_with_its_host_and_start(
+    store: ObjectStore,
+) -> None:
     first = try_acquire(store)
     try:
         with pytest.raises(CompactionBusy) as busy:
@@ -77,8 +85,7 @@ def test_a_killed_compactors_lock_expires_and_is_taken_over(tmp_path: Path) -> N
 
 
 @pytest.mark.slow  # waits on real time or a real fio run (2-4 s): out of the fast tier
-def test_a_compactor_that_lost_its_lock_is_fenced_off(tmp_path: Path) -> None:
-    store = LocalStore(tmp_path)
+def test_a_compactor_that_lost_its_lock_is_fenced_off(store: ObjectStore) -> None:
     stalled = try_acquire(store, ttl_s=1)
     stalled._stop.set()  # as if the process were stopped longer than the TTL
     stalled._thread.join()

@@ -139,9 +139,9 @@ def test_outside_readers_local(tmp_path: Path) -> None:
 
 
 @pytest.mark.stack
-def test_outside_readers_minio(stack) -> None:  # noqa: ANN001
-    url = f"{stack.lake}/delta-{secrets.token_hex(4)}"
-    s3 = stack.s3_settings("admin")
+def test_outside_readers_on_each_real_server(s3_server) -> None:  # noqa: ANN001
+    url = f"s3://{s3_server.bucket}/delta-{secrets.token_hex(4)}"
+    s3 = s3_server.settings
     store = open_store(url, s3)
     assert isinstance(store, S3Store)
     lakegen.write_campaign(

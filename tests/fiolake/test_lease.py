@@ -1,4 +1,4 @@
-"""Lease protocol on a real store: the local directory lake (MinIO variants in tests/runner)."""
+"""Lease protocol on each real store: the local directory lake, MinIO and versitygw."""
 
 from __future__ import annotations
 
@@ -19,22 +19,23 @@ from fiolake.lease import (
     resume_lease,
     still_ours,
 )
-from fiolake.store import LocalStore
+from fiolake.store import ObjectStore
+from tests.versitygw import STORES, lake_store
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> LocalStore:
-    return LocalStore(tmp_path / "lake")
+@pytest.fixture(params=STORES)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> ObjectStore:
+    return lake_store(request, tmp_path)
 
 
-def test_create_only_put_refuses_existing_key(store: LocalStore) -> None:
+def test_create_only_put_refuses_existing_key(store: ObjectStore) -> None:
     store.put("commits/a.json", b"one", if_none_match=True)
     with pytest.raises(PreconditionFailed):
         store.put("commits/a.json", b"two", if_none_match=True)
     assert store.get("commits/a.json")[0] == b"one"
 
 
-def test_if_match_on_stale_etag_and_missing_key(store: LocalStore) -> None:
+def test_if_match_on_stale_etag_and_missing_key(store: ObjectStore) -> None:
     etag = store.put("claims/a.json", b"v1")
     store.put("claims/a.json", b"v2", if_match=etag)
     with pytest.raises(PreconditionFailed):
@@ -44,7 +45,7 @@ def test_if_match_on_stale_etag_and_missing_key(store: LocalStore) -> None:
     assert store.head("claims/missing.json") is None
 
 
-def test_only_one_of_many_concurrent_claims_wins(store: LocalStore) -> None:
+def test_only_one_of_many_concurrent_claims_wins(store: ObjectStore) -> None:
     winners: list[str] = []
     barrier = threading.Barrier(16)
 
@@ -63,7 +64,7 @@ def test_only_one_of_many_concurrent_claims_wins(store: LocalStore) -> None:
     assert lease.runner == winners[0] and lease.epoch == 1
 
 
-def test_live_lease_is_not_taken_and_expired_one_is_with_next_epoch(store: LocalStore) -> None:
+def test_live_lease_is_not_taken_and_expired_one_is_with_next_epoch(store: ObjectStore) -> None:
     first = claim_lease(store, "job-2", "a", ttl_s=1)
     assert first is not None
     assert claim_lease(store, "job-2", "b", ttl_s=1) is None
@@ -77,7 +78,7 @@ def test_live_lease_is_not_taken_and_expired_one_is_with_next_epoch(store: Local
 
 
 def test_renewal_keeps_ownership_and_changes_etag_even_for_same_content(
-    store: LocalStore,
+    store: ObjectStore,
 ) -> None:
     lease = claim_lease(store, "job-3", "a", ttl_s=30)
     renewed = renew_lease(store, lease)
@@ -85,7 +86,7 @@ def test_renewal_keeps_ownership_and_changes_etag_even_for_same_content(
     assert still_ours(store, renewed)
 
 
-def test_released_lease_can_be_claimed_at_once(store: LocalStore) -> None:
+def test_released_lease_can_be_claimed_at_once(store: ObjectStore) -> None:
     lease = claim_lease(store, "job-4", "a", ttl_s=300)
     release_lease(store, lease)
     taken = claim_lease(store, "job-4", "b", ttl_s=300)
@@ -93,7 +94,7 @@ def test_released_lease_can_be_claimed_at_once(store: LocalStore) -> None:
 
 
 def test_a_restarted_runner_resumes_its_own_lease_but_not_another_runners(
-    store: LocalStore,
+    store: ObjectStore,
 ) -> None:
     # Runner "a" crashed holding job-6; its next process takes the lease back at once.
     crashed = claim_lease(store, "job-6", "a", ttl_s=300)
@@ -109,6 +110,6 @@ def test_a_restarted_runner_resumes_its_own_lease_but_not_another_runners(
     assert taken is not None and taken.epoch == 2 and taken.runner == "a"
 
 
-def test_claim_key_comes_from_layout(store: LocalStore) -> None:
+def test_claim_key_comes_from_layout(store: ObjectStore) -> None:
     claim_lease(store, "job-5", "a", ttl_s=30)
     assert store.head(layout.claim_key("job-5")) is not None

@@ -143,6 +143,7 @@ def minio_lake(stack, tmp_path: Path) -> Iterator[LakeEnv]:
         env = stack.environ(name)
         env["FIOLAKE_LAKE"] = f"{stack.lake}/{prefix}"
         env["FIOLAKE_KEYRING"] = str(tmp_path / f"keyring-{name}.json")
+        env["FIOLAKE_PROBE_CACHE"] = "off"  # every runner start probes: the log shows each
         return env
 
     env = LakeEnv(
@@ -158,12 +159,30 @@ def minio_lake(stack, tmp_path: Path) -> Iterator[LakeEnv]:
         env.stop_all()
 
 
-@pytest.fixture(params=["local", pytest.param("minio", marks=pytest.mark.stack)])
+@pytest.fixture
+def versitygw_lake(versitygw, tmp_path: Path) -> Iterator[LakeEnv]:  # noqa: ANN001
+    """A lake on versitygw (TLS), the second real S3 server, signed with a local key."""
+    publisher, runner = _local_signing(tmp_path)
+    lake = {**versitygw.environ(), "FIOLAKE_PROBE_CACHE": "off",
+            "FIOLAKE_LAKE": f"s3://{versitygw.bucket}/t{time.monotonic_ns()}"}  # fmt: skip
+    env = LakeEnv("versitygw", {**lake, **publisher}, {**lake, **runner}, lake, tmp_path)
+    try:
+        yield env
+    finally:
+        env.stop_all()
+
+
+@pytest.fixture(
+    params=[
+        "local",
+        pytest.param("minio", marks=pytest.mark.stack),
+        pytest.param("versitygw", marks=pytest.mark.stack),
+    ]
+)
 def lake_env(request: pytest.FixtureRequest) -> LakeEnv:
-    """Both lakes: the protocol must behave the same on each."""
-    if request.param == "minio":
-        return request.getfixturevalue("minio_lake")
-    return request.getfixturevalue("local_lake")
+    """Every kind of lake: the protocol must behave the same on each."""
+    lake: LakeEnv = request.getfixturevalue(f"{request.param}_lake")
+    return lake
 
 
 def sql(lake: Path, query: str) -> list[dict]:

@@ -73,6 +73,9 @@ def test_published_jobs_are_run_and_committed_once(lake_env: LakeEnv) -> None:
     assert runner.wait(timeout=60) == 0, lake_env.runner_log("r1")
     states = Counter(r["state"] for r in statuses(lake_env, campaign))
     assert states == {"ok": 2, "pending": 2}  # b2's jobs wait for a b2 runner
+    # The store probe: once per runner start on an S3 lake (not per job), never on a local one.
+    probes = lake_env.runner_log("r1").count("store probe of s3://")
+    assert probes == (0 if lake_env.kind == "local" else 1), lake_env.runner_log("r1")
     runs = sql(lake_env, "SELECT backend, status, runner, campaign_id FROM runs")
     assert runs == [{"backend": "b1", "status": "ok", "runner": "r1", "campaign_id": campaign}] * 2
     # The runner role may write the commit log, one entry per commit.

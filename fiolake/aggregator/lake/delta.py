@@ -57,24 +57,15 @@ def table_uri(store: ObjectStore, table: str) -> str:
 
 
 def storage_options(store: ObjectStore) -> dict[str, str]:
-    """delta-rs storage options for `store`: endpoint, keys, TLS only, conditional PUT.
+    """delta-rs storage options for `store`: `S3Settings.object_store_options` (endpoint,
+    keys, addressing, TLS only, conditional PUT) plus the CA.
 
-    `AWS_CONDITIONAL_PUT=etag` makes log commits create-only on MinIO (no DynamoDB lock).
     A private CA (FIOLAKE_CA_BUNDLE) travels in the proxy keys: see the module docstring.
     """
     s3 = store.settings
     if s3 is None:  # a local directory: delta-rs needs no options
         return {}
-    options = {
-        "AWS_ENDPOINT_URL": s3.endpoint,
-        "AWS_REGION": s3.region,
-        "AWS_ALLOW_HTTP": "false",
-        "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": "false",
-        "AWS_CONDITIONAL_PUT": "etag",
-    }
-    if s3.access_key:
-        options["AWS_ACCESS_KEY_ID"] = s3.access_key
-        options["AWS_SECRET_ACCESS_KEY"] = s3.secret_key or ""
+    options = s3.object_store_options()
     if s3.ca_bundle:
         host = urlsplit(s3.endpoint).hostname or ""
         options["proxy_url"] = _UNUSED_PROXY

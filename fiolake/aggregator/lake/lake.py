@@ -98,16 +98,7 @@ def httpfs_extension() -> Path:
 def configure_s3(con: duckdb.DuckDBPyConnection, s3: S3Settings) -> None:
     """Load httpfs from the wheel (never from the network) and register the S3 secret."""
     con.execute(f"LOAD {quote(str(httpfs_extension()))}")
-    endpoint = s3.endpoint.removeprefix("https://").rstrip("/")
-    parts = [
-        "TYPE s3",
-        f"ENDPOINT {quote(endpoint)}",
-        "URL_STYLE 'path'",
-        "USE_SSL true",
-        f"REGION {quote(s3.region)}",
-    ]
-    if s3.access_key:
-        parts += [f"KEY_ID {quote(s3.access_key)}", f"SECRET {quote(s3.secret_key or '')}"]
+    parts = ["TYPE s3", *(f"{name} {quote(value)}" for name, value in s3.duckdb_secret().items())]
     con.execute(f"CREATE OR REPLACE SECRET fiolake_s3 ({', '.join(parts)})")
     if s3.ca_bundle:
         # GLOBAL: Lake.cursor() opens new connections, which do not inherit session settings.
