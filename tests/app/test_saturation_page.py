@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.aggregator import lakegen
-from tests.aggregator.test_saturation_cli import DISK, TMPFS, write
+from tests.aggregator.stats.test_saturation_cli import DISK, TMPFS, write
 from tests.app import browser
 
 APP = Path(__file__).parents[2] / "app"

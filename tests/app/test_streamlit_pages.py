@@ -233,7 +233,7 @@ def test_latency_page_shows_the_newest_campaign_until_asked_for_all(
 
 
 def test_gate_page_says_host_busy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.aggregator.test_gate_host_noise import night
+    from tests.aggregator.stats.test_gate_host_noise import night
 
     store = lakegen.local_store(tmp_path / "lake")
     night(store, "night-1", 0, 1000, outside_cpu_pct=3.0, flags=[])  # quiet

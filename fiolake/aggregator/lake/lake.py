@@ -164,7 +164,7 @@ def _materialise(
     DuckDB reads natively: handing Arrow data to DuckDB's Python client makes it import
     pyarrow.dataset and with it pandas, 0.2-0.3 s of every command that reads the lake
     and needs neither (BENCHMARKS.md, issue 24). Types come out the same either way
-    (tests/aggregator/test_lake_materialise.py); without a scratch directory, Arrow."""
+    (tests/aggregator/lake/test_lake_materialise.py); without a scratch directory, Arrow."""
     if scratch is not None:
         path = scratch / f"{name}.parquet"
         # No hive partitioning: a `key=value` folder in the temp path (TMPDIR=/x/run_id=7)

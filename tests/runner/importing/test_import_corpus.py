@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from fiolake.cli import cli
 
-CORPUS = Path(__file__).parent.parent / "data" / "fio-outputs"
+CORPUS = Path(__file__).parent.parent.parent / "data" / "fio-outputs"
 FILES = sorted(p for p in CORPUS.iterdir() if p.suffix in (".json", ".txt"))
 
 

@@ -15,10 +15,10 @@ import pytest
 from fiolake.aggregator.lake import engines
 from fiolake.aggregator.lake.prune import prune_timeseries
 from tests.aggregator import lakegen
+from tests.aggregator.answer_rows import canonical
 from tests.aggregator.conftest import FioLakes
-from tests.aggregator.rows import canonical
-from tests.aggregator.test_engines import assert_same_geomeans, fiolake_rows, library_geomeans
-from tests.aggregator.test_prune import KEEP, build
+from tests.aggregator.lake.test_engines import assert_same_geomeans, fiolake_rows, library_geomeans
+from tests.aggregator.lake.test_prune import KEEP, build
 
 pytestmark = pytest.mark.spark
 TABLES_BUILT = ["runs", "results", "timeseries", "percentiles", "commits"]  # what lakegen writes

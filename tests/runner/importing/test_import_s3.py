@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from fiolake.cli import cli
 
-CORPUS = Path(__file__).parent.parent / "data" / "fio-outputs"
+CORPUS = Path(__file__).parent.parent.parent / "data" / "fio-outputs"
 FILES = [str(CORPUS / "vc-fio-3.13.txt"), str(CORPUS / "pbench-fio-3.7-client-server.txt")]
 
 

@@ -21,7 +21,7 @@ from fiolake.runner.policy.check import (
 )
 from fiolake.runner.profiles import DEFAULT_SUITE, PROFILES_DIR, list_profiles, resolve_job_file
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parent.parents[2]
 REQUIRED = {
     *DEFAULT_SUITE,
     "database-oltp",

@@ -16,10 +16,10 @@ from fiolake.aggregator.lake.lake import connect, extension_file, quote
 from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.stats.compare import compare
 from fiolake.errors import UsageProblem
+from tests.aggregator.answer_rows import Rows, canonical
 from tests.aggregator.conftest import FioLakes
-from tests.aggregator.rows import Rows, canonical
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "engines.md"
+DOC = Path(__file__).resolve().parent.parents[2] / "docs" / "engines.md"
 
 
 def fiolake_rows(lake: Path, table: str) -> pa.Table:

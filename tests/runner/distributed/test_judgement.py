@@ -2,7 +2,8 @@
 leaves waiting, with its reason for `fiolake status`; `publish --rerun` recovers a campaign.
 
 In-process runners on a local lake with real fio (null engine); key sources are stand-ins
-whose outage the test switches (the real Vault cases are in tests/runner/test_protocol.py).
+whose outage the test switches (the real Vault cases are in
+tests/runner/distributed/test_protocol.py).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from fiolake.errors import AccessDenied, LakeError, UsageProblem
 from fiolake.layout import generation_key
 from fiolake.store import ObjectStore, open_store
 from tests.aggregator import lakegen
-from tests.aggregator.test_delta_readers import read_duckdb
+from tests.aggregator.lake.test_delta_readers import read_duckdb
 
 KEEP = timedelta(days=90)
 COUNTS = """

@@ -30,8 +30,8 @@ from fiolake.schema import parquet_bytes
 from fiolake.store import LocalStore, ObjectStore, S3Store, open_store
 from fiolake.timetext import now_iso
 from tests.aggregator import lakegen
-from tests.aggregator.rows import Rows, canonical
-from tests.aggregator.test_compaction import build
+from tests.aggregator.answer_rows import Rows, canonical
+from tests.aggregator.lake.test_compaction import build
 
 TABLES = layout.TABLES[:4]  # the tables lakegen writes
 

@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from fiolake.cli import cli
 from tests.aggregator import lakegen
-from tests.aggregator.test_gate_host_noise import night
+from tests.aggregator.stats.test_gate_host_noise import night
 
 WIDE = """[gate]
 metrics = ["iops"]

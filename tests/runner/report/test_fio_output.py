@@ -23,7 +23,7 @@ from fiolake.runner.report.results import (
 )
 from fiolake.schema import RESULT_PERCENTILES, to_table
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent.parent / "data"
 
 MAIN_JOB = """
 [global]

@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from fiolake.cli import cli
-from tests.aggregator.test_gate import run_campaign
+from tests.aggregator.stats.test_gate import run_campaign
 
 LOADS = (250, 1000, 4000, 16000, 64000, 256000)
 JOB = (

@@ -17,8 +17,8 @@ from fiolake.runner import execute as ex
 from fiolake.runner.policy import check as policy
 from fiolake.runner.policy.options import block_sizes, fio_size
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
-DOC = Path(__file__).resolve().parents[2] / "docs" / "job-file-policy.md"
+CORPUS = Path(__file__).resolve().parent.parents[3] / "shared" / "corpus"
+DOC = Path(__file__).resolve().parent.parents[2] / "docs" / "job-file-policy.md"
 # fio 3.33 itself refuses these (newer syntax); the policy accepts them.
 NEEDS_NEWER_FIO = {"fio-examples/sequence-distribution.fio"}
 # Parsed by fio but not run here: dozens of stonewalled sections (too long), or

@@ -16,7 +16,7 @@ from fiolake import gangs, layout
 from fiolake.commits import Commit
 from fiolake.fio_bins import bin_percentiles
 from tests.runner.conftest import LakeEnv, wait_for
-from tests.runner.test_protocol import admin_store, commits, job_file, sql, statuses
+from tests.runner.distributed.test_protocol import admin_store, commits, job_file, sql, statuses
 
 pytestmark = [pytest.mark.slow, pytest.mark.stack]
 
