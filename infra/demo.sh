@@ -67,8 +67,13 @@ publish() {  # publish the suite as campaign $1 and wait in-process for every co
     done
     sleep 2
   done
-  wait "$publisher" || { echo "publish --wait failed; its log:" >&2; cat "$work/publish-$1.log" >&2; exit 1; }
+  local status=0
+  wait "$publisher" || status=$?
+  if grep -q "not finished after" "$work/publish-$1.log"; then
+    echo "timed out waiting for runners; publish's log:" >&2; cat "$work/publish-$1.log" >&2; exit 1
+  fi
   tail -n 1 "$work/publish-$1.log" >&2
+  [ "$status" -eq 0 ] || echo "   (some jobs did not end ok: \`fiolake status --campaign $1\` says why)" >&2
 }
 
 campaign=demo-$(date -u +%Y%m%d-%H%M%S)-night1

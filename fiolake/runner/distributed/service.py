@@ -48,6 +48,11 @@ UNJUDGED_FIRST_S = 5.0
 UNJUDGED_MAX_S = 300.0
 
 
+# How long a run's upload and commit may keep the host lock after fio: a few seconds
+# normally; a store outage retries for minutes, and the host's other runners go on.
+UPLOAD_UNDER_LOCK_S = 30.0
+
+
 def precondition_of(manifest: Manifest) -> attempt.NamedJobFile | None:
     """The job a manifest runs first on the measured job's files (`publish --precondition`)."""
     if manifest.precondition is None:
@@ -146,7 +151,7 @@ class Runner:
         # (this process's and the server's) is not measured as the next run's busy CPU.
         lock = self.host_lock()
         if lock is not None:
-            lock.pin()
+            lock.pin(at_most_s=UPLOAD_UNDER_LOCK_S)
         try:
             done = self._attempt(manifest, request, heartbeat, lock)
             if heartbeat.lost.is_set():

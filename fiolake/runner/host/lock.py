@@ -44,6 +44,7 @@ class HostLock:
         self._fd: int | None = None
         self._depth = 0  # acquire() while held nests (a precondition run, then the measured)
         self._pinned = False  # pin(): keep the lock past the last release() until unpin()
+        self._guard = threading.Lock()  # pin's timer unpins from another thread
 
     def check(self) -> None:
         """Create the lock's directory and file if missing; UsageProblem if impossible."""
@@ -135,21 +136,30 @@ class HostLock:
 
     def release(self) -> None:
         """Let the next fio on this host start (closing the descriptor drops the flock)."""
-        self._depth -= 1
-        if self._fd is not None and self._depth <= 0 and not self._pinned:
-            self._drop()
+        with self._guard:
+            self._depth -= 1
+            if self._fd is not None and self._depth <= 0 and not self._pinned:
+                self._drop()
 
-    def pin(self) -> None:
+    def pin(self, at_most_s: float | None = None) -> None:
         """Keep the lock, once taken, past the release() that would let it go, until
-        `unpin()`: a runner uploads and commits its run before the next fio on the host
-        starts, so that work is not measured as another run's busy CPU."""
-        self._pinned = True
+        `unpin()` or `at_most_s` later: a runner uploads and commits its run before the
+        next fio on the host starts, so that work is not measured as another run's busy
+        CPU — but a store outage (uploads retried for minutes) must not stop every other
+        runner on the host for as long."""
+        with self._guard:
+            self._pinned = True
+        if at_most_s is not None:
+            timer = threading.Timer(at_most_s, self.unpin)
+            timer.daemon = True
+            timer.start()
 
     def unpin(self) -> None:
         """Undo `pin()`; let the lock go if no acquire() still holds it."""
-        self._pinned = False
-        if self._fd is not None and self._depth <= 0:
-            self._drop()
+        with self._guard:
+            self._pinned = False
+            if self._fd is not None and self._depth <= 0:
+                self._drop()
 
     def _drop(self) -> None:
         fd, self._fd = self._fd, None

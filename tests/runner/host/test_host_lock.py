@@ -216,3 +216,38 @@ def test_the_lock_file_is_open_to_every_user_whatever_the_umask(tmp_path: Path) 
         os.umask(old)
     assert (tmp_path / "locks" / "host.lock").stat().st_mode & 0o777 == 0o666
     assert (tmp_path / "locks").stat().st_mode & 0o7777 == 0o1777
+
+
+def test_a_pinned_lock_outlives_its_release_until_unpinned_or_its_time_is_up(
+    tmp_path: Path,
+) -> None:
+    import fcntl
+
+    path = tmp_path / "host.lock"
+
+    def free() -> bool:
+        """One non-blocking try, let go at once (no waiter left behind to take it)."""
+        fd = os.open(path, os.O_RDWR | os.O_CREAT)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)
+        return True
+
+    lock = HostLock(path)
+    lock.pin()
+    assert lock.acquire() is not None
+    lock.release()
+    assert not free()  # still held: the upload runs under it
+    lock.unpin()
+    assert free()
+    capped = HostLock(path)
+    capped.pin(at_most_s=0.3)
+    assert capped.acquire() is not None
+    capped.release()
+    assert not free()
+    wait_for(free, 10, "the pin's time to run out", interval=0.05)
+    capped.unpin()  # after the timer: nothing left to let go
+    assert free()
