@@ -30,29 +30,62 @@ settings.register_profile("fiolake", deadline=None)
 settings.load_profile("fiolake")
 
 
-# Parallel workers (`make test`: pytest-xdist, --dist loadgroup) get whole groups: the
-# tests of one file go to one worker, so a module fixture (a fio sweep, a lake, a browser
-# on the app) is made once; the Spark tests share one JVM and the container tier one image
-# build, whichever files they are in.
-_SHARED_GROUPS = ("spark", "container")
+# Parallel workers (`make test`: pytest-xdist with `--dist loadgroup`) get whole groups:
+# the tests of one file go to one worker, so a module fixture (a fio sweep, a lake, a
+# browser on the app) is made once, and the container tier (one image build, shared by
+# its files) goes to one worker. xdist's own loadgroup reads `xdist_group` marks into
+# test ids, which pytest 9 no longer lets it rewrite (every test went its own way), so
+# the scheduler below groups by path instead, through xdist's own hook. The groups known
+# to take minutes start first, so they do not finish alone at the end.
+_SHARED_GROUPS = ("container",)
+_LONG_FIRST = (
+    "tests/faults/test_history.py",
+    "container",
+    "tests/app/test_login_browser.py",
+    "tests/faults/test_confined.py",
+    "tests/aggregator/stats/test_saturation_fio.py",
+    "tests/app/test_browser.py",
+    "tests/aggregator/lake/test_spark.py",
+    "tests/test_bad_input.py",
+)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
+def _group_of(nodeid: str) -> str:
+    """The group a test runs in: its file, or a tier that shares one expensive setup."""
+    path = nodeid.split("::", 1)[0]
+    return next((g for g in _SHARED_GROUPS if path.startswith(f"tests/{g}/")), path)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """With `--dist loadgroup`: whole groups per worker (`_group_of`), long ones first."""
+    if config.getvalue("dist") != "loadgroup":
+        return None  # test-fast's worksteal, or no xdist
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group_of(nodeid)
+
+        def schedule(self) -> None:
+            if self.collection is None:  # the first call: order the work before it is cut
+                first = {g: i for i, g in enumerate(_LONG_FIRST)}
+
+                def rank(nodeid: str) -> int:
+                    return first.get(_group_of(nodeid), len(first))
+
+                for node, ids in self.registered_collections.items():
+                    self.registered_collections[node] = sorted(ids, key=rank)
+                self.config.option.loadscopereorder = False
+            super().schedule()
+
+    return GroupScheduling(config, log)  # type: ignore[arg-type]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that needs the real stack, judged from its fixture closure, and
-    give every test its xdist group."""
+    """Mark every test that needs the real stack, judged from its fixture closure."""
     for item in items:
         if "stack" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.stack)
-        if item.get_closest_marker("xdist_group") is None:
-            path = item.nodeid.split("::", 1)[0]
-            shared = [
-                g
-                for g in _SHARED_GROUPS
-                if item.get_closest_marker(g) is not None or path.startswith(f"tests/{g}/")
-            ]
-            group = shared[0] if shared else path
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(autouse=True)
