@@ -201,9 +201,33 @@ def _worker(settings: Any, config: Any) -> Any:
     from fiolake.runner.distributed.service import Runner
 
     store = recorded(
-        settings.writable_store(), settings.history, config.runner_id, settings.pause_file
+        _probed_store(settings), settings.history, config.runner_id, settings.pause_file
     )
     return Runner(store, settings.keyring(), config, store_bucket(store))
+
+
+def _probed_store(settings: Any) -> Any:
+    """The lake once the store probe has an answer. A store that is down or restarting
+    when the runner starts (503, a dropped connection) is waited for, as the runner waits
+    out an outage later on; only a verdict (the store ignores conditional writes) or a
+    configuration problem ends the runner."""
+    import time
+
+    from fiolake.errors import StoreUnavailable
+
+    delay = 1.0
+    while True:
+        try:
+            return settings.writable_store()
+        except StoreUnavailable as exc:
+            logging.getLogger("fiolake.runner").warning(
+                "store unavailable, retrying: %s (the store probe before the first job; "
+                "again in %.0f s)",
+                exc,
+                delay,
+            )
+            time.sleep(delay)
+            delay = min(delay * 2, 30.0)
 
 
 def _serve(worker: Any) -> None:

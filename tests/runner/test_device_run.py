@@ -164,6 +164,7 @@ def test_purge_without_a_device_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow  # 6 runs of random-reads, ~40 s
+@pytest.mark.alone  # a verdict from 3 runs a side: inconclusive beside busy workers
 def test_shm_loop_against_disk_loop_compare_decides(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     shm = Path("/dev/shm") / f"fiolake-test-{os.getpid()}.img"
