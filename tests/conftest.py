@@ -37,10 +37,13 @@ settings.load_profile("fiolake")
 # test ids, which pytest 9 no longer lets it rewrite (every test went its own way), so
 # the scheduler below groups by path instead, through xdist's own hook. The groups known
 # to take minutes start first, so they do not finish alone at the end.
-_SHARED_GROUPS = ("container",)
+# Folders whose files share one worker: the container tier's image build and the
+# packaging tests both run `pip wheel` on this tree, whose in-tree build/ they would race
+# for (a wheel vanished under images.sh when both ran at once).
+_SHARED_GROUPS = {"tests/container/": "wheels", "tests/packaging/": "wheels"}
 _LONG_FIRST = (
     "tests/faults/test_history.py",
-    "container",
+    "wheels",
     "tests/app/test_login_browser.py",
     "tests/faults/test_confined.py",
     "tests/aggregator/stats/test_saturation_fio.py",
@@ -53,7 +56,7 @@ _LONG_FIRST = (
 def _group_of(nodeid: str) -> str:
     """The group a test runs in: its file, or a tier that shares one expensive setup."""
     path = nodeid.split("::", 1)[0]
-    return next((g for g in _SHARED_GROUPS if path.startswith(f"tests/{g}/")), path)
+    return next((g for prefix, g in _SHARED_GROUPS.items() if path.startswith(prefix)), path)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
