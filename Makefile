@@ -62,14 +62,14 @@ wheels: venv ## build/wheels for `docker build -f infra/Dockerfile.X .` (the ima
 demo: setup ## the main job: run the default suite locally and show the summary
 	bash infra/demo.sh
 
-# The full tier in parallel: the suite mostly waits (fio's timers, servers, polls), so
-# four workers on two cores finish it in a fraction of the serial time. Each worker
-# starts its own MinIO + OpenBao on free ports when its first stack test needs them;
-# the tests of one file stay on one worker (module fixtures are made once), and the
-# container tests share one worker (tests/conftest.py, --dist loadgroup). Tests marked
-# `alone` (a start skew, a verdict from few runs, a lease expiry) run after, one at a
-# time: beside three busy workers they measured the load. mypy runs beside, as in test-fast.
-TEST_WORKERS ?= 4
+# The full tier, serial by default: `make test TEST_WORKERS=4` runs it on four workers
+# (whole files per worker, the container and packaging tests on one, the long groups
+# first: tests/conftest.py) in 23 min instead of ~36 here, but on two cores the tests
+# that decide a verdict from a few real fio runs, or time a start skew, then measure the
+# other workers' load (`inconclusive` where they assert `better`): until they are made
+# load-proof, CI runs serial. Tests marked `alone` run after the rest, by themselves.
+# mypy runs beside, as in test-fast.
+TEST_WORKERS ?= 0
 test: setup lint lint-imports ## everything: lint, layers, types, then every tier
 	@mkdir -p build; $(BIN)/mypy > build/typecheck.log 2>&1 & mypy=$$!; \
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not alone"; tests=$$?; \
