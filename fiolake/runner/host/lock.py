@@ -45,6 +45,7 @@ class HostLock:
         self._depth = 0  # acquire() while held nests (a precondition run, then the measured)
         self._pinned = False  # pin(): keep the lock past the last release() until unpin()
         self._guard = threading.Lock()  # pin's timer unpins from another thread
+        self._pin_s: float | None = None  # pin(at_most_s): counted from the last release()
 
     def check(self) -> None:
         """Create the lock's directory and file if missing; UsageProblem if impossible."""
@@ -138,21 +139,23 @@ class HostLock:
         """Let the next fio on this host start (closing the descriptor drops the flock)."""
         with self._guard:
             self._depth -= 1
-            if self._fd is not None and self._depth <= 0 and not self._pinned:
+            if self._fd is None or self._depth > 0:
+                return
+            if not self._pinned:
                 self._drop()
+            elif self._pin_s is not None:  # fio is done: the upload's time starts now
+                timer = threading.Timer(self._pin_s, self.unpin)
+                timer.daemon = True
+                timer.start()
 
     def pin(self, at_most_s: float | None = None) -> None:
         """Keep the lock, once taken, past the release() that would let it go, until
-        `unpin()` or `at_most_s` later: a runner uploads and commits its run before the
-        next fio on the host starts, so that work is not measured as another run's busy
-        CPU — but a store outage (uploads retried for minutes) must not stop every other
-        runner on the host for as long."""
+        `unpin()` or `at_most_s` after that release (fio's own time does not count): a
+        runner uploads and commits its run before the next fio on the host starts, so
+        that work is not measured as another run's busy CPU — but a store outage (uploads
+        retried for minutes) must not stop every other runner on the host for as long."""
         with self._guard:
-            self._pinned = True
-        if at_most_s is not None:
-            timer = threading.Timer(at_most_s, self.unpin)
-            timer.daemon = True
-            timer.start()
+            self._pinned, self._pin_s = True, at_most_s
 
     def unpin(self) -> None:
         """Undo `pin()`; let the lock go if no acquire() still holds it."""
