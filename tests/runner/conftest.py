@@ -207,3 +207,18 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):  # no
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def lock_is_held(path: Path) -> bool:
+    """Whether someone holds the host lock at `path`: one non-blocking try, let go at once
+    (no waiter is left behind to take it later)."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False

@@ -12,6 +12,7 @@ from fiolake import layout
 from fiolake.runner.distributed.config import RunnerConfig
 from fiolake.runner.distributed.service import Runner
 from fiolake.store import LocalStore
+from tests.runner.conftest import lock_is_held
 from tests.signed_jobs import publish_signed
 
 JOB = "[n]\nioengine=null\nrw=read\nbs=4k\nsize=1M\n"
@@ -52,21 +53,6 @@ def test_lease_taken_over_during_upload_means_no_commit(tmp_path: Path) -> None:
     assert list((tmp_path / "spool").iterdir()) == []  # the orphan is not re-uploaded later
 
 
-def _lock_is_held(path: Path) -> bool:
-    """Whether someone holds the host lock at `path` (a non-blocking try, let go at once)."""
-    import fcntl
-    import os
-
-    fd = os.open(path, os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
 class LockWatchingStore(LocalStore):
     """Notes, at each results upload and commit, whether the host lock was held, and
     counts the listings of open jobs."""
@@ -83,7 +69,7 @@ class LockWatchingStore(LocalStore):
             self.started.set()
         for prefix in (layout.RESULTS_PREFIX, layout.COMMITS_PREFIX):
             if key.startswith(prefix):
-                self.held_at.setdefault(prefix, _lock_is_held(self.lock))
+                self.held_at.setdefault(prefix, lock_is_held(self.lock))
         return super().put(key, data, **kwargs)
 
     def list(self, prefix: str, *, start_after: str | None = None) -> Iterator[str]:
@@ -115,7 +101,7 @@ def test_upload_and_commit_happen_under_the_host_lock(tmp_path: Path) -> None:
     stats = Runner(store, keyring, _config(tmp_path, lock, once=True), bucket="").serve()
     assert stats.ok == 1
     assert store.held_at == {layout.RESULTS_PREFIX: True, layout.COMMITS_PREFIX: True}
-    assert not _lock_is_held(lock)  # and let go once committed
+    assert not lock_is_held(lock)  # and let go once committed
 
 
 def test_an_idle_runner_does_not_poll_while_another_fio_holds_the_lock(tmp_path: Path) -> None:

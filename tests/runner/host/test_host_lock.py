@@ -16,7 +16,7 @@ import pytest
 
 from fiolake.runner.host.contention import other_fio_pids
 from fiolake.runner.host.lock import HostLock
-from tests.runner.conftest import LakeEnv, sql, wait_for
+from tests.runner.conftest import LakeEnv, lock_is_held, sql, wait_for
 
 SHORT = """\
 ; a short real workload
@@ -221,20 +221,10 @@ def test_the_lock_file_is_open_to_every_user_whatever_the_umask(tmp_path: Path) 
 def test_a_pinned_lock_outlives_its_release_until_unpinned_or_its_time_is_up(
     tmp_path: Path,
 ) -> None:
-    import fcntl
-
     path = tmp_path / "host.lock"
 
     def free() -> bool:
-        """One non-blocking try, let go at once (no waiter left behind to take it)."""
-        fd = os.open(path, os.O_RDWR | os.O_CREAT)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        finally:
-            os.close(fd)
-        return True
+        return not lock_is_held(path)
 
     lock = HostLock(path)
     lock.pin()
