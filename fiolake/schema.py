@@ -39,6 +39,11 @@ RUNS = pa.schema(
         # sha256 of that job minus per-run parts (fiolake.jobhash): runs that share it
         # measured the same thing; `compare` never pools runs that do not
         ("effective_job_sha256", pa.string()),
+        # sha256 of the workload (fiolake.workload): the job's options as fio reads them,
+        # without where it ran or how the file was written. compare, trend, regressions,
+        # the gate and the app pool runs by it; null in files written before it (the runs
+        # view computes it from canonical_job_file, and `lake compact` writes it)
+        ("workload_sha256", pa.string()),
         ("fio_version", pa.string()),  # `fio --version` of the binary that ran
         ("fio_path", pa.string()),  # that binary's absolute path
         ("fio_argv", pa.list_(pa.string())),

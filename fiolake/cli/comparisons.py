@@ -119,7 +119,7 @@ def since_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 @click.option(
     "--allow-mixed",
     is_flag=True,
-    help="Pool runs whose effective jobs differ (e.g. other --runtime); every row says so.",
+    help="Pool runs whose workloads differ (e.g. other --runtime); every row says so.",
 )
 @click.option(
     "--exclude-unsteady", is_flag=True, help="Leave out runs whose last 5 s were not steady."
@@ -161,7 +161,7 @@ def compare(
     selected campaign/runs × baseline × the default metrics, whatever --backend,
     --profile or --metric hide; --family narrows it on purpose. Verdict: better/worse
     (significant and bigger than --min-effect), equivalent, or inconclusive with the
-    repetitions per side that would decide it. Runs of different effective jobs are
+    repetitions per side that would decide it. Runs of different workloads are
     never pooled unless --allow-mixed. docs/statistics.md has every formula.
       fiolake compare --campaign nightly --backend nvme --backend ceph
       fiolake compare --run RUN_A --run RUN_B --format json
@@ -201,7 +201,7 @@ def compare(
                   "geomean", "ratio", "ratio_ci_low", "ratio_ci_high", "p_value", "p_adjusted",
                   "p_equivalence", "p_equivalence_adjusted", "verdict", "reps_needed",
                   "reps_to_confirm", "reps_for_equivalence",
-                  "effective_job_sha256", "steady", "unsteady", "steady_unknown", "outliers",
+                  "workload_sha256", "steady", "unsteady", "steady_unknown", "outliers",
                   "flagged", "preconditioned", "notes", "family"]  # fmt: skip
         shared = {"baseline": result.baseline, "family": result.family}
         rows = [

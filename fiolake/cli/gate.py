@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 FIELDS = ("profile", "job_name", "direction", "metric", "n", "n_baseline", "geomean", "ratio",
           "ratio_ci_low", "ratio_ci_high", "p_value", "p_adjusted", "p_equivalence",
           "p_equivalence_adjusted", "verdict", "reps_to_confirm", "reps_for_equivalence",
-          "effective_job_sha256")  # fmt: skip
+          "workload_sha256")  # fmt: skip
 
 
 def _case(g: GateRow) -> str:
@@ -280,7 +280,7 @@ def gate(
 
     \b
     Per backend, the campaign's runs are set against the baseline's runs (a campaign's,
-    or a window's) of the same effective jobs with the verdicts of `compare`: ratios
+    or a window's) of the same workloads with the verdicts of `compare`: ratios
     with 95 % CIs, Holm-adjusted p-values, ±--min-effect. Exit 0 when no row is worse,
     1 when any is (or, with --inconclusive fail, any is inconclusive), 2 on bad input or
     nothing comparable. With the default baseline and ≥ 2 earlier nights of a job, the

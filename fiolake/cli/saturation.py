@@ -56,7 +56,7 @@ def _record(report: SaturationReport, s: Saturation, full: bool) -> dict[str, An
     row = row_for(report, s)
     out: dict[str, Any] = {
         "backend": s.group, "profile": s.profile, "knob": s.knob, "direction": s.direction,
-        "effective_job_sha256": s.effective_job_sha256, "slo": report.slo.text(),
+        "workload_sha256": s.workload_sha256, "slo": report.slo.text(),
         "runs": s.runs, "iops_at_slo": s.iops_at_slo, "status": s.status,
         "ci_low": s.ci_low, "ci_high": s.ci_high,
         "knee_load": s.knee.load if s.knee else None, "knee_iops": s.knee.iops if s.knee else None,

@@ -146,7 +146,7 @@ def regressions(
     """Where a series of comparable runs changed for the worse (change points).
 
     \b
-    A series is backend × profile × job × direction × effective job × metric in time
+    A series is backend × profile × job × direction × workload × metric in time
     order; change points come from E-Divisive means with a merge pass (as Apache Otava
     does it) over its nights (campaigns), --min-segment nights each side: a single odd
     night is listed as an outlier on stderr, not as a change. Each change lists the ratio
@@ -188,7 +188,7 @@ def regressions(
         )
     cols = ["backend", "profile", "job_name", "direction", "metric", "at", "ratio",
             "ratio_ci_low", "ratio_ci_high", "p_value", "verdict", "n_before", "n_after",
-            "run_before", "run_after", "env_changes", "effective_job_sha256",
+            "run_before", "run_after", "env_changes", "workload_sha256",
             "accepted"]  # fmt: skip
     rows: list[tuple[object, ...]]
     if fmt != "table":
@@ -210,7 +210,7 @@ def regressions(
                 c.run_before,
                 c.run_after,
                 c.env_changes,
-                c.effective_job_sha256,
+                c.workload_sha256,
                 c.accepted or None,
             )  # fmt: skip
             for c in report.rows

@@ -41,6 +41,7 @@ from fiolake.runner.report import logs as fio_logs
 from fiolake.runner.report import results as fio_output
 from fiolake.runner.report.tables import report_tables
 from fiolake.units import seconds_or_none
+from fiolake.workload import workload_sha256
 
 LOG_PREFIX = "fio"
 # The record of an attempt lives in runner.outcome; callers keep using these names here.
@@ -323,6 +324,7 @@ def _collect(
     row.update(
         canonical_job_file=canonical,
         effective_job_sha256=effective_job_sha256(canonical, request.gang_size),
+        workload_sha256=workload_sha256(canonical, request.gang_size),
         fio_argv=fio_run.argv,
         started_at=fio_run.started_at,
         finished_at=fio_run.finished_at,

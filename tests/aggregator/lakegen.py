@@ -19,6 +19,7 @@ from fiolake.commits import Commit, log_commit
 from fiolake.jobhash import effective_job_sha256
 from fiolake.schema import RESULTS, parquet_bytes, to_table
 from fiolake.store import LocalStore, ObjectStore
+from fiolake.workload import workload_sha256
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -69,6 +70,7 @@ def run_row(
     }
     row.update(extra)
     row.setdefault("effective_job_sha256", effective_job_sha256(row["canonical_job_file"]))
+    row.setdefault("workload_sha256", workload_sha256(row["canonical_job_file"]))
     return row
 
 

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from fiolake import layout
-from fiolake.aggregator.lake import delta
+from fiolake.aggregator.lake import delta, workloads
 from fiolake.aggregator.lake.compact_lock import CompactionLock, compaction_lock
 from fiolake.aggregator.lake.generations import (
     INLINE_KEYS_FORMAT,
@@ -128,7 +128,8 @@ def _new_rows(
         new |= set(snap.compacted.covered(table)) - covered  # type: ignore[union-attr]
     if merged.num_rows == 0:  # runs without rows here (a rejected run has no results)
         return None, new
-    return _conform(table, merged.sort_by([("run_id", "ascending")])), new
+    rows = _conform(table, merged.sort_by([("run_id", "ascending")]))
+    return (workloads.filled(rows) if table == "runs" else rows), new
 
 
 def _state(store: ObjectStore, table: str, dt: DeltaTable, keys: set[str]) -> DeltaState:

@@ -22,7 +22,7 @@ import duckdb_extension_httpfs
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fiolake.aggregator.lake import gang, loose
+from fiolake.aggregator.lake import gang, loose, workloads
 from fiolake.aggregator.lake.generations import Generation
 from fiolake.aggregator.lake.snapcache import cached_scan
 from fiolake.aggregator.lake.snapshot import Snapshot
@@ -274,7 +274,11 @@ def _create_views(
         present = _column_types(con, f"{INTERNAL_SCHEMA}.files_{table}")
         # Files written before a column existed still show it (as NULL): the contract holds.
         cols = [
-            f'"{name}"' if name in present else f'CAST(NULL AS {dtype}) AS "{name}"'
+            workloads.view_column(set(present))
+            if table == "runs" and name == workloads.COLUMN
+            else f'"{name}"'
+            if name in present
+            else f'CAST(NULL AS {dtype}) AS "{name}"'
             for name, dtype in contract.items()
             if name != "date"
         ]
@@ -302,6 +306,7 @@ def new_connection(s3: S3Settings | None) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect(":memory:")
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET parquet_metadata_cache = true")
+    workloads.register(con)
     if s3 is not None:
         configure_s3(con, s3)
     return con

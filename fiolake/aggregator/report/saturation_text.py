@@ -46,7 +46,7 @@ def knee_text(s: Saturation) -> str:
 def row_for(report: SaturationReport, s: Saturation) -> CompareRow | None:
     """The comparison of `s` against the baseline (None for the baseline itself)."""
     for row in report.comparisons:
-        case = (row.profile, row.job_name, row.direction, row.effective_job_sha256)
+        case = (row.profile, row.job_name, row.direction, row.workload_sha256)
         if row.group == s.group and case == s.row_key:
             return row
     return None

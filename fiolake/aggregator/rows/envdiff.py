@@ -8,7 +8,7 @@ from typing import Any
 from fiolake.aggregator.lake.lake import Lake
 from fiolake.aggregator.rows.filters import RunFilter, validate
 from fiolake.errors import LakeError
-from fiolake.jobhash import effective_job_sha256, job_differences
+from fiolake.workload import workload_differences, workload_sha256
 
 # `runs` columns that describe where and how a run happened (not what it measured).
 ENV_COLUMNS = (
@@ -79,14 +79,14 @@ def _environment(lake: Lake, run_id: str) -> dict[str, Any]:
     labels, canonical = row[len(ENV_COLUMNS)], row[len(ENV_COLUMNS) + 1]
     for key, value in (labels or {}).items():
         env[f"labels.{key}"] = value
-    env["effective_job_sha256"] = effective_job_sha256(canonical)
+    env["workload_sha256"] = workload_sha256(canonical)
     env["_canonical"] = canonical
     return env
 
 
 def environment(lake: Lake, run_id: str) -> dict[str, Any]:
     """The recorded environment of one committed run: the `ENV_COLUMNS`, its labels
-    (`labels.KEY`) and the hash of the job fio ran (as `env_diff` compares them)."""
+    (`labels.KEY`) and the hash of the workload fio ran (as `env_diff` compares them)."""
     validate(lake, RunFilter(runs=(run_id,), status=None))
     return {k: v for k, v in _environment(lake, run_id).items() if not k.startswith("_")}
 
@@ -98,14 +98,10 @@ def env_diff(lake: Lake, run_a: str, run_b: str) -> list[EnvDifference]:
     fields = list(ENV_COLUMNS) + sorted(
         k for k in a.keys() | b.keys() if k not in ENV_COLUMNS and k.startswith("labels.")
     )
-    fields.append("effective_job_sha256")
+    fields.append("workload_sha256")
     out = [EnvDifference(f, a.get(f), b.get(f)) for f in fields if a.get(f) != b.get(f)]
-    if (
-        a["_canonical"]
-        and b["_canonical"]
-        and a["effective_job_sha256"] != b["effective_job_sha256"]
-    ):
-        # Name what differs in the job fio ran, e.g. `runtime=30 vs 5`.
-        for item in job_differences(a["_canonical"], b["_canonical"], limit=20):
+    if a["_canonical"] and b["_canonical"] and a["workload_sha256"] != b["workload_sha256"]:
+        # Name what differs in the workload fio ran, e.g. `runtime=30 vs 5`.
+        for item in workload_differences(a["_canonical"], b["_canonical"], limit=20):
             out.append(EnvDifference("job", item, None))
     return out

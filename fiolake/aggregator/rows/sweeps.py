@@ -18,8 +18,9 @@ from datetime import datetime
 from fiolake.aggregator.lake.lake import Lake
 from fiolake.aggregator.rows.filters import RunFilter, validate
 from fiolake.aggregator.rows.series import fetch_rows
-from fiolake.jobhash import effective_job_sha256, effective_job_text, job_options
+from fiolake.jobhash import effective_job_text, job_options
 from fiolake.units import size_or_none
+from fiolake.workload import workload_sha256
 
 # In the order a knob is preferred when several step at once.
 LOAD_KNOBS = ("rate_iops", "iodepth", "numjobs", "bs")
@@ -54,7 +55,7 @@ class LoadPoint:
     clat_p50_ns: float | None
     clat_p99_ns: float | None
     clat_p999_ns: float | None
-    effective_job_sha256: str | None = None  # runs pool only within one effective job
+    workload_sha256: str | None = None  # runs pool only within one workload (fiolake.workload)
 
 
 def knob_value(knob: str, text: str, direction: str) -> float | None:
@@ -112,7 +113,7 @@ def load_points(lake: Lake, filt: RunFilter) -> list[LoadPoint]:
         SELECT x.run_id, r.backend, r.campaign_id, r.profile, r.started_at, x.job_name,
                x.direction, any_value(r.canonical_job_file), sum(x.iops), sum(x.bw_bytes),
                avg(x.clat_p50_ns), avg(x.clat_p99_ns), avg(x.clat_p999_ns),
-               any_value(r.effective_job_sha256)
+               any_value(r.workload_sha256)
         FROM results x JOIN runs r USING (run_id)
         WHERE {filt.where("r")} AND r.canonical_job_file IS NOT NULL
         GROUP BY ALL ORDER BY r.started_at, x.run_id, min(x.job_index), x.direction
@@ -130,5 +131,5 @@ def load_points(lake: Lake, filt: RunFilter) -> list[LoadPoint]:
         iops, bw, p50, p99, p999, sha = numbers
         measured = (float(iops or 0), float(bw or 0), p50, p99, p999)
         where = (run_id, backend, campaign, profile, at, job, direction, sweep.knob, load)
-        points.append(LoadPoint(*where, *measured, sha or effective_job_sha256(text)))
+        points.append(LoadPoint(*where, *measured, sha or workload_sha256(text)))
     return points

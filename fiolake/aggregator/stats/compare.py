@@ -22,7 +22,7 @@ from fiolake.aggregator.lake.lake import Lake, quote
 from fiolake.aggregator.rows.filters import RunFilter, check_group_column, validate
 from fiolake.aggregator.stats import stats
 from fiolake.aggregator.stats.family_words import family_words
-from fiolake.aggregator.stats.job_versions import version_notes
+from fiolake.aggregator.stats.job_versions import setup_notes, version_notes
 from fiolake.aggregator.stats.runsets import Case, Data, GroupStats, summarise
 from fiolake.aggregator.stats.verdict_text import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
 from fiolake.errors import LakeError, UsageProblem
@@ -42,14 +42,14 @@ NOT_POSITIVE = "zero or negative values: no ratio"
 
 @dataclass
 class CompareRow:
-    """One group × effective job × profile × job × direction × metric, against the baseline."""
+    """One group × workload × profile × job × direction × metric, against the baseline."""
 
     group: str
     profile: str
     job_name: str
     direction: str
     metric: str
-    effective_job_sha256: str | None
+    workload_sha256: str | None  # fiolake.workload: the runs pooled ran this workload
     n: int
     n_baseline: int
     geomean: float | None
@@ -167,7 +167,7 @@ def compare(
         raise UsageProblem(f"unknown family {family!r}: choose from {', '.join(FAMILIES)}")
     by, filt, group_expr = _grouping(lake, by, filt, pools)
     question, asked = _question(filt, by, family, metrics)
-    data, texts = summarise(
+    data = summarise(
         lake,
         group_expr,
         question,
@@ -178,7 +178,7 @@ def compare(
     if not any(_shown(g, c[0], filt, by) for g, c in data):
         raise LakeError(f"no successful runs with results match {filt.describe()}")
     cases = {c for _, c in data}
-    notes = {} if allow_mixed else version_notes(lake, cases, texts)
+    notes = {} if allow_mixed else version_notes(lake, cases)
     groups = _ordered_groups({g for g, _ in data}, filt, by, pools, baseline)
     base_name = groups[0]
     rows = _rows(data, cases, asked, groups, notes, min_effect, allow_mixed=allow_mixed)
@@ -326,6 +326,7 @@ def _row(
     )  # fmt: skip
     if group == base_name:
         row.verdict, row.n_baseline = BASELINE, got.n
+        row.notes += setup_notes(got)
         return row
     other = (base or {}).get(metric)
     row.n_baseline = other.n if other else 0
@@ -335,9 +336,7 @@ def _row(
     if got.log is None or other.log is None:
         row.verdict = NOT_POSITIVE
         return row
-    versions = set(got.fio_versions) | set(other.fio_versions)
-    if len(versions) > 1:
-        row.notes.append("fio versions differ: " + ", ".join(sorted(versions)))
+    row.notes += setup_notes(got, other)
     test = stats.compare_summaries(other.log, got.log, min_effect=min_effect)
     row.ratio, row.ratio_ci_low, row.ratio_ci_high = (
         test.ratio,
@@ -374,7 +373,7 @@ def _adjust(rows: list[CompareRow], method: str, family: str = "question") -> in
             continue
         kind = SAME_TEST.get(row.metric, row.metric)
         tests[
-            (row.group, row.profile, row.job_name, row.direction, row.effective_job_sha256, kind)
+            (row.group, row.profile, row.job_name, row.direction, row.workload_sha256, kind)
         ].append(row)
     families: dict[str, list[list[CompareRow]]] = defaultdict(list)
     for key, members in tests.items():

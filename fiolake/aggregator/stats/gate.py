@@ -93,14 +93,14 @@ class GateResult:
         return max(self.host_busy, key=_slowdown, default=None)
 
 
-# New campaign's comparable runs: its ok runs' (backend, effective job) pairs.
-_NEW_JOBS = """new AS (SELECT DISTINCT backend, effective_job_sha256 FROM runs
+# New campaign's comparable runs: its ok runs' (backend, workload) pairs.
+_NEW_JOBS = """new AS (SELECT DISTINCT backend, workload_sha256 FROM runs
                       WHERE campaign_id = ? AND status = 'ok'),
                start AS (SELECT min(started_at) AS t0 FROM runs WHERE campaign_id = ?)"""
 
 
 def default_baseline(lake: Lake, campaign: str, label: tuple[str, str] | None = None) -> str:
-    """The newest campaign started before `campaign` that ran one of its effective jobs on
+    """The newest campaign started before `campaign` that ran one of its workloads on
     one of its backends — the newest accepted one (`lake.accepted`) when there is one;
     with `label` (KEY, VALUE), the newest whose runs carry it (`label_sql`); UsageProblem
     when there is none."""
@@ -110,7 +110,7 @@ def default_baseline(lake: Lake, campaign: str, label: tuple[str, str] | None = 
     found = fetch_rows(
         lake,
         f"""WITH {_NEW_JOBS}
-           SELECT r.campaign_id FROM runs r JOIN new USING (backend, effective_job_sha256)
+           SELECT r.campaign_id FROM runs r JOIN new USING (backend, workload_sha256)
            WHERE r.status = 'ok' AND r.campaign_id <> ?
              AND r.started_at < (SELECT t0 FROM start) AND {cond}
            GROUP BY r.campaign_id ORDER BY bool_or({first}) DESC, max(r.started_at) DESC
@@ -144,7 +144,7 @@ def label_sql(lake: Lake, key: str, value: str) -> tuple[str, list[str]]:
 
 
 def window_runs(lake: Lake, campaign: str, since: str) -> dict[str, list[str]]:
-    """Per backend, the ok runs of the new campaign's effective jobs that started in the
+    """Per backend, the ok runs of the new campaign's workloads that started in the
     window from `since` (a duration back from the campaign's start, e.g. 7d, or an ISO
     date) up to the campaign's start (so none of its own); UsageProblem when none."""
     t0 = fetch_rows(lake, "SELECT min(started_at) FROM runs WHERE campaign_id = ?", [campaign])
@@ -154,7 +154,7 @@ def window_runs(lake: Lake, campaign: str, since: str) -> dict[str, list[str]]:
         lake,
         f"""WITH {_NEW_JOBS}
            SELECT r.backend, list(r.run_id ORDER BY r.run_id)
-           FROM runs r JOIN new USING (backend, effective_job_sha256)
+           FROM runs r JOIN new USING (backend, workload_sha256)
            WHERE r.status = 'ok'
              AND r.started_at >= ? AND r.started_at < (SELECT t0 FROM start)
            GROUP BY r.backend ORDER BY r.backend""",
@@ -164,7 +164,7 @@ def window_runs(lake: Lake, campaign: str, since: str) -> dict[str, list[str]]:
         raise UsageProblem(
             f"no comparable runs since:{since} before campaign '{campaign}' (from "
             f"{iso_utc(begin, 'minutes')} to {iso_utc(start, 'minutes')}): no successful run "
-            "of its effective jobs on its backends in that window — widen the window "
+            "of its workloads on its backends in that window — widen the window "
             "(e.g. since:30d) or give --baseline-campaign"
         )
     return {str(b): [str(r) for r in ids] for b, ids in found}
@@ -222,7 +222,7 @@ def gate(
     of the window `since` before it (`window_runs`); or else `default_baseline`.
 
     UsageProblem when more than one is given, when the campaigns are the same, or when
-    no row of the new campaign has a baseline row of the same backend and effective job.
+    no row of the new campaign has a baseline row of the same backend and workload.
     With `config`, each row is judged at its own threshold (`gate_config.effect_of`).
     """
     if sum(x is not None for x in (baseline, label, since)) > 1:
@@ -253,7 +253,7 @@ def gate(
     if not any(g.row.ratio is not None or bounds_note(g.row) for g in rows):
         raise UsageProblem(
             f"nothing comparable: campaign '{campaign}' and baseline '{name}' share no "
-            "backend with the same effective job and ≥ 2 successful runs on each side — "
+            "backend with the same workload and ≥ 2 successful runs on each side — "
             "run the same job files on the same backends, or choose another baseline"
         )
     kind = "window" if since is not None else "campaign"

@@ -31,7 +31,7 @@ HOST_FLAGS = ("cpu-busy", "other-fio", "steal")
 
 @dataclass(frozen=True)
 class HostNoise:
-    """The flagged runs of one profile × effective job, both sides together."""
+    """The flagged runs of one profile × workload, both sides together."""
 
     flags: tuple[str, ...]
     outside_cpu_pct: float | None  # the highest any flagged run recorded, % of one core
@@ -78,7 +78,7 @@ def _span(values: Sequence[float]) -> str:
 def busy_jobs(
     lake: Lake, filt: RunFilter, pools: Mapping[str, Sequence[str]] | None = None
 ) -> dict[tuple[str, str], HostNoise]:
-    """(profile, effective job) -> HostNoise of the flagged ok runs the gate compares:
+    """(profile, workload) -> HostNoise of the flagged ok runs the gate compares:
     those of `filt` (the two campaigns on one backend) or, with `pools`, the pooled runs."""
     if pools:
         where = f"r.run_id IN ({literals([r for ids in pools.values() for r in ids])})"
@@ -86,7 +86,7 @@ def busy_jobs(
         where = filt.where("r")
     found = fetch_rows(
         lake,
-        f"""SELECT r.profile, coalesce(r.effective_job_sha256, ''),
+        f"""SELECT r.profile, coalesce(r.workload_sha256, ''),
                    list(DISTINCT f ORDER BY f), max(r.outside_cpu_pct), max(r.steal_pct)
             FROM runs r, unnest(r.flags) AS t(f)
             WHERE {where} AND r.status = 'ok' AND f IN ({literals(HOST_FLAGS)})
@@ -103,7 +103,7 @@ def judge(
     `inconclusive` and the noise that did it (its `reason()`: `host busy (outside CPU
     45 %)`). A change bigger than the busy host could explain (`HostNoise.explains`, at
     the observed ratio) stays `worse`: a disk 100× slower is not a CPU hog."""
-    noise = busy.get((row.profile, row.effective_job_sha256 or ""))
+    noise = busy.get((row.profile, row.workload_sha256 or ""))
     if noise is None or row.verdict not in (WORSE, INCONCLUSIVE):
         return row, None
     if row.verdict == WORSE and row.ratio and _factor(row.ratio) > noise.explains():

@@ -3,7 +3,7 @@
 Three runs a night share that night's conditions, so a night's offset is invisible in
 the runs' spread: on quiet nights it is taken for signal (14 % slower, p 7e-5, and the
 same disk), on noisy nights nothing is ever decided. When the lake holds earlier nights
-(campaigns) of the same effective job on the same backend, each is reduced to its mean
+(campaigns) of the same workload on the same backend, each is reduced to its mean
 log value and the new night is tested against them with a one-way random-effects model
 (log y_ij = μ + u_i + e_ij, u_i ~ N(0, τ²), e_ij ~ N(0, σ²)): σ² is the pooled
 within-night variance, τ² the between-night variance by the ANOVA moment estimator
@@ -47,7 +47,7 @@ MIN_NIGHTS = 2  # earlier nights for a between-night variance
 TRUSTED_NIGHTS = 10  # the recipe's history (docs/ci.md; tests/bench/gate_aa.py)
 POWER = 0.8
 
-Key = tuple[str, str, str, str | None, str]  # profile, job, direction, effective job, metric
+Key = tuple[str, str, str, str | None, str]  # profile, job, direction, workload, metric
 
 
 @dataclass(frozen=True)
@@ -76,14 +76,14 @@ class NightModel:
 
 
 def history(lake: Lake, campaign: str, backend: str) -> list[str]:
-    """The newest HISTORY campaigns before `campaign` that ran its effective jobs on
+    """The newest HISTORY campaigns before `campaign` that ran its workloads on
     `backend`, none before the newest accepted one (`lake.accepted`), oldest first."""
     found = fetch_rows(
         lake,
-        """WITH new AS (SELECT DISTINCT effective_job_sha256 FROM runs
+        """WITH new AS (SELECT DISTINCT workload_sha256 FROM runs
                         WHERE campaign_id = ? AND backend = ? AND status = 'ok')
            SELECT r.campaign_id, min(r.started_at) AS s FROM runs r JOIN new
-           USING (effective_job_sha256) WHERE r.backend = ? AND r.status = 'ok'
+           USING (workload_sha256) WHERE r.backend = ? AND r.status = 'ok'
              AND r.campaign_id <> ?
              AND r.started_at < (SELECT min(started_at) FROM runs WHERE campaign_id = ?)
            GROUP BY 1 ORDER BY s, 1""",
@@ -114,7 +114,7 @@ def earlier(
 
 def key(row: CompareRow) -> Key:
     """A gate row's key in `models`."""
-    return (row.profile, row.job_name, row.direction, row.effective_job_sha256, row.metric)
+    return (row.profile, row.job_name, row.direction, row.workload_sha256, row.metric)
 
 
 def models(
@@ -128,7 +128,7 @@ def models(
     """Per row key of `campaign` on `backend`: its night model against `nights`, the
     p-values Holm-adjusted across the backend's rows (throughput counted once)."""
     filt = RunFilter(backends=(backend,), campaigns=(*nights, campaign))
-    data, _ = summarise(lake, "CAST(r.campaign_id AS VARCHAR)", filt, list(metrics))
+    data = summarise(lake, "CAST(r.campaign_id AS VARCHAR)", filt, list(metrics))
     out: dict[Key, NightModel] = {}
     for (group, case), by_metric in data.items():
         if group != campaign:

@@ -1,7 +1,7 @@
 """Regressions as change points: where a series of comparable runs changed level, and
 what else changed between the last run before and the first run after.
 
-A series is one backend × profile × job × direction × effective job × metric, in time
+A series is one backend × profile × job × direction × workload × metric, in time
 order (`runsets.per_run_values`); change points come from `changepoints.change_points`
 over its nights (campaigns), at least `min_segment` nights each side (`night_changes`);
 each is described by the ratio of the geometric means after/before with its 95 % CI
@@ -37,7 +37,7 @@ class ChangePoint:
     job_name: str
     direction: str
     metric: str
-    effective_job_sha256: str | None
+    workload_sha256: str | None
     at: datetime | None  # start of the first run after the change
     n_before: int
     n_after: int

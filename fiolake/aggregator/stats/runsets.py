@@ -1,25 +1,25 @@
 """The runs a comparison reads, summarised in SQL: one pass over the selected runs per table.
 
-`summarise` gives, per group × effective job × profile × job × direction × metric, the
-log-space moments, range, outliers (robust z via medians/MAD) and steady/flagged counts
-that `compare` needs, computed by DuckDB; `per_run_values` gives the per-run series that
-`regressions` needs. Both resolve each run's effective job (`fiolake.jobhash`), computing
-it for runs written before `runs.effective_job_sha256` existed.
+`summarise` gives, per group × workload × profile × job × direction × metric, the
+log-space moments, range, outliers (robust z via medians/MAD), steady/flagged counts and
+the setups pooled (fio versions, origins, targets, file systems) that `compare` needs,
+computed by DuckDB; `per_run_values` gives the per-run series that `regressions` needs.
+Both pool by `runs.workload_sha256` (`fiolake.workload`; the view computes it for runs
+written before it existed).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from fiolake.aggregator.lake import columns
-from fiolake.aggregator.lake.lake import Lake, literal, literals
+from fiolake.aggregator.lake.lake import Lake, literals
 from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.series import fetch_rows
 from fiolake.aggregator.stats import stats
-from fiolake.jobhash import effective_job_sha256
 
 
 @dataclass(frozen=True)
@@ -47,37 +47,14 @@ class GroupStats:
     flagged: int
     fio_versions: list[str]
     preconditioned: int = 0  # runs that a precondition run prepared (runs.preconditioned_by)
+    origins: list[str] = field(default_factory=list)  # runs.origin: 'run', 'import'
+    targets: list[str] = field(default_factory=list)  # runs.target_kind: 'dir', 'device'
+    file_systems: list[str] = field(default_factory=list)  # runs.fs_type (where known)
 
 
-Case = tuple[str, str, str, str | None]  # profile, job_name, direction, effective job
+Case = tuple[str, str, str, str | None]  # profile, job_name, direction, workload
+WORKLOAD = "r.workload_sha256"
 Data = dict[tuple[str, Case], dict[str, GroupStats]]
-
-
-def _legacy_hashes(lake: Lake, filt: RunFilter) -> tuple[str, dict[str, str]]:
-    """SQL for each run's effective job: the recorded column, or for runs written before
-    it existed, the hash of their canonical job file (computed here: one home)."""
-    where = filt.where("r")
-    cur = lake.cursor()
-    try:
-        texts = [
-            t
-            for (t,) in cur.execute(
-                f"SELECT DISTINCT r.canonical_job_file FROM runs r WHERE {where} "
-                "AND r.effective_job_sha256 IS NULL AND r.canonical_job_file IS NOT NULL"
-            ).fetchall()
-        ]
-    finally:
-        cur.close()
-    if not texts:
-        return "r.effective_job_sha256", {}
-    hashes = {t: effective_job_sha256(t) for t in texts}
-    cases = " ".join(f"WHEN {literal(t)} THEN {literal(h)}" for t, h in hashes.items() if h)
-    expr = (
-        f"coalesce(r.effective_job_sha256, CASE r.canonical_job_file {cases} END)"
-        if cases
-        else "r.effective_job_sha256"
-    )
-    return expr, {h: t for t, h in hashes.items() if h}
 
 
 def summarise(
@@ -88,14 +65,14 @@ def summarise(
     *,
     allow_mixed: bool = False,
     exclude_unsteady: bool = False,
-) -> tuple[Data, dict[str, str]]:
+) -> Data:
     """(group, case) -> metric -> GroupStats, all computed in DuckDB (one pass over the
-    selected runs; log-space moments, robust z via window medians); and effective job ->
-    its canonical text for the runs whose hash had to be computed."""
+    selected runs; log-space moments, robust z via window medians). With `allow_mixed`,
+    runs of different workloads pool."""
     where = filt.where("r")
-    sha, texts = ("NULL", {}) if allow_mixed else _legacy_hashes(lake, filt)
+    sha = "NULL" if allow_mixed else WORKLOAD
     sql = _summary_sql(group_expr, where, sha, metrics, exclude_unsteady=exclude_unsteady)
-    return _group_stats(fetch_rows(lake, sql), metrics), texts
+    return _group_stats(fetch_rows(lake, sql), metrics)
 
 
 def _per_run_columns(metrics: list[str]) -> str:
@@ -158,6 +135,8 @@ def _summary_sql(
         ), j AS MATERIALIZED (
             SELECT coalesce({group_expr}, '') AS grp, r.profile, p.job_name, p.direction,
                    coalesce({sha}, '') AS sha, r.run_id, r.fio_version,
+                   coalesce(r.origin, 'run') AS origin, coalesce(r.target_kind, 'dir') AS target,
+                   r.fs_type,
                    coalesce(len(r.flags), 0) > 0 AS flagged, p.steady,
                    r.preconditioned_by IS NOT NULL AS pre, {logs}
             FROM per_run p JOIN runs r USING (run_id)
@@ -167,13 +146,15 @@ def _summary_sql(
                    count(*) FILTER (WHERE NOT steady) AS unsteady,
                    count(*) FILTER (WHERE steady IS NULL) AS unknown,
                    count(*) FILTER (WHERE flagged) AS flagged,
-                   list(DISTINCT fio_version) AS fios,
+                   list(DISTINCT fio_version) AS fios, list(DISTINCT origin) AS origins,
+                   list(DISTINCT target) AS targets, list(DISTINCT fs_type) AS fss,
                    count(*) FILTER (WHERE pre) AS pre, {moments}
             FROM j GROUP BY ALL
         ), o AS (
             SELECT {keys}, {odd} FROM j JOIN g USING ({keys}) GROUP BY ALL
         )
-        SELECT {keys}, g.steady, g.unsteady, g.unknown, g.flagged, g.fios, g.pre, {picked}
+        SELECT {keys}, g.steady, g.unsteady, g.unknown, g.flagged, g.fios, g.pre,
+               g.origins, g.targets, g.fss, {picked}
         FROM g JOIN o USING ({keys})
     """
 
@@ -186,13 +167,15 @@ def _group_stats(rows: list[tuple[Any, ...]], metrics: list[str]) -> Data:
         group, profile, job, direction, sha_value, steady, unsteady, unknown, flagged, fios, pre = (
             row[:11]
         )
+        origins, targets, fss = (sorted(v for v in values if v) for values in row[11:14])
         out: dict[str, GroupStats] = {}
         for i, metric in enumerate(metrics):
-            n, mean, var, lo, hi, bad, odd = row[11 + 7 * i : 18 + 7 * i]
+            n, mean, var, lo, hi, bad, odd = row[14 + 7 * i : 21 + 7 * i]
             log = stats.LogSummary(n, mean, var) if n and not bad and mean is not None else None
             out[metric] = GroupStats(
                 n, log, lo, hi, list(odd or []) if n >= stats.OUTLIER_MIN_N else [],
                 steady, unsteady, unknown, flagged, sorted(v for v in fios if v), pre,
+                origins, targets, fss,
             )  # fmt: skip
         data[(str(group), (profile, job, direction, sha_value or None))] = out
     return data
@@ -203,7 +186,7 @@ def per_run_values(
 ) -> dict[tuple[str, Case], dict[str, list[RunValue]]]:
     """(group, case) -> metric -> one RunValue per run, oldest first (regressions)."""
     where = filt.where("r")
-    sha, _ = _legacy_hashes(lake, filt)
+    sha = WORKLOAD
     per_run = _per_run_columns(metrics)
     picked = ", ".join(f'p."m{i}"' for i in range(len(metrics)))
     sql = f"""
@@ -235,17 +218,17 @@ def per_run_values(
     return data
 
 
-def job_texts(lake: Lake, hashes: set[str], known: dict[str, str]) -> dict[str, str]:
-    """`known` plus the canonical job text of each effective job in `hashes` it lacks."""
-    wanted = sorted(h for h in hashes if h not in known)
+def job_texts(lake: Lake, hashes: set[str]) -> dict[str, str]:
+    """A canonical job text of each workload in `hashes` (what its runs ran)."""
+    wanted = sorted(hashes)
     if not wanted:
-        return known
+        return {}
     cur = lake.cursor()
     try:
         found = cur.execute(
-            "SELECT effective_job_sha256, any_value(canonical_job_file) FROM runs "
-            f"WHERE effective_job_sha256 IN ({literals(wanted)}) GROUP BY 1"
+            "SELECT workload_sha256, any_value(canonical_job_file) FROM runs "
+            f"WHERE workload_sha256 IN ({literals(wanted)}) GROUP BY 1"
         ).fetchall()
     finally:
         cur.close()
-    return {**known, **{h: t for h, t in found if t is not None}}
+    return {h: t for h, t in found if t is not None}

@@ -31,7 +31,7 @@ from fiolake.units import human_count
 
 IOPS_AT_SLO = "iops_at_slo"  # the metric's name in gate, trend and JSON
 UNCOMPARABLE = "cannot be compared at the loads tested"  # both sides bounds (issue 40)
-Case = tuple[str, str, str, str | None]  # profile, knob, direction, effective job
+Case = tuple[str, str, str, str | None]  # profile, knob, direction, workload
 HOLM_NAMES = {"holm": "Holm", "fdr": "Benjamini–Hochberg"}
 # SLO percentile -> CurvePoint field, from the one mapping (slo.PERCENTILE_COLUMNS: the
 # results column, also LoadPoint's field): clat_p99_ns -> p99_ns.
@@ -76,7 +76,7 @@ class Saturation:
     profile: str
     knob: str
     direction: str
-    effective_job_sha256: str | None
+    workload_sha256: str | None
     curve: list[CurvePoint]
     knee: CurvePoint | None
     iops_at_slo: float  # WITHIN: interpolated; BELOW/ABOVE: the bound (see slo.iops_at_slo)
@@ -88,13 +88,13 @@ class Saturation:
 
     @property
     def case(self) -> Case:
-        """What a comparison pools on: profile, knob, direction, effective job."""
-        return self.profile, self.knob, self.direction, self.effective_job_sha256
+        """What a comparison pools on: profile, knob, direction, workload."""
+        return self.profile, self.knob, self.direction, self.workload_sha256
 
     @property
     def row_key(self) -> tuple[str, str, str, str | None]:
-        """(profile, job name, direction, effective job) of this sweep's CompareRow."""
-        return self.profile, sweep_job(self.knob), self.direction, self.effective_job_sha256
+        """(profile, job name, direction, workload) of this sweep's CompareRow."""
+        return self.profile, sweep_job(self.knob), self.direction, self.workload_sha256
 
 
 @dataclass(frozen=True)
@@ -165,7 +165,7 @@ def analyse_one(points: Sequence[LoadPoint], slo: slo_math.Slo, group: str) -> S
         if complete[i]
     }
     return Saturation(group, first.profile, first.knob, first.direction,
-                      first.effective_job_sha256, curve, None if bend is None else curve[bend],
+                      first.workload_sha256, curve, None if bend is None else curve[bend],
                       float(value), slo_math.CODES[int(code)], low, high, len(runs),
                       per_run)  # fmt: skip
 
@@ -181,7 +181,7 @@ def analyse(
     for p in points:
         group = group_of(p)
         if group is not None:
-            key = (p.profile, p.knob, p.direction, p.effective_job_sha256)
+            key = (p.profile, p.knob, p.direction, p.workload_sha256)
             cases[(group, key)].append(p)
     ordered = sorted(cases, key=lambda k: (k[1][0], k[1][1], k[1][2], k[1][3] or "", k[0]))
     return [analyse_one(cases[k], slo, k[0]) for k in ordered]
@@ -290,7 +290,7 @@ def compare_saturations(
         why = bounds_only(s, base)
         if why:  # two bounds: no ratio, no interval, no test (its p would read as equal)
             rows.append(CompareRow(s.group, s.profile, f"{s.knob} sweep", s.direction,
-                                   IOPS_AT_SLO, s.effective_job_sha256, s.runs, base.runs,
+                                   IOPS_AT_SLO, s.workload_sha256, s.runs, base.runs,
                                    None, None, None, None, None, None, None, None,
                                    INCONCLUSIVE, notes=[why]))  # fmt: skip
             continue

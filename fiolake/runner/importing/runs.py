@@ -22,6 +22,7 @@ from fiolake.runner.importing.reading import FoundRun
 from fiolake.runner.outcome import RunOutcome, empty_tables
 from fiolake.runner.report.document import FioReport, job_errors, report_of
 from fiolake.runner.report.tables import report_tables
+from fiolake.workload import workload_sha256
 
 ORIGIN = "import"
 RUNNER = "import"
@@ -129,6 +130,7 @@ def outcome(found: FoundRun, source: Source, request: ImportRequest) -> RunOutco
         "profile": request.profile or source.stem,
         "canonical_job_file": canonical,
         "effective_job_sha256": effective_job_sha256(canonical),
+        "workload_sha256": workload_sha256(canonical),
         "fio_version": report.fio_version,
         "labels": dict(request.labels),
         "started_at": started,

@@ -10,30 +10,7 @@ from __future__ import annotations
 import re
 
 from fiolake.units import size_or_none
-
-# Every alias `fio --cmdhelp` reports (for all options, so denied ones are caught by alias too).
-ALIASES: dict[str, str] = {
-    "readwrite": "rw",
-    "blocksize": "bs",
-    "blockalign": "ba",
-    "blocksize_range": "bsrange",
-    "blocksize_unaligned": "bs_unaligned",
-    "iodepth_batch_submit": "iodepth_batch",
-    "iodepth_batch_complete": "iodepth_batch_complete_min",
-    "io_limit": "io_size",
-    "fill_fs": "fill_device",
-    "fileoffset": "offset",
-    "nr_files": "nrfiles",
-    "timeout": "runtime",
-    "iomem": "mem",
-    "ratemin": "rate_min",
-    "ratecycle": "rate_cycle",
-    "wait_for_previous": "stonewall",
-    "disable_bw": "disable_bw_measurement",
-    "ss": "steadystate",
-    "ss_dur": "steadystate_duration",
-    "ss_ramp": "steadystate_ramp_time",
-}
+from fiolake.workload import ALIASES  # fio's aliases: one table, the workload reads it too
 
 ENGINES = ("psync", "sync", "pvsync", "pvsync2", "libaio", "io_uring", "posixaio", "mmap", "null")
 RW_VALUES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw")

@@ -191,7 +191,7 @@ def test_runs_of_different_runtimes_are_never_pooled(tmp_path: Path) -> None:
         split = compare(lake, metrics=["iops"])
         pooled = compare(lake, metrics=["iops"], allow_mixed=True)
     assert sorted(r.n for r in split.rows) == [3, 3, 3, 3]
-    assert len({r.effective_job_sha256 for r in split.rows}) == 2
+    assert len({r.workload_sha256 for r in split.rows}) == 2
     notes = {n for r in split.rows for n in r.notes}
     assert notes == {
         "not pooled with 1 other job version(s): runtime=30 vs 5",
@@ -210,13 +210,14 @@ def test_runs_of_different_runtimes_are_never_pooled(tmp_path: Path) -> None:
     assert sum("pooled on purpose" in line for line in mixed) == 2
 
 
-def test_lakes_from_before_the_effective_job_column_still_compare(tmp_path: Path) -> None:
-    """Runs written without effective_job_sha256 (NULL) get it from their stored canonical
-    job file: they pool with new runs of the same job and split from other runtimes."""
+def test_lakes_from_before_the_workload_column_still_compare(tmp_path: Path) -> None:
+    """Runs written without workload_sha256 (NULL) get it from their stored canonical
+    job file (the runs view): they pool with new runs of the same job and split from other
+    runtimes."""
     store = lakegen.local_store(tmp_path)
     for i in range(9):
         backend, runtime, legacy = ("a", 30, True) if i < 3 else ("b", 30 if i < 6 else 5, i >= 6)
-        extra = {"effective_job_sha256": None} if legacy else {}
+        extra = {"effective_job_sha256": None, "workload_sha256": None} if legacy else {}
         lakegen.write_run(
             store,
             run_id=f"r{i}",
@@ -228,8 +229,11 @@ def test_lakes_from_before_the_effective_job_column_still_compare(tmp_path: Path
             **extra,
         )
     with connect(str(tmp_path)) as lake:
-        stored = lake.con.sql("SELECT count(*) FROM runs WHERE effective_job_sha256 IS NULL")
-        assert stored.fetchone() == (6,)
+        stored = lake.con.sql(
+            "SELECT count(*) FILTER (WHERE workload_sha256 IS NULL), "
+            "count(DISTINCT workload_sha256) FROM runs"
+        )
+        assert stored.fetchone() == (0, 2)
         result = compare(lake, metrics=["iops"])
     rows = {(r.group, r.n, r.verdict) for r in result.rows}
     assert rows == {
@@ -237,7 +241,7 @@ def test_lakes_from_before_the_effective_job_column_still_compare(tmp_path: Path
         ("b", 3, "equivalent"),
         ("b", 3, "no baseline for this job"),
     }
-    assert all(r.effective_job_sha256 and len(r.effective_job_sha256) == 64 for r in result.rows)
+    assert all(r.workload_sha256 and len(r.workload_sha256) == 64 for r in result.rows)
     short = next(r for r in result.rows if r.verdict == "no baseline for this job")
     assert short.notes == ["not pooled with 1 other job version(s): runtime=5 vs 30"]
 
@@ -266,11 +270,11 @@ def test_steady_state_outliers_and_fio_versions_per_row(tmp_path: Path) -> None:
         kept = compare(lake, metrics=["iops"], exclude_unsteady=True).rows[1]
     assert (row.group, row.n, row.steady, row.unsteady, row.steady_unknown) == ("b", 6, 3, 2, 1)
     assert row.outliers == ["b5"]
-    assert row.notes == ["fio versions differ: fio-3.33, fio-3.36"]
+    assert row.notes == ["fio 3.33 vs 3.36"]
     assert (kept.n, kept.unsteady, kept.outliers) == (4, 0, [])  # b2, b3 left out
     table = cli_compare(str(tmp_path), "--metric", "iops").stdout
     assert "outliers: 1" in table and "3/5 (1 unknown)" in table
-    assert "fio versions differ: fio-3.33, fio-3.36" in table
+    assert "fio 3.33 vs 3.36" in table
 
 
 def test_threads_of_one_job_are_summed_for_throughput(tmp_path: Path) -> None:
@@ -353,7 +357,7 @@ def test_cli_table_csv_json(tmp_path: Path) -> None:
         "verdict": "worse",
     }
     assert b["ratio"] == pytest.approx(0.8) and b["ratio_ci_low"] < 0.8 < b["ratio_ci_high"]
-    assert b["p_adjusted"] < 0.05 and len(b["effective_job_sha256"]) == 64
+    assert b["p_adjusted"] < 0.05 and len(b["workload_sha256"]) == 64
     res = cli_compare(root, "--metric", "iops", "--fdr")
     assert "family: all runs vs a, 3 tests, Benjamini–Hochberg;" in res.stderr
 

@@ -120,7 +120,7 @@ def test_baseline_runs_with_nothing_in_the_window_is_exit_2(lake: Path) -> None:
     assert res.exit_code == 2, res.output
     assert res.stderr.splitlines()[-1] == (
         "Error: no comparable runs since:1h before campaign 'new' (from 2025-03-04T11:00Z "
-        "to 2025-03-04T12:00Z): no successful run of its effective jobs on its backends in "
+        "to 2025-03-04T12:00Z): no successful run of its workloads on its backends in "
         "that window — widen the window (e.g. since:30d) or give --baseline-campaign"
     )
 

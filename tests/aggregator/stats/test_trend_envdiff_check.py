@@ -122,8 +122,8 @@ def test_env_diff(tmp_path: Path) -> None:
     assert diffs.pop("mount_options") == ("rw,relatime", "rw,noatime")
     assert diffs.pop("labels.rack") == ("r1", "r2")
     assert diffs.pop("labels.zone") == (None, "z1")
-    assert set(diffs) == {"effective_job_sha256", "job"}
-    assert diffs["job"] == ("rw=randread vs (unset)", None)
+    assert set(diffs) == {"workload_sha256", "job"}
+    assert diffs["job"] == ("jobs=1 vs 0", None)  # b's file has a [global] only
     res = CliRunner().invoke(cli, ["env-diff", "--lake", str(tmp_path), "--run", "a", "--run", "c"])
     assert (res.exit_code, res.output) == (0, "no environment differences\n")
     res = CliRunner().invoke(cli, ["env-diff", "--lake", str(tmp_path), "--run", "a", "--run", "x"])
