@@ -11,6 +11,8 @@ order — agree option by option once each option is read the way fio reads it:
   as 1;
 - options set to fio's default dropped (`iodepth=1`, `ioengine=psync`, … `DEFAULTS`), so
   writing a default and leaving it out are the same workload;
+- a `runtime` without `time_based` left out: it only caps a job bounded by its size
+  (the runner adds one to every job; a run it cut short is flagged `cut-short`);
 - where it runs left out (`directory=`, an absolute `filename=` — the device or a path
   fiolake chose —, `allow_file_create`), and so are the options that only decide what fio
   reports (logs, `group_reporting`, `name`, `description`: `NOT_WORKLOAD`);
@@ -187,7 +189,7 @@ def normalised_value(name: str, value: str) -> str:
     return text
 
 
-def _is_default(name: str, value: str) -> bool:
+def is_default(name: str, value: str) -> bool:
     default = DEFAULTS.get(name)
     return default is not None and normalised_value(name, default) == value
 
@@ -203,9 +205,10 @@ def _strip_comment(line: str) -> str:
     return line[:cut].strip()
 
 
-def _merged_jobs(job_text: str) -> list[dict[str, tuple[str, str]]]:
-    """Each job's options ([global] merged in, aliases resolved) as name -> (normalised
-    value, value as written), in file order."""
+def merged_options(job_text: str, *, caps: bool = False) -> list[dict[str, tuple[str, str]]]:
+    """Each job's workload options ([global] merged in, aliases resolved) as name ->
+    (normalised value, value as written), in file order; with `caps`, a runtime that only
+    caps the job too (`_bounds`)."""
     globals_: dict[str, tuple[str, str]] = {}
     jobs: list[dict[str, tuple[str, str]]] = []
     current: dict[str, tuple[str, str]] | None = None
@@ -225,15 +228,29 @@ def _merged_jobs(job_text: str) -> list[dict[str, tuple[str, str]]]:
         written = value.strip() if "=" in line else "1"
         target = globals_ if current is None else current
         target[name] = (normalised_value(name, written), written)
-    return [{k: v for k, v in sorted(job.items()) if _workload_option(k, v[0])} for job in jobs]
+    return [
+        {
+            k: v
+            for k, v in sorted(job.items())
+            if _workload_option(k, v[0]) and (caps or _bounds(k, job))
+        }
+        for job in jobs
+    ]
+
+
+def _bounds(name: str, job: dict[str, tuple[str, str]]) -> bool:
+    """False for a `runtime` that only caps a job bounded by its size (no time_based): the
+    runner adds one to every job without it (its watchdog bound), and a run the cap did
+    cut short is flagged `cut-short`, so the cap is not what the job does."""
+    return name != "runtime" or job.get("time_based", ("0", ""))[0] == "1"
 
 
 def workload_jobs(job_text: str) -> list[dict[str, str]]:
     """The jobs of a job file (canonical text, or one rebuilt from fio's JSON echo), each
     as its normalised workload options, in file order."""
     return [
-        {k: v for k, (v, _) in job.items() if not _is_default(k, v)}
-        for job in _merged_jobs(job_text)
+        {k: v for k, (v, _) in job.items() if not is_default(k, v)}
+        for job in merged_options(job_text)
     ]
 
 
@@ -251,7 +268,7 @@ def workload_differences(a: str, b: str, limit: int = 4) -> list[str]:
     """What differs between the workloads of two job texts, as written in each, e.g.
     `bs=4k vs 64k` (`job N:` in front when the files have several jobs); at most `limit`
     items plus a count of the rest."""
-    left, right = _merged_jobs(a), _merged_jobs(b)
+    left, right = merged_options(a), merged_options(b)
     items = [] if len(left) == len(right) else [f"jobs={len(left)} vs {len(right)}"]
     several = max(len(left), len(right)) > 1
     for number, (x, y) in enumerate(zip(left, right, strict=False)):

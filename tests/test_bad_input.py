@@ -100,6 +100,12 @@ IMPORTS = {
     # issue 41: a field checked before a dump and its later document are compared
     "malformed.json": GOOD_FIO.replace('"total_ios": 1', '"total_ios": "many"')
     + GOOD_FIO.replace("1700000000", "1700000002"),
+    # issue 43: --job-file that is not the file the output was made from, or not text
+    "optioned.json": GOOD_FIO.replace(
+        '"elapsed": 1, ', '"elapsed": 1, "job options": {"bs": "8k"}, '
+    ),
+    "job.fio": "[j]\nbs=4k\n",
+    "latin1.fio": "[j]\nbs=4k ; caf\udce9\n",
 }
 NOT_IMPORTED = "Error: 1 of 1 file(s) not imported ({imp}/{name}); imported 0 run(s), skipped 0\n"
 # Every results column a comparison can use, as `unknown metric` lists them.
@@ -114,7 +120,8 @@ METRICS = (
 RUNS_COLUMNS = (
     "run_id, job_id, campaign_id, repetition, sequence, role, preconditioned_by, backend, "
     "runner, host, profile, job_file_sha256, "
-    "canonical_job_file, effective_job_sha256, fio_version, fio_path, kernel, os, cpu_model, "
+    "canonical_job_file, effective_job_sha256, workload_sha256, fio_version, fio_path, kernel, "
+    "os, cpu_model, "
     "cpu_count, mem_bytes, cpu_governor, target_dir, mount_point, fs_type, mount_options, "
     "device, device_model, device_firmware, io_scheduler, read_ahead_bytes, write_cache, "
     "target_kind, device_serial, device_wwn, device_size_bytes, device_logical_block_bytes, "
@@ -1479,6 +1486,40 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         + NOT_IMPORTED.replace("{name}", "undated.json"),
     ),
     (
+        [
+            "import",
+            "{imp}/optioned.json",
+            "--job-file",
+            "{imp}/job.fio",
+            "--backend",
+            "x",
+            "--lake",
+            "{tmp}/lake",
+        ],
+        {},
+        1,
+        "Error: {imp}/optioned.json: document 1: fio's output disagrees with --job-file "
+        "(job 0: bs is 8192 in fio's output, 4096 in the file) — give the job file this "
+        "output was made from, or import without --job-file\n"
+        + NOT_IMPORTED.replace("{name}", "optioned.json"),
+    ),
+    (
+        [
+            "import",
+            "{imp}/optioned.json",
+            "--job-file",
+            "{imp}/latin1.fio",
+            "--backend",
+            "x",
+            "--lake",
+            "{tmp}/lake",
+        ],
+        {},
+        2,
+        "Error: --job-file {imp}/latin1.fio: cannot read it (it is not UTF-8 text) — give the "
+        "fio job file the output was made from\n",
+    ),
+    (
         ["import", "{imp}/binary.out", "--backend", "x", "--lake", "{tmp}/lake"],
         {},
         1,
@@ -1697,7 +1738,7 @@ def places(tmp_path: Path, lake_with_a_run: Path, loops: dict[str, Path], nights
     imports = tmp_path / "imports"
     imports.mkdir()
     for name, text in IMPORTS.items():
-        (imports / name).write_text(text)
+        (imports / name).write_text(text, errors="surrogateescape")
     file = tmp_path / "a-file"
     file.write_text("not a directory\n")
     link = tmp_path / "a-link"

@@ -85,6 +85,14 @@ def _files(
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Folder of fio's per-second logs (default: the folder each file is in).",
 )
+@click.option(
+    "--job-file",
+    "job_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The job file the output was made from: checked against every option fio echoed "
+    "and recorded as the run's job, so its bare flags (time_based, stonewall…), which fio's "
+    "JSON leaves out, count and the runs pool with `fiolake run` of the same file.",
+)
 @click.option("--dry-run", is_flag=True, help="Read and check everything; write nothing.")
 @format_option()
 def import_(
@@ -97,6 +105,7 @@ def import_(
     profile: str | None,
     at_text: str | None,
     logs_dir: Path | None,
+    job_file: Path | None,
     dry_run: bool,
     fmt: str,
 ) -> None:
@@ -122,10 +131,13 @@ def import_(
       fiolake import ci.log --backend ceph --host node7 --label ci=nightly
       kubectl logs kubestr-pod | fiolake import - --backend longhorn
       fiolake import old.json --backend hdd --at 2016-05-01T10:00:00Z
-      fiolake compare --backend nvme-old --backend nvme --allow-mixed
+      fiolake import by-hand/ --backend nvme --job-file random-reads.fio
+      fiolake compare --backend nvme-old --backend nvme
 
-    compare pools runs of one effective job; an imported run's is rebuilt from the
-    options fio echoed, so against runs of `fiolake run` pass --allow-mixed.
+    compare pools runs of one workload (the job's options as fio reads them, wherever it
+    ran). An imported run's job is rebuilt from the options fio echoed, which leave out
+    bare flags such as time_based: give --job-file FILE and the runs pool with `fiolake
+    run FILE`; otherwise the rows say which options differ.
     """
     from datetime import UTC, datetime
 
@@ -151,6 +163,7 @@ def import_(
         at=at,
         profile=profile,
         logs=logs_dir,
+        job_file=_job_text(job_file),
     )
     settings = Settings.from_env(lake=lake)
     store = settings.store() if dry_run else settings.writable_store()
@@ -170,6 +183,20 @@ def import_(
         )
     if report.refused:
         raise ImportFailed(_summary(report, dry_run, len(files)))
+
+
+def _job_text(path: Path | None) -> str | None:
+    """The text of --job-file; UsageProblem when it cannot be read as text."""
+    if path is None:
+        return None
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        raise UsageProblem(
+            f"--job-file {path}: cannot read it ({why}) — give the fio job file the output "
+            "was made from"
+        ) from None
 
 
 def _read(path: Path, report: ImportReport, name: str) -> bytes | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
+from duckdb.func import FunctionNullHandling
 
 from fiolake.workload import workload_sha256
 
@@ -25,7 +26,7 @@ def register(con: duckdb.DuckDBPyConnection) -> None:
         lambda text, gang: workload_sha256(text, gang),
         ["VARCHAR", "INTEGER"],
         "VARCHAR",
-        null_handling="special",  # a NULL gang_size is a solo run, not an unknown hash
+        null_handling=FunctionNullHandling.SPECIAL,  # a NULL gang_size is a solo run
         side_effects=False,
     )
 

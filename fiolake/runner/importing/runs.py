@@ -17,7 +17,7 @@ from pathlib import Path
 from fiolake import layout, schema
 from fiolake.errors import FioError
 from fiolake.jobhash import effective_job_sha256
-from fiolake.runner.importing import logfiles
+from fiolake.runner.importing import given_job, logfiles
 from fiolake.runner.importing.reading import FoundRun
 from fiolake.runner.outcome import RunOutcome, empty_tables
 from fiolake.runner.report.document import FioReport, job_errors, report_of
@@ -41,6 +41,7 @@ class ImportRequest:
     at: datetime | None = None  # start time for a document without fio's timestamp
     profile: str | None = None  # --profile; else the source file's stem
     logs: Path | None = None  # --logs: where fio's per-second logs are (else beside the file)
+    job_file: str | None = None  # --job-file: the text of the job file fio ran (given_job)
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,8 @@ def outcome(found: FoundRun, source: Source, request: ImportRequest) -> RunOutco
     run_id = run_id_of(found, request.backend, started)
     status, error = _status(report)
     canonical = rebuilt_job_file(report)
+    if request.job_file is not None:
+        canonical = given_job.recorded_job_file(canonical, request.job_file, found.document)
     row = {
         "run_id": run_id,
         "job_id": job_id_of(found, request.backend),

@@ -386,3 +386,38 @@ def test_delta_states_compare_by_their_ids_whatever_the_array() -> None:
     wide = pa.array(["a", "b"], pa.large_string())
     assert generations.DeltaState("runs", 1, ("f",), wide, 2) == one
     assert hash(one) == hash(generations.DeltaState("runs", 1, ("f",), chunked, 2))
+
+
+def test_runs_written_before_the_workload_column_get_it_at_read_time_and_compaction(
+    tmp_path: Path,
+) -> None:
+    """Issue 43: a per-run file without workload_sha256 shows it in the runs view, and
+    `lake compact` writes it into the Delta rows it appends; no result changes."""
+    store = lakegen.local_store(tmp_path)
+    job = "[global]\ndirectory=/x/{}\n[r]\nrw=randread\nbs=4k\n"
+    lakegen.write_run(
+        store, run_id="old", job_id="old", canonical_job_file=job.format("old"),
+        workload_sha256=None, metrics={READ: {"iops": 100}},
+    )  # fmt: skip
+    lakegen.write_run(
+        store, run_id="new", job_id="new", canonical_job_file=job.format("new"),
+        metrics={READ: {"iops": 200}},
+    )  # fmt: skip
+    query = "SELECT run_id, workload_sha256 FROM runs ORDER BY run_id"
+    with connect(str(tmp_path)) as lake:
+        before = lake.con.sql(query).fetchall()
+        results = lake.con.sql("SELECT run_id, iops FROM results ORDER BY 1").fetchall()
+    assert before[0][1] == before[1][1] and len(before[0][1]) == 64
+    compact(store, grace=ZERO)
+    delta = DeltaTable(str(tmp_path / layout.delta_table_prefix("runs"))).to_pyarrow_table()
+    stored = dict(
+        zip(
+            delta.column("run_id").to_pylist(),
+            delta.column("workload_sha256").to_pylist(),
+            strict=True,
+        )
+    )
+    assert stored == dict(before)
+    with connect(str(tmp_path)) as lake:
+        assert lake.con.sql(query).fetchall() == before
+        assert lake.con.sql("SELECT run_id, iops FROM results ORDER BY 1").fetchall() == results

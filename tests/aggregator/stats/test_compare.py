@@ -185,7 +185,7 @@ def test_runs_of_different_runtimes_are_never_pooled(tmp_path: Path) -> None:
                 backend=backend,
                 metrics={READ: {"iops": 1000.0 + i}},
                 canonical_job_file=f"[global]\ndirectory=/x/{backend}{i}\n[random-reads]\n"
-                f"rw=randread\nruntime={runtime}\n",
+                f"rw=randread\ntime_based=1\nruntime={runtime}\n",
             )
     with connect(str(tmp_path)) as lake:
         split = compare(lake, metrics=["iops"])
@@ -225,7 +225,7 @@ def test_lakes_from_before_the_workload_column_still_compare(tmp_path: Path) -> 
             backend=backend,
             metrics={READ: {"iops": 1000.0 + i}},
             canonical_job_file=f"[global]\ndirectory=/x/{backend}{i}\n[random-reads]\n"
-            f"rw=randread\nruntime={runtime}\n",
+            f"rw=randread\ntime_based=1\nruntime={runtime}\n",
             **extra,
         )
     with connect(str(tmp_path)) as lake:

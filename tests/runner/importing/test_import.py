@@ -203,91 +203,85 @@ def test_compare_decides_imported_tmpfs_against_measured_disk(tmp_path: Path) ->
     assert measured.exit_code == 0, measured.output
     result = CliRunner().invoke(
         cli, ["compare", "--backend", "disk", "--backend", "tmpfs", "--metric", "iops",
-              "--allow-mixed", "--lake", lake, "--format", "json"],
+              "--lake", lake, "--format", "json"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
     (tmpfs,) = [r for r in rows if r["backend"] == "tmpfs"]
     assert tmpfs["profile"] == "sync-writes" and tmpfs["n"] == 4 and tmpfs["n_baseline"] == 4
     assert tmpfs["verdict"] == "better", tmpfs
+    assert "origin import vs run" in tmpfs["notes"]  # one workload: pooled without --allow-mixed
 
 
-@pytest.mark.slow  # real fio for over 3 s: not in the fast tier
-def test_logs_beside_the_document_become_its_seconds(tmp_path: Path) -> None:
-    job = tmp_path / "logged.fio"
-    job.write_text(
-        "[l]\nioengine=null\nrw=read\nsize=1g\nruntime=3\ntime_based=1\nrate=50m\n"
-        "write_bw_log=logged\nwrite_iops_log=logged\nlog_avg_msec=1000\n"
-    )
-    subprocess.run(
-        ["fio", "--output-format=json", "--output=logged.json", str(job)],
-        cwd=tmp_path, check=True, capture_output=True,
-    )  # fmt: skip
-    assert list(tmp_path.glob("logged_bw.1.log"))
-    code, out = _import(
-        str(tmp_path / "logged.json"), "--backend", "x", "--lake", str(tmp_path / "lake")
-    )
-    assert code == 0, out
-    seconds = _rows(tmp_path / "lake", "timeseries")
-    (result,) = _rows(tmp_path / "lake", "results")
-    assert len(seconds) >= 3 and {r["job_name"] for r in seconds} == {"l"}
-    # fio's totals against its logged windows (runner.report.logs: within the logs' rounding)
-    assert (
-        abs(sum(r["io_bytes"] for r in seconds) - result["io_bytes"]) <= result["io_bytes"] / 1000
-    )
+# Written the way people write job files by hand: a [global], aliases, comments, units.
+BY_HAND = """; by hand, before fiolake
+[global]
+readwrite=randread   ; an alias
+blocksize={bs}
+size=1024k
+ioengine=psync
+runtime=1s
+time_based
+
+[t]
+direct=0
+"""
 
 
-def test_dry_run_reads_everything_and_writes_nothing(tmp_path: Path) -> None:
-    (tmp_path / "one.json").write_text(_fio(tmp_path))
-    lake = tmp_path / "lake"
-    code, out = _import(
-        str(tmp_path / "one.json"), "--backend", "x", "--lake", str(lake), "--dry-run",
-        "--format", "csv",
-    )  # fmt: skip
-    assert code == 0, out
-    assert out.count(",would import") == 1
-    assert not lake.exists()
-
-
-def test_a_folder_reads_fio_json_whose_name_looks_like_a_log(tmp_path: Path) -> None:
-    """Issue 41: `name_x.N.json` is a document; only fio's log names are passed over."""
-    folder = tmp_path / "out"
-    folder.mkdir()
-    (folder / "nvme_run.1.json").write_text(_fio(tmp_path))
-    (folder / "sync_writes.0.json").write_text(_fio(tmp_path))
-    (folder / "nvme_run_bw.1.log").write_text("1000, 5, 0, 4096, 0\n")
-    (folder / "notes.md").write_text("how these were made\n")
-    code, out = _import(str(folder), "--backend", "nvme", "--lake", str(tmp_path / "lake"))
-    assert code == 0, out
-    runs = _rows(tmp_path / "lake", "runs")
-    assert sorted(Path(r["source_file"]).name for r in runs) == [
-        "nvme_run.1.json",
-        "sync_writes.0.json",
-    ]
-    assert (
-        f"passed over 1 file(s), fio's per-second logs (read with the document that names "
-        f"them): {folder}/nvme_run_bw.1.log\n"
-    ) in out
-    assert f"passed over 1 file(s), not .json, .txt, .log or .out: {folder}/notes.md\n" in out
-
-
-def test_a_malformed_document_is_named_and_the_rest_still_import(tmp_path: Path) -> None:
-    """Issue 41: a field used before it was checked (`total_ios` of a dump followed by a
-    later document) is the file's refusal, not a traceback that stops the import."""
-    folder = tmp_path / "out"
-    folder.mkdir()
-    good = _fio(tmp_path)
-    doc = json.loads(good)
-    doc["jobs"][0]["read"]["total_ios"] = "many"
-    later = dict(doc, timestamp=doc["timestamp"] + 2)
-    (folder / "a.json").write_text(good)
-    (folder / "b.json").write_text(json.dumps(doc) + "\n" + json.dumps(later) + "\n")
-    (folder / "c.json").write_text(_fio(tmp_path))
-    code, out = _import(str(folder), "--backend", "null", "--lake", str(tmp_path / "lake"))
+@pytest.mark.slow
+def test_a_job_run_by_hand_and_imported_pools_with_fiolake_run_of_it(tmp_path: Path) -> None:
+    """Issue 43: fio run by hand on a directory, imported with its job file, and `fiolake
+    run` of the same job file on the same directory are one workload: one compare row
+    without --allow-mixed, naming `origin import vs run`; the same job with another bs is
+    not pooled; without --job-file fio's echo lacks the bare flag and the row says so."""
+    target = tmp_path / "target"
+    target.mkdir()
+    jobs = {}
+    for name, bs in (("tiny", "4k"), ("other", "8k")):
+        jobs[name] = tmp_path / f"{name}.fio"
+        jobs[name].write_text(BY_HAND.format(bs=bs))
+        (tmp_path / name).mkdir()
+        for rep in range(2):
+            run = subprocess.run(
+                ["fio", "--output-format=json", f"--directory={target}", str(jobs[name])],
+                capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            (tmp_path / name / f"{name}.{rep}.json").write_text(run.stdout)
+    lake = str(tmp_path / "lake")
+    for name in jobs:
+        args = (str(tmp_path / name), "--backend", "disk", "--profile", "tiny", "--lake", lake)
+        code, text = _import(*args, "--job-file", str(jobs[name]))
+        assert code == 0, text
+    code, text = _import(str(tmp_path / "other"), "--job-file", str(jobs["tiny"]),
+                         "--backend", "wrong-file", "--lake", lake)  # fmt: skip
     assert code == 1
-    assert "Traceback" not in out
-    why = "document 1: job 'a' read total_ios is 'many', not a number"
-    assert f"Error: {folder}/b.json: {why}\n" in out
-    assert f"Error: 1 of 3 file(s) not imported ({folder}/b.json); imported 2 run(s)" in out
-    runs = _rows(tmp_path / "lake", "runs")
-    assert sorted(Path(r["source_file"]).name for r in runs) == ["a.json", "c.json"]
+    assert "fio's output disagrees with --job-file (job 0: bs is 8192 in fio's output, " in text
+    measured = CliRunner().invoke(
+        cli, ["run", str(jobs["tiny"]), "--dir", str(target), "--backend", "disk",
+              "--repeat", "2", "--lake", lake, "--share-host"],
+    )  # fmt: skip
+    assert measured.exit_code == 0, measured.output
+    rows = _compared(lake)
+    assert [r["n"] for r in rows] == [2, 4]
+    other, pooled = rows
+    assert "origin import vs run" in pooled["notes"]
+    assert other["workload_sha256"] != pooled["workload_sha256"]
+    assert "not pooled with 1 other job version(s): bs=8k vs 4k" in other["notes"]
+    # Without --job-file: fio's JSON leaves out the bare `time_based`, and the row names it.
+    bare = str(tmp_path / "bare")
+    code, text = _import(str(tmp_path / "tiny"), "--backend", "disk", "--profile", "tiny",
+                         "--lake", bare)  # fmt: skip
+    assert code == 0, text
+    assert CliRunner().invoke(
+        cli, ["run", str(jobs["tiny"]), "--dir", str(target), "--backend", "disk",
+              "--repeat", "2", "--lake", bare, "--share-host"],
+    ).exit_code == 0  # fmt: skip
+    notes = " ".join(n for r in _compared(bare) for n in r["notes"])
+    assert "time_based=(default 0) vs 1" in notes and "time_based=1 vs (default 0)" in notes
+
+
+def _compared(lake: str) -> list[dict]:
+    result = CliRunner().invoke(cli, ["compare", "--metric", "iops", "--lake", lake,
+                                      "--format", "json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return sorted(json.loads(result.output), key=lambda r: r["n"])
