@@ -125,6 +125,7 @@ def test_every_surface_gives_the_same_verdicts(lake: str) -> None:
     assert table["p (adjusted)"].tolist() == [
         "" if r.p_adjusted is None else f"{r.p_adjusted:.2g}" for r in shown
     ]
+    assert table["note"].tolist() == ["; ".join(r.notes) for r in shown]
     assert any(whole.family in c.value for c in at.caption)
 
 

@@ -78,6 +78,8 @@ table = pd.DataFrame(
             f"vs {result.baseline} [95% CI]": _ratio(r),
             "p (adjusted)": "" if r.p_adjusted is None else f"{r.p_adjusted:.2g}",
             "verdict": label(r, result.min_effect),
+            # what else differs among the pooled runs, or why a job was not pooled
+            "note": "; ".join(r.notes),
         }
         for r in result.rows
     ]
