@@ -53,6 +53,11 @@ RUNS = pa.schema(
         ("mount_point", pa.string()),  # mount point of the file system target_dir lands on
         ("fs_type", pa.string()),
         ("mount_options", pa.string()),
+        # Every option mkfs got when fiolake made that file system itself (`--mkfs TYPE`:
+        # runner.host.mkfs, fiolake's own first, e.g. '-f -q -m reflink=0'); null when it
+        # did not. fs_type, mount_options and device then come from that mount, and
+        # target_kind stays 'dir': the job ran on files in it.
+        ("mkfs_options", pa.string()),
         ("device", pa.string()),  # block device backing target_dir, when visible
         ("device_model", pa.string()),
         # Settings of that device that change results (/sys/block/<disk>/...); NULL where

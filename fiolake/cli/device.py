@@ -1,5 +1,6 @@
 """`--device`, `--destroy-data`, `--expect-device`, `--wipe-signatures`, `--purge`,
-`--prefill`: a raw block device as the target of `run` and `runner` (runner.host.device)."""
+`--prefill`, `--mkfs`: a raw block device as the target of `run` and `runner`
+(runner.host.device), or the file systems fiolake makes on it (runner.host.mkfs)."""
 
 from __future__ import annotations
 
@@ -71,6 +72,71 @@ def prepare_options(fn: Any) -> Any:
     )(fn)
 
 
+def mkfs_options(fn: Any) -> Any:
+    """`--mkfs` (repeatable), `--mkfs-options`, `--mount-options`: file systems made on --device."""
+    fn = click.option(
+        "--mount-options",
+        "mount_opts",
+        metavar="[TYPE:]OPTIONS",
+        multiple=True,
+        help="mount -o OPTIONS for the file systems --mkfs makes (TYPE: for one of them "
+        "only, e.g. xfs:noatime). Repeatable.",
+    )(fn)
+    fn = click.option(
+        "--mkfs-options",
+        "mkfs_opts",
+        metavar="[TYPE:]OPTIONS",
+        multiple=True,
+        help="More options for mkfs (TYPE: for one file system only, e.g. 'xfs:-m "
+        "reflink=0'). Repeatable.",
+    )(fn)
+    return click.option(
+        "--mkfs",
+        "mkfs",
+        metavar="TYPE",
+        multiple=True,
+        help="Make this file system (ext4, xfs, btrfs) on --device and run the job files on "
+        "it, mounted where only fiolake sees it; the device is purged first. Repeatable: "
+        "each file system in turn, repetitions interleaved.",
+    )(fn)
+
+
+def mkfs_specs(
+    mkfs: tuple[str, ...],
+    mkfs_opts: tuple[str, ...],
+    mount_opts: tuple[str, ...],
+    *,
+    prefill: bool = False,
+    one: bool = False,
+) -> list[Any]:
+    """The file systems --mkfs asks for (runner.host.mkfs.FsSpec; [] without it), checked
+    before the device is: UsageProblem for options without --mkfs, --prefill with it, more
+    than one where `one` (a runner), an unknown type or a missing mkfs."""
+    from fiolake.runner.host import mkfs as fs
+
+    if not mkfs:
+        given = [
+            f for f, v in (("--mkfs-options", mkfs_opts), ("--mount-options", mount_opts)) if v
+        ]
+        if given:
+            raise UsageProblem(
+                f"{', '.join(given)} without --mkfs — they say how fiolake makes and mounts a "
+                "file system: add --mkfs TYPE (with --device), or drop them"
+            )
+        return []
+    if prefill:
+        raise UsageProblem(
+            "--prefill with --mkfs — mkfs and the file system's own writes would undo it; "
+            "--mkfs purges the device before each file system instead: drop --prefill"
+        )
+    if one and len(mkfs) > 1:
+        raise UsageProblem(
+            f"--mkfs given {len(mkfs)} times — a runner serves one file system: start one "
+            "runner per file system in turn, or use `fiolake run` for a matrix"
+        )
+    return fs.parse_specs(mkfs, mkfs_opts, mount_opts)
+
+
 def claim_target(
     target_dir: Path | None,
     device: str | None,
@@ -83,6 +149,7 @@ def claim_target(
     purge: bool = False,
     prefill: bool = False,
     dir_flags: Iterable[str] = (),
+    mkfs: bool = False,
 ) -> Any:
     """The claimed device (runner.host.device.DeviceClaim) for `--device`, None for
     `--dir`; UsageProblem when neither or both are given, a device flag without it, or
@@ -107,6 +174,7 @@ def claim_target(
                 ("--wipe-signatures", wipe_signatures),
                 ("--purge", purge),
                 ("--prefill", prefill),
+                ("--mkfs", mkfs),
             )
             if given
         ]

@@ -30,6 +30,8 @@ from fiolake.cli.device import (
     device_options,
     dir_flags_given,
     erase_signatures,
+    mkfs_options,
+    mkfs_specs,
 )
 
 
@@ -80,6 +82,7 @@ from fiolake.cli.device import (
     help="How long to retry uploads while the store is unreachable.",
 )
 @device_options
+@mkfs_options
 @host_lock_options
 @caps_options
 def runner(
@@ -104,6 +107,9 @@ def runner(
     destroy_data: bool,
     expect_device: tuple[str, ...],
     wipe_signatures: bool,
+    mkfs: tuple[str, ...],
+    mkfs_opts: tuple[str, ...],
+    mount_opts: tuple[str, ...],
 ) -> None:
     """Pull signed jobs for --backend from the lake, run them, upload and commit results.
 
@@ -123,19 +129,27 @@ def runner(
     and takes only jobs published with --target device; a --dir runner takes only
     the others. `fiolake status` says why a job waits for the other kind.
 
+    With --mkfs TYPE as well, the runner purges the device, makes that file system on
+    it and mounts it where only fiolake sees it (unmounted when the runner ends, however
+    it ends), then takes --dir jobs and runs them there; runs record fs_type,
+    mkfs_options and mount_options.
+
     \b
     Example:
       eval "$(fiolake stack env --role runner)"
       fiolake runner --backend nvme --dir /mnt/nvme/bench --label rack=r12
       fiolake runner --backend nvme-raw --device /dev/disk/by-id/nvme-eui.0025 --destroy-data
+      fiolake runner --backend nvme-xfs --device /dev/nvme1n1 --destroy-data --mkfs xfs
     """
     from fiolake.config import Settings
     from fiolake.runner.distributed.config import RunnerConfig
+    from fiolake.runner.host import mkfs as fs
     from fiolake.runner.policy.check import BlockTarget
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     settings = Settings.from_env(lake=lake)
     spool = spool_dir or Path.home() / ".cache" / "fiolake" / "spool" / backend
+    [spec] = mkfs_specs(mkfs, mkfs_opts, mount_opts, one=True) or [None]
     # Measure what the user named: checked once at start, before any job is claimed.
     claim = claim_target(
         target_dir,
@@ -146,8 +160,13 @@ def runner(
         lake=settings.lake,
         protected=[spool, host_lock_path],
         dir_flags=dir_flags_given(create_dir, expect_mount, expect_fs),
+        mkfs=spec is not None,
     )
+    mount_point = None
     try:
+        if spec is not None:
+            fs.remove_stale()
+            mount_point = fs.new_mount_point()
         if target_dir is not None:
             _announce_dir(target_dir, create_dir, expect_mount, expect_fs)
         else:
@@ -155,7 +174,7 @@ def runner(
         lock = host_lock(host_lock_path, share_host, runner_id)
         config = RunnerConfig(
             backend=backend,
-            target_dir=target_dir or claim.path,
+            target_dir=target_dir or mount_point or claim.path,
             runner_id=runner_id,
             spool_dir=spool,
             labels=parse_labels(label),
@@ -166,18 +185,40 @@ def runner(
             idle_exit_s=idle_exit,
             once=once,
             caps=current_caps(),
-            expect_mount=expect_mount,
-            expect_fs=expect_fs,
+            expect_mount=str(mount_point) if mount_point else expect_mount,
+            expect_fs=spec.fs_type if spec else expect_fs,
             host_lock=None if lock is None else lock.path,
-            block=BlockTarget(str(claim.path), claim.identity.size_bytes) if claim else None,
+            block=BlockTarget(str(claim.path), claim.identity.size_bytes)
+            if claim and not spec
+            else None,
+            mkfs_options=spec.mkfs_options() if spec else None,
         )
         worker = _worker(settings, config)  # the lake, the keys and the spool, checked
         if claim is not None:
             erase_signatures(claim)  # the first write: no check is left that could refuse
-        _serve(worker)
+        if spec is None or mount_point is None:
+            _serve(worker)
+        else:
+            _serve_on_fs(worker, claim, spec, mount_point)
     finally:
         if claim is not None:
             claim.release()
+        if mount_point is not None:
+            mount_point.rmdir()  # empty again: made_fs unmounted it
+
+
+def _serve_on_fs(worker: Any, claim: Any, spec: Any, mount_point: Path) -> None:
+    """Purge the device, make `spec`'s file system on it, mount it (runner.host.mkfs: in a
+    private mount namespace, so even a SIGKILL of the runner leaves nothing mounted) and
+    serve on it; unmounted when serving ends."""
+    from fiolake.runner.host import mkfs as fs
+
+    fs.enter_private_namespace()  # before _serve starts the threads that run fio
+    method = claim.purge()
+    click.echo(f"purged {claim.path} ({method}); making {spec.fs_type} on it", err=True)
+    with fs.made_fs(claim, spec, mount_point):
+        click.echo(f"{spec.fs_type} from {claim.path} mounted on {mount_point}", err=True)
+        _serve(worker)
 
 
 def _announce_dir(
