@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -331,8 +332,9 @@ def run(
     finally:
         if claim is not None:
             claim.release()
-        if mount_point is not None:
-            mount_point.rmdir()  # empty again: made_fs unmounted it
+        if mount_point is not None:  # empty again: made_fs unmounted it
+            with contextlib.suppress(OSError):  # never hide why the run ended
+                mount_point.rmdir()
     if fmt != "table" and printer.rows:
         columns = list(printer.rows[0])
         emit(columns, [[r[c] for c in columns] for r in printer.rows], fmt)

@@ -3,6 +3,7 @@ target (a directory, or a raw block device it holds for its whole life), commit 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -203,8 +204,9 @@ def runner(
     finally:
         if claim is not None:
             claim.release()
-        if mount_point is not None:
-            mount_point.rmdir()  # empty again: made_fs unmounted it
+        if mount_point is not None:  # empty again: made_fs unmounted it
+            with contextlib.suppress(OSError):  # never hide why the run ended
+                mount_point.rmdir()
 
 
 def _serve_on_fs(worker: Any, claim: Any, spec: Any, mount_point: Path) -> None:

@@ -38,7 +38,7 @@ campaign = left.selectbox(
 scope = RunFilter(campaign=None if campaign == "(all)" else campaign)
 where = scope.where("runs")
 by = right.selectbox(
-    "Group by", list(GROUP_BY), format_func=GROUP_BY.get, key="by", bind="query-params"
+    "Group by", list(GROUP_BY), format_func=GROUP_BY.__getitem__, key="by", bind="query-params"
 )
 groups_all = [g for g in run_or_stop(distinct, lake, by, where) if g is not None]
 backends = mid.multiselect(

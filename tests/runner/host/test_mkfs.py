@@ -4,6 +4,7 @@ namespace — nothing of the device stays mounted even after a SIGKILL of `fiola
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -99,3 +100,42 @@ def test_a_missing_mkfs_names_its_debian_package(monkeypatch: pytest.MonkeyPatch
         "--mkfs btrfs needs mkfs.btrfs, which is not installed — install the Debian package "
         "btrfs-progs (apt-get install btrfs-progs), or drop --mkfs btrfs"
     )
+
+
+@requires_loop
+def test_a_killed_fio_fails_its_run_and_the_file_system_is_unmounted(tmp_path: Path) -> None:
+    """In this process (whose namespace outlives the run), so only fiolake's own unmount
+    can have ended the mount."""
+    import threading
+
+    from click.testing import CliRunner
+
+    from fiolake.cli import cli
+
+    (tmp_path / "long.fio").write_text(LONG)
+    killed: list[int] = []
+
+    def kill_fio() -> None:
+        _until("fio measures", lambda: _measuring(os.getpid()))
+        for proc in Path("/proc").glob("[0-9]*"):
+            try:
+                argv = (proc / "cmdline").read_bytes().split(b"\0")
+                ppid = int((proc / "stat").read_text().rpartition(")")[2].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == os.getpid() and Path(argv[0].decode()).name == "fio":
+                os.kill(int(proc.name), signal.SIGKILL)
+                killed.append(int(proc.name))
+
+    with loop_device(tmp_path / "disk.img", 64 * 2**20, sparse=True) as dev:
+        killer = threading.Thread(target=kill_fio, daemon=True)
+        killer.start()
+        args = ["run", str(tmp_path / "long.fio"), "--device", str(dev), "--destroy-data",
+                "--mkfs", "ext4", "--lake", str(tmp_path / "lake"), "--share-host"]  # fmt: skip
+        result = CliRunner().invoke(cli, args)
+        killer.join(timeout=5)
+        assert killed, result.output
+        assert result.exit_code == 1, result.output  # the run failed: fio was killed
+        assert "1 of 1 run(s) failed" in result.output
+        assert not mounted_anywhere(dev)
+        os.close(os.open(dev, os.O_RDONLY | os.O_EXCL))
