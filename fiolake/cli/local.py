@@ -245,7 +245,7 @@ def run(
             wipe_signatures=wipe_signatures,
             lake=store.url,
             protected=[host_lock_path],
-            purge=purge,
+            purge=purge or bool(specs and device),  # --mkfs purges: its size must be known
             prefill=prefill,
             dir_flags=dir_flags_given(create_dir, expect_mount, expect_fs),
             mkfs=bool(specs),

@@ -103,9 +103,18 @@ def test_a_missing_mkfs_names_its_debian_package(monkeypatch: pytest.MonkeyPatch
 
 
 @requires_loop
-def test_a_killed_fio_fails_its_run_and_the_file_system_is_unmounted(tmp_path: Path) -> None:
-    """In this process (whose namespace outlives the run), so only fiolake's own unmount
-    can have ended the mount."""
+@pytest.mark.parametrize(
+    ("stop", "code", "said"),
+    [
+        ("kill fio", 1, "1 of 1 run(s) failed"),  # fio SIGKILLed: its run fails
+        ("SIGTERM", 143, "stopped by SIGTERM"),  # fiolake stops fio, records it interrupted
+    ],
+)
+def test_a_run_that_ends_early_unmounts_its_file_system(
+    tmp_path: Path, stop: str, code: int, said: str
+) -> None:
+    """In this process (whose mount namespace outlives the run), so only fiolake's own
+    unmount can have ended the mount."""
     import threading
 
     from click.testing import CliRunner
@@ -113,10 +122,14 @@ def test_a_killed_fio_fails_its_run_and_the_file_system_is_unmounted(tmp_path: P
     from fiolake.cli import cli
 
     (tmp_path / "long.fio").write_text(LONG)
-    killed: list[int] = []
+    done: list[int] = []
 
-    def kill_fio() -> None:
+    def end_it() -> None:
         _until("fio measures", lambda: _measuring(os.getpid()))
+        if stop == "SIGTERM":
+            os.kill(os.getpid(), signal.SIGTERM)
+            done.append(os.getpid())
+            return
         for proc in Path("/proc").glob("[0-9]*"):
             try:
                 argv = (proc / "cmdline").read_bytes().split(b"\0")
@@ -125,17 +138,17 @@ def test_a_killed_fio_fails_its_run_and_the_file_system_is_unmounted(tmp_path: P
                 continue
             if ppid == os.getpid() and Path(argv[0].decode()).name == "fio":
                 os.kill(int(proc.name), signal.SIGKILL)
-                killed.append(int(proc.name))
+                done.append(int(proc.name))
 
     with loop_device(tmp_path / "disk.img", 64 * 2**20, sparse=True) as dev:
-        killer = threading.Thread(target=kill_fio, daemon=True)
-        killer.start()
+        ender = threading.Thread(target=end_it, daemon=True)
+        ender.start()
         args = ["run", str(tmp_path / "long.fio"), "--device", str(dev), "--destroy-data",
                 "--mkfs", "ext4", "--lake", str(tmp_path / "lake"), "--share-host"]  # fmt: skip
         result = CliRunner().invoke(cli, args)
-        killer.join(timeout=5)
-        assert killed, result.output
-        assert result.exit_code == 1, result.output  # the run failed: fio was killed
-        assert "1 of 1 run(s) failed" in result.output
+        ender.join(timeout=5)
+        assert done, result.output
+        assert result.exit_code == code, result.output
+        assert said in result.output
         assert not mounted_anywhere(dev)
         os.close(os.open(dev, os.O_RDONLY | os.O_EXCL))
