@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,28 @@ def mkfs_specs(
             "runner per file system in turn, or use `fiolake run` for a matrix"
         )
     return fs.parse_specs(mkfs, mkfs_opts, mount_opts)
+
+
+def mkfs_mount_point(specs: list[Any]) -> Path | None:
+    """Where --mkfs mounts (None without it): the mount points dead fiolake processes left
+    removed (runner.host.mkfs.remove_stale, while this process still sees the host's
+    mounts), then this process moved into its private mount namespace — now, so that
+    every thread it starts later, and every fio, is in it — and a fresh mount point."""
+    from fiolake.runner.host import mkfs as fs
+
+    if not specs:
+        return None
+    fs.remove_stale()
+    fs.enter_private_namespace()
+    return fs.new_mount_point()
+
+
+def drop_mount_point(mount_point: Path | None) -> None:
+    """Remove the mount point `mkfs_mount_point` made, empty again once unmounted; never
+    raises, so it never hides why the command ended."""
+    if mount_point is not None:
+        with contextlib.suppress(OSError):
+            mount_point.rmdir()
 
 
 def claim_target(

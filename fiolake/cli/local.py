@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from pathlib import Path
@@ -32,7 +31,9 @@ from fiolake.cli.device import (
     claim_target,
     device_options,
     dir_flags_given,
+    drop_mount_point,
     erase_signatures,
+    mkfs_mount_point,
     mkfs_options,
     mkfs_specs,
     prepare_options,
@@ -225,7 +226,6 @@ def run(
     from fiolake.ids import new_campaign_id
     from fiolake.runner import attempt, device_prep, fs_matrix
     from fiolake.runner import execute as ex
-    from fiolake.runner.host import mkfs as fs
     from fiolake.runner.host import target as tg
     from fiolake.runner.local import plan_local, run_local
     from fiolake.runner.policy.check import BlockTarget
@@ -250,9 +250,7 @@ def run(
             dir_flags=dir_flags_given(create_dir, expect_mount, expect_fs),
             mkfs=bool(specs),
         )
-        if specs:  # the job files then run on files in the mount, as on a --dir
-            fs.remove_stale()
-            mount_point = fs.new_mount_point()
+        mount_point = mkfs_mount_point(specs)  # the job files run in it, as in a --dir
         block = None
         if claim and not specs:
             block = BlockTarget(str(claim.path), claim.identity.size_bytes)
@@ -332,9 +330,7 @@ def run(
     finally:
         if claim is not None:
             claim.release()
-        if mount_point is not None:  # empty again: made_fs unmounted it
-            with contextlib.suppress(OSError):  # never hide why the run ended
-                mount_point.rmdir()
+        drop_mount_point(mount_point)
     if fmt != "table" and printer.rows:
         columns = list(printer.rows[0])
         emit(columns, [[r[c] for c in columns] for r in printer.rows], fmt)

@@ -3,7 +3,6 @@ target (a directory, or a raw block device it holds for its whole life), commit 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import signal
@@ -30,7 +29,9 @@ from fiolake.cli.device import (
     claim_target,
     device_options,
     dir_flags_given,
+    drop_mount_point,
     erase_signatures,
+    mkfs_mount_point,
     mkfs_options,
     mkfs_specs,
 )
@@ -144,7 +145,6 @@ def runner(
     """
     from fiolake.config import Settings
     from fiolake.runner.distributed.config import RunnerConfig
-    from fiolake.runner.host import mkfs as fs
     from fiolake.runner.policy.check import BlockTarget
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
@@ -165,9 +165,7 @@ def runner(
     )
     mount_point = None
     try:
-        if spec is not None:
-            fs.remove_stale()
-            mount_point = fs.new_mount_point()
+        mount_point = mkfs_mount_point([spec] if spec else [])
         if target_dir is not None:
             _announce_dir(target_dir, create_dir, expect_mount, expect_fs)
         else:
@@ -204,18 +202,15 @@ def runner(
     finally:
         if claim is not None:
             claim.release()
-        if mount_point is not None:  # empty again: made_fs unmounted it
-            with contextlib.suppress(OSError):  # never hide why the run ended
-                mount_point.rmdir()
+        drop_mount_point(mount_point)
 
 
 def _serve_on_fs(worker: Any, claim: Any, spec: Any, mount_point: Path) -> None:
-    """Purge the device, make `spec`'s file system on it, mount it (runner.host.mkfs: in a
-    private mount namespace, so even a SIGKILL of the runner leaves nothing mounted) and
-    serve on it; unmounted when serving ends."""
+    """Purge the device, make `spec`'s file system on it, mount it (runner.host.mkfs: in
+    the private mount namespace `mkfs_mount_point` entered, so even a SIGKILL of the
+    runner leaves nothing mounted) and serve on it; unmounted when serving ends."""
     from fiolake.runner.host import mkfs as fs
 
-    fs.enter_private_namespace()  # before _serve starts the threads that run fio
     method = claim.purge()
     click.echo(f"purged {claim.path} ({method}); making {spec.fs_type} on it", err=True)
     with fs.made_fs(claim, spec, mount_point):

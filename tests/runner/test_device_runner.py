@@ -160,3 +160,28 @@ def test_a_runner_with_mkfs_runs_dir_jobs_on_the_file_system_it_made(
         "dir",
     )
     assert "noatime" in row["mount_options"].split(",")
+
+
+@requires_loop
+@pytest.mark.slow  # a runner process and a fio it starts
+def test_a_runner_with_mkfs_killed_mid_run_leaves_nothing_mounted(
+    local_lake: LakeEnv, tmp_path: Path
+) -> None:
+    from tests.runner.host.test_mkfs import _measuring, _until, free, mounted_anywhere
+
+    (tmp_path / "long.fio").write_text(LONG)
+    local_lake.publish(tmp_path / "long.fio", "--backend", "fs")
+    with loop_device(tmp_path / "disk.img", sparse=True) as dev:
+        env = {**os.environ, **local_lake.runner}
+        argv = [sys.executable, "-m", "fiolake", "runner", "--backend", "fs", "--device",
+                str(dev), "--destroy-data", "--mkfs", "ext4", "--spool-dir",
+                str(tmp_path / "spool"), "--share-host"]  # fmt: skip
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _until("fio measures on the runner's file system", lambda: _measuring(proc.pid), 60)
+            assert mounted_anywhere(dev)
+        finally:
+            proc.kill()
+            proc.wait()
+        _until("no namespace mounts the device", lambda: not mounted_anywhere(dev))
+        _until("the device is free for anyone again", lambda: free(dev))

@@ -177,8 +177,14 @@ def enter_private_namespace() -> None:
 
 def new_mount_point(root: Path = MOUNT_ROOT) -> Path:
     """A fresh, empty directory to mount on, named after this process (`remove_stale`)."""
-    root.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
+    except OSError as exc:
+        raise UsageProblem(
+            f"--mkfs: cannot make a mount point in {root} ({exc.strerror}) — --mkfs mounts "
+            "the file system it makes, which needs root"
+        ) from None
 
 
 def remove_stale(root: Path = MOUNT_ROOT) -> list[Path]:

@@ -33,6 +33,15 @@ def mounted_anywhere(dev: Path) -> list[str]:
     return found
 
 
+def free(dev: Path) -> bool:
+    """Whether `dev` can be opened exclusively (nothing mounts or claims it)."""
+    try:
+        os.close(os.open(dev, os.O_RDONLY | os.O_EXCL))
+    except OSError:
+        return False
+    return True
+
+
 def _measuring(pid: int) -> bool:
     """Whether process `pid` has a child fio running a job (not --version, --parse-only)."""
     for proc in Path("/proc").glob("[0-9]*"):
@@ -71,7 +80,8 @@ def test_nothing_stays_mounted_after_a_sigkill_of_fiolake_run(tmp_path: Path) ->
             proc.wait()
         # fio ends with fiolake (PR_SET_PDEATHSIG); the namespace, and its mount, with both
         _until("no namespace mounts the device", lambda: not mounted_anywhere(dev))
-        os.close(os.open(dev, os.O_RDONLY | os.O_EXCL))  # free for anyone again
+        # the kernel shuts the file system down after the namespace went: free soon after
+        _until("the device is free for anyone again", lambda: free(dev))
         # the next start removes the mount point the killed run left
         assert stale.is_dir()
         assert stale in mkfs.remove_stale()
