@@ -198,8 +198,7 @@ def run(
       fiolake run my-own.fio --dir /data --format json
       fiolake run --dir "$(mktemp -d)" --runtime 2 --size 16M     # smoke test
       fiolake run random-reads --device /dev/nvme1n1 --destroy-data --backend nvme
-      fiolake run sync-write-latency --device /dev/nvme1n1 --destroy-data \
-          --mkfs ext4 --mkfs xfs --mkfs btrfs --mount-options noatime --repeat 3
+      fiolake run random-writes --device /dev/sdb --destroy-data --mkfs ext4 --mkfs xfs
 
     --device writes over a whole raw block device, named by the operator (the job
     file never names it), after checks that refuse a device in use or holding data
