@@ -79,7 +79,8 @@ RUNS = pa.schema(
         ("device_discard_max_bytes", pa.int64()),
         ("device_nr_requests", pa.int32()),  # queue/nr_requests
         # How the device was left before this measured run: 'purged' (--purge), 'prefilled'
-        # (--prefill), 'used' (by earlier runs, or unknown); null on a dir target
+        # (--prefill), 'used' (by earlier runs, or unknown); null on a dir target, except on
+        # a file system --mkfs made ('purged' for the first run on it, then 'used')
         ("device_start", pa.string()),
         ("purge_method", pa.string()),  # 'discard' or 'zero-fill' (role 'purge' runs)
         ("purged_by", pa.string()),  # run_id of the purge run before this one
