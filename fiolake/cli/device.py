@@ -231,12 +231,20 @@ def dir_flags_given(create_dir: bool, expect_mount: str | None, expect_fs: str |
     return [name for name, value in (*flags, ("--expect-fs", expect_fs)) if value]
 
 
-def announce_device(claim: Any) -> None:
-    """Name on stderr the device fio will overwrite (nothing is written to it yet)."""
+def announce_device(claim: Any, specs: list[Any] | None = None, mount_point: Any = None) -> None:
+    """Name on stderr the device fio will overwrite (nothing is written to it yet), and the
+    file systems --mkfs will make on it."""
     ident = claim.identity
     size = human_bytes(ident.size_bytes) if ident.size_bytes is not None else "size unknown"
     what = ", ".join(f"{k} {v}" for k, v in (("model", ident.model), ("serial", ident.serial)) if v)
     click.echo(f"target {claim.path}: raw block device, {size}, {what or 'no identity'}", err=True)
+    if specs:
+        kinds = ", ".join(s.fs_type for s in specs)
+        click.echo(
+            f"file systems {kinds}, each made on {claim.path} after a purge and mounted on "
+            f"{mount_point}, seen by fiolake only",
+            err=True,
+        )
 
 
 def erase_signatures(claim: Any) -> None:

@@ -275,7 +275,7 @@ def run(
             created = tg.ensure_dir(target_dir, create=create_dir)
             announce_target([ex.preflight(p.measured) for p in plan])
         else:
-            announce_device(claim)
+            announce_device(claim, specs, mount_point)
             erase_signatures(claim)  # the first write: no check is left that could refuse
         show = progress if progress is not None else sys.stderr.isatty()
         click.echo(

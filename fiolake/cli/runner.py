@@ -169,7 +169,7 @@ def runner(
         if target_dir is not None:
             _announce_dir(target_dir, create_dir, expect_mount, expect_fs)
         else:
-            announce_device(claim)
+            announce_device(claim, [spec] if spec else [], mount_point)
         lock = host_lock(host_lock_path, share_host, runner_id)
         config = RunnerConfig(
             backend=backend,

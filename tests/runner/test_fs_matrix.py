@@ -50,6 +50,8 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Pat
         args += ["--repeat", "4", "--lake", str(lake), "--share-host"]
         result = CliRunner().invoke(cli, args)
         assert result.exit_code == 0, result.output
+        said = f"file systems ext4, xfs, btrfs, each made on {dev} after a purge and mounted on "
+        assert said in result.output
         assert not mounted_anywhere(dev), "a file system of the matrix is still mounted"
         os.close(os.open(dev, os.O_RDONLY | os.O_EXCL))  # and the claim ended with the run
         yield lake, dev
