@@ -17,12 +17,13 @@ help: ## list targets
 # Java 17 (Spark, the outside engine the `spark` tier reads the lake with) and the container
 # tier's engine: podman + buildah on runc (crun fails on this host's hybrid cgroups),
 # mmdebstrap (the base image from Debian packages: no registry needed), uidmap,
-# slirp4netns, fuse-overlayfs and catatonit (the pause process of `podman kube play` pods).
+# slirp4netns, fuse-overlayfs and catatonit (the pause process of `podman kube play` pods);
+# xfsprogs and btrfs-progs: the file systems `run --mkfs` makes (and its tests on loop devices).
 # --no-install-recommends: docker-compose would otherwise pull in the Docker engine.
 DEBS := fio chromium chromium-driver faketime bubblewrap docker-compose openjdk-17-jre-headless \
-	podman buildah runc catatonit mmdebstrap uidmap slirp4netns fuse-overlayfs
+	podman buildah runc catatonit mmdebstrap uidmap slirp4netns fuse-overlayfs xfsprogs btrfs-progs
 DEB_CMDS := fio chromium chromedriver faketime bwrap docker-compose java \
-	podman buildah runc catatonit mmdebstrap newuidmap slirp4netns fuse-overlayfs
+	podman buildah runc catatonit mmdebstrap newuidmap slirp4netns fuse-overlayfs mkfs.xfs mkfs.btrfs
 
 fio: sysdeps
 sysdeps: ## install the Debian packages above if any of their commands is missing

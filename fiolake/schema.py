@@ -58,6 +58,11 @@ RUNS = pa.schema(
         ("mount_point", pa.string()),  # mount point of the file system target_dir lands on
         ("fs_type", pa.string()),
         ("mount_options", pa.string()),
+        # Every option mkfs got when fiolake made that file system itself (`--mkfs TYPE`:
+        # runner.host.mkfs, fiolake's own first, e.g. '-f -q -m reflink=0'); null when it
+        # did not. fs_type, mount_options and device then come from that mount, and
+        # target_kind stays 'dir': the job ran on files in it.
+        ("mkfs_options", pa.string()),
         ("device", pa.string()),  # block device backing target_dir, when visible
         ("device_model", pa.string()),
         # Settings of that device that change results (/sys/block/<disk>/...); NULL where
@@ -79,7 +84,8 @@ RUNS = pa.schema(
         ("device_discard_max_bytes", pa.int64()),
         ("device_nr_requests", pa.int32()),  # queue/nr_requests
         # How the device was left before this measured run: 'purged' (--purge), 'prefilled'
-        # (--prefill), 'used' (by earlier runs, or unknown); null on a dir target
+        # (--prefill), 'used' (by earlier runs, or unknown); null on a dir target, except on
+        # a file system --mkfs made ('purged' for the first run on it, then 'used')
         ("device_start", pa.string()),
         ("purge_method", pa.string()),  # 'discard' or 'zero-fill' (role 'purge' runs)
         ("purged_by", pa.string()),  # run_id of the purge run before this one

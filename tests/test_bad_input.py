@@ -123,7 +123,8 @@ RUNS_COLUMNS = (
     "canonical_job_file, effective_job_sha256, workload_sha256, fio_version, fio_path, kernel, "
     "os, cpu_model, "
     "cpu_count, mem_bytes, cpu_governor, target_dir, mount_point, fs_type, mount_options, "
-    "device, device_model, device_firmware, io_scheduler, read_ahead_bytes, write_cache, "
+    "mkfs_options, device, device_model, device_firmware, io_scheduler, read_ahead_bytes, "
+    "write_cache, "
     "target_kind, device_serial, device_wwn, device_size_bytes, device_logical_block_bytes, "
     "device_physical_block_bytes, device_rotational, device_discard_granularity_bytes, "
     "device_discard_max_bytes, device_nr_requests, device_start, purge_method, purged_by, "
@@ -417,6 +418,126 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         (
             "Error: --device {ext4} holds ext4 at 0x438 (wipefs -n {ext4}) — if that data may "
             "go, pass --wipe-signatures as well, or choose another device\n"
+        ),
+    ),
+    # -- run/runner --mkfs: file systems made on the device (issue 43); every device
+    # check comes first, and a refused device keeps every byte
+    (
+        ["run", "{job}/tiny.fio", "--device", "{mounted}", "--destroy-data", "--mkfs", "xfs"],
+        {},
+        2,
+        (
+            "Error: --device {mounted}: it is mounted on {mnt} — unmount it first (umount "
+            "{mnt}), or choose another device\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{ext4}", "--destroy-data", "--mkfs", "xfs"],
+        {},
+        2,
+        (
+            "Error: --device {ext4} holds ext4 at 0x438 (wipefs -n {ext4}) — if that data may "
+            "go, pass --wipe-signatures as well, or choose another device\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--device", "{loop}", "--destroy-data", "--mkfs", "zfs"],
+        {},
+        2,
+        "Error: --mkfs zfs: fiolake cannot make that file system — choose from ext4, xfs, btrfs\n",
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--mkfs", "ext4"],
+        {},
+        2,
+        (
+            "Error: --mkfs without --device — they apply to a raw block device only; drop "
+            "them, or give --device PATH instead of --dir\n"
+        ),
+    ),
+    (
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--mount-options", "noatime"],
+        {},
+        2,
+        (
+            "Error: --mount-options without --mkfs — they say how fiolake makes and mounts a "
+            "file system: add --mkfs TYPE (with --device), or drop them\n"
+        ),
+    ),
+    (
+        [
+            "run",
+            "{job}/tiny.fio",
+            "--device",
+            "{loop}",
+            "--destroy-data",
+            "--mkfs",
+            "ext4",
+            "--mkfs",
+            "ext4",
+        ],  # fmt: skip
+        {},
+        2,
+        (
+            "Error: --mkfs ext4 given twice — each file system runs once per repetition; use "
+            "--repeat for more runs\n"
+        ),
+    ),
+    (
+        [
+            "run",
+            "{job}/tiny.fio",
+            "--device",
+            "{loop}",
+            "--destroy-data",
+            "--mkfs",
+            "ext4",
+            "--mkfs-options",
+            "xfs:-m reflink=0",
+        ],  # fmt: skip
+        {},
+        2,
+        (
+            "Error: --mkfs-options 'xfs:-m reflink=0' is for xfs, which no --mkfs names — add "
+            "--mkfs xfs, or fix the prefix (TYPE:OPTIONS, one of ext4)\n"
+        ),
+    ),
+    (
+        [
+            "run",
+            "{job}/tiny.fio",
+            "--device",
+            "{loop}",
+            "--destroy-data",
+            "--mkfs",
+            "ext4",
+            "--prefill",
+        ],  # fmt: skip
+        {},
+        2,
+        (
+            "Error: --prefill with --mkfs — mkfs and the file system's own writes would undo "
+            "it; --mkfs purges the device before each file system instead: drop --prefill\n"
+        ),
+    ),
+    (
+        [
+            "runner",
+            "--backend",
+            "b",
+            "--device",
+            "{loop}",
+            "--destroy-data",
+            "--mkfs",
+            "ext4",
+            "--mkfs",
+            "xfs",
+        ],  # fmt: skip
+        {},
+        2,
+        (
+            "Error: --mkfs given 2 times — a runner serves one file system: start one runner "
+            "per file system in turn, or use `fiolake run` for a matrix\n"
         ),
     ),
     (

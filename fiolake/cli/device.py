@@ -1,8 +1,10 @@
 """`--device`, `--destroy-data`, `--expect-device`, `--wipe-signatures`, `--purge`,
-`--prefill`: a raw block device as the target of `run` and `runner` (runner.host.device)."""
+`--prefill`, `--mkfs`: a raw block device as the target of `run` and `runner`
+(runner.host.device), or the file systems fiolake makes on it (runner.host.mkfs)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -71,6 +73,93 @@ def prepare_options(fn: Any) -> Any:
     )(fn)
 
 
+def mkfs_options(fn: Any) -> Any:
+    """`--mkfs` (repeatable), `--mkfs-options`, `--mount-options`: file systems made on --device."""
+    fn = click.option(
+        "--mount-options",
+        "mount_opts",
+        metavar="[TYPE:]OPTIONS",
+        multiple=True,
+        help="mount -o OPTIONS for the file systems --mkfs makes (TYPE: for one of them "
+        "only, e.g. xfs:noatime). Repeatable.",
+    )(fn)
+    fn = click.option(
+        "--mkfs-options",
+        "mkfs_opts",
+        metavar="[TYPE:]OPTIONS",
+        multiple=True,
+        help="More options for mkfs (TYPE: for one file system only, e.g. 'xfs:-m "
+        "reflink=0'). Repeatable.",
+    )(fn)
+    return click.option(
+        "--mkfs",
+        "mkfs",
+        metavar="TYPE",
+        multiple=True,
+        help="Make this file system (ext4, xfs, btrfs) on --device and run the job files on "
+        "it, mounted where only fiolake sees it; the device is purged first. Repeatable: "
+        "each file system in turn, repetitions interleaved.",
+    )(fn)
+
+
+def mkfs_specs(
+    mkfs: tuple[str, ...],
+    mkfs_opts: tuple[str, ...],
+    mount_opts: tuple[str, ...],
+    *,
+    prefill: bool = False,
+    one: bool = False,
+) -> list[Any]:
+    """The file systems --mkfs asks for (runner.host.mkfs.FsSpec; [] without it), checked
+    before the device is: UsageProblem for options without --mkfs, --prefill with it, more
+    than one where `one` (a runner), an unknown type or a missing mkfs."""
+    from fiolake.runner.host import mkfs as fs
+
+    if not mkfs:
+        given = [
+            f for f, v in (("--mkfs-options", mkfs_opts), ("--mount-options", mount_opts)) if v
+        ]
+        if given:
+            raise UsageProblem(
+                f"{', '.join(given)} without --mkfs — they say how fiolake makes and mounts a "
+                "file system: add --mkfs TYPE (with --device), or drop them"
+            )
+        return []
+    if prefill:
+        raise UsageProblem(
+            "--prefill with --mkfs — mkfs and the file system's own writes would undo it; "
+            "--mkfs purges the device before each file system instead: drop --prefill"
+        )
+    if one and len(mkfs) > 1:
+        raise UsageProblem(
+            f"--mkfs given {len(mkfs)} times — a runner serves one file system: start one "
+            "runner per file system in turn, or use `fiolake run` for a matrix"
+        )
+    return fs.parse_specs(mkfs, mkfs_opts, mount_opts)
+
+
+def mkfs_mount_point(specs: list[Any]) -> Path | None:
+    """Where --mkfs mounts (None without it): the mount points dead fiolake processes left
+    removed (runner.host.mkfs.remove_stale, while this process still sees the host's
+    mounts), then this process moved into its private mount namespace — now, so that
+    every thread it starts later, and every fio, is in it — and a fresh mount point."""
+    from fiolake.runner.host import mkfs as fs
+
+    if not specs:
+        return None
+    fs.remove_stale()
+    fs.enter_private_namespace()
+    return fs.new_mount_point()
+
+
+def drop_mount_point(mount_point: Path | None) -> None:
+    """Remove the mount point `mkfs_mount_point` made, empty again once unmounted; never
+    raises, so it never hides why the command ended."""
+    if mount_point is not None:
+        with contextlib.suppress(OSError):
+            mount_point.rmdir()
+
+
 def claim_target(
     target_dir: Path | None,
     device: str | None,
@@ -83,6 +172,7 @@ def claim_target(
     purge: bool = False,
     prefill: bool = False,
     dir_flags: Iterable[str] = (),
+    mkfs: bool = False,
 ) -> Any:
     """The claimed device (runner.host.device.DeviceClaim) for `--device`, None for
     `--dir`; UsageProblem when neither or both are given, a device flag without it, or
@@ -107,6 +197,7 @@ def claim_target(
                 ("--wipe-signatures", wipe_signatures),
                 ("--purge", purge),
                 ("--prefill", prefill),
+                ("--mkfs", mkfs),
             )
             if given
         ]
@@ -140,12 +231,20 @@ def dir_flags_given(create_dir: bool, expect_mount: str | None, expect_fs: str |
     return [name for name, value in (*flags, ("--expect-fs", expect_fs)) if value]
 
 
-def announce_device(claim: Any) -> None:
-    """Name on stderr the device fio will overwrite (nothing is written to it yet)."""
+def announce_device(claim: Any, specs: list[Any] | None = None, mount_point: Any = None) -> None:
+    """Name on stderr the device fio will overwrite (nothing is written to it yet), and the
+    file systems --mkfs will make on it."""
     ident = claim.identity
     size = human_bytes(ident.size_bytes) if ident.size_bytes is not None else "size unknown"
     what = ", ".join(f"{k} {v}" for k, v in (("model", ident.model), ("serial", ident.serial)) if v)
     click.echo(f"target {claim.path}: raw block device, {size}, {what or 'no identity'}", err=True)
+    if specs:
+        kinds = ", ".join(s.fs_type for s in specs)
+        click.echo(
+            f"file systems {kinds}, each made on {claim.path} after a purge and mounted on "
+            f"{mount_point}, seen by fiolake only",
+            err=True,
+        )
 
 
 def erase_signatures(claim: Any) -> None:

@@ -31,7 +31,11 @@ from fiolake.cli.device import (
     claim_target,
     device_options,
     dir_flags_given,
+    drop_mount_point,
     erase_signatures,
+    mkfs_mount_point,
+    mkfs_options,
+    mkfs_specs,
     prepare_options,
 )
 from fiolake.cli.output import emit, render
@@ -148,6 +152,7 @@ class _RunPrinter:
 @precondition_option
 @device_options
 @prepare_options
+@mkfs_options
 @host_lock_options
 @caps_options
 @format_option()
@@ -176,6 +181,9 @@ def run(
     purge: bool,
     prefill: bool,
     prefill_passes: int,
+    mkfs: tuple[str, ...],
+    mkfs_opts: tuple[str, ...],
+    mount_opts: tuple[str, ...],
 ) -> None:
     """Run fio job files against --dir (or a raw --device) and store results in the lake.
 
@@ -190,10 +198,14 @@ def run(
       fiolake run my-own.fio --dir /data --format json
       fiolake run --dir "$(mktemp -d)" --runtime 2 --size 16M     # smoke test
       fiolake run random-reads --device /dev/nvme1n1 --destroy-data --backend nvme
+      fiolake run random-writes --device /dev/sdb --destroy-data --mkfs ext4 --mkfs xfs
 
     --device writes over a whole raw block device, named by the operator (the job
     file never names it), after checks that refuse a device in use or holding data
-    (docs/usage.md, "Benchmarking a block device").
+    (docs/usage.md, "Benchmarking a block device"). With --mkfs the job files run
+    on file systems fiolake makes on it, one after the other: purge, mkfs, mount
+    (where only fiolake sees it), measure, unmount; `compare --by fs_type` then
+    sets them side by side.
 
     Before fio starts, stderr names the mount point, file system and device --dir
     lands on; --expect-mount/--expect-fs make a mismatch an error.
@@ -211,7 +223,7 @@ def run(
     """
     from fiolake.config import Settings
     from fiolake.ids import new_campaign_id
-    from fiolake.runner import attempt, device_prep
+    from fiolake.runner import attempt, device_prep, fs_matrix
     from fiolake.runner import execute as ex
     from fiolake.runner.host import target as tg
     from fiolake.runner.local import plan_local, run_local
@@ -219,8 +231,10 @@ def run(
 
     created: list[Path] = []
     claim = None
+    mount_point = None
     try:
         campaign_id = campaign or new_campaign_id()
+        specs = mkfs_specs(mkfs, mkfs_opts, mount_opts, prefill=prefill)
         store = Settings.from_env(lake=lake).writable_store()
         claim = claim_target(
             target_dir,
@@ -230,15 +244,19 @@ def run(
             wipe_signatures=wipe_signatures,
             lake=store.url,
             protected=[host_lock_path],
-            purge=purge,
+            purge=purge or bool(specs and device),  # --mkfs purges: its size must be known
             prefill=prefill,
             dir_flags=dir_flags_given(create_dir, expect_mount, expect_fs),
+            mkfs=bool(specs),
         )
-        block = BlockTarget(str(claim.path), claim.identity.size_bytes) if claim else None
+        mount_point = mkfs_mount_point(specs)  # the job files run in it, as in a --dir
+        block = None
+        if claim and not specs:
+            block = BlockTarget(str(claim.path), claim.identity.size_bytes)
         plan = plan_local(
             resolve_jobs(job_files, precondition),
             backend=backend,
-            target_dir=target_dir or claim.path,
+            target_dir=target_dir or mount_point or claim.path,
             campaign_id=campaign_id,
             repeat=repeat,
             runtime_s=runtime,
@@ -248,6 +266,7 @@ def run(
             expect_mount=expect_mount,
             expect_fs=expect_fs,
             block=block,
+            filesystems=specs,
         )
         fill = device_prep.check_prefill(claim, prefill_passes, current_caps()) if prefill else None
         # Everything about the target is checked before anything is created or run.
@@ -256,7 +275,7 @@ def run(
             created = tg.ensure_dir(target_dir, create=create_dir)
             announce_target([ex.preflight(p.measured) for p in plan])
         else:
-            announce_device(claim)
+            announce_device(claim, specs, mount_point)
             erase_signatures(claim)  # the first write: no check is left that could refuse
         show = progress if progress is not None else sys.stderr.isatty()
         click.echo(
@@ -277,24 +296,31 @@ def run(
 
         # SIGTERM/SIGINT stop fio and end the loop; the stopped run is still recorded.
         with RunStop() as stop:
-            plan = device_prep.prepared_plan(
-                store,
-                claim,
-                plan,
-                purge=purge,
-                prefill=fill,
-                conduct=lambda p: attempt.conduct(p, **options_for(p)),
-                turn=device_prep.HostTurn(
-                    lock, stop.reason, _lock_waiter(device_prep.PURGE_PROFILE)
-                ),
-            )
-            done = run_local(
-                store,
-                plan,
-                stopped=lambda: bool(stop.signum),
-                on_done=printer.report,
-                options_for=options_for,
-            )
+            turn = device_prep.HostTurn(lock, stop.reason, _lock_waiter(device_prep.PURGE_PROFILE))
+            conduct = lambda p: attempt.conduct(p, **options_for(p))  # noqa: E731
+            if specs and mount_point is not None:
+                done = fs_matrix.run_matrix(
+                    store,
+                    claim,
+                    plan,
+                    specs,
+                    mount_point,
+                    options_for=options_for,
+                    turn=turn,
+                    stopped=lambda: bool(stop.signum),
+                    on_done=printer.report,
+                )
+            else:
+                plan = device_prep.prepared_plan(
+                    store, claim, plan, purge=purge, prefill=fill, conduct=conduct, turn=turn
+                )
+                done = run_local(
+                    store,
+                    plan,
+                    stopped=lambda: bool(stop.signum),
+                    on_done=printer.report,
+                    options_for=options_for,
+                )
     except Exception:
         # A refused or failed run leaves no directory behind that it created (only empty
         # ones go); the group maps the error itself.
@@ -303,6 +329,7 @@ def run(
     finally:
         if claim is not None:
             claim.release()
+        drop_mount_point(mount_point)
     if fmt != "table" and printer.rows:
         columns = list(printer.rows[0])
         emit(columns, [[r[c] for c in columns] for r in printer.rows], fmt)

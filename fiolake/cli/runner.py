@@ -29,7 +29,11 @@ from fiolake.cli.device import (
     claim_target,
     device_options,
     dir_flags_given,
+    drop_mount_point,
     erase_signatures,
+    mkfs_mount_point,
+    mkfs_options,
+    mkfs_specs,
 )
 
 
@@ -80,6 +84,7 @@ from fiolake.cli.device import (
     help="How long to retry uploads while the store is unreachable.",
 )
 @device_options
+@mkfs_options
 @host_lock_options
 @caps_options
 def runner(
@@ -104,6 +109,9 @@ def runner(
     destroy_data: bool,
     expect_device: tuple[str, ...],
     wipe_signatures: bool,
+    mkfs: tuple[str, ...],
+    mkfs_opts: tuple[str, ...],
+    mount_opts: tuple[str, ...],
 ) -> None:
     """Pull signed jobs for --backend from the lake, run them, upload and commit results.
 
@@ -123,11 +131,17 @@ def runner(
     and takes only jobs published with --target device; a --dir runner takes only
     the others. `fiolake status` says why a job waits for the other kind.
 
+    With --mkfs TYPE as well, the runner purges the device, makes that file system on
+    it and mounts it where only fiolake sees it (unmounted when the runner ends, however
+    it ends), then takes --dir jobs and runs them there; runs record fs_type,
+    mkfs_options and mount_options.
+
     \b
     Example:
       eval "$(fiolake stack env --role runner)"
       fiolake runner --backend nvme --dir /mnt/nvme/bench --label rack=r12
       fiolake runner --backend nvme-raw --device /dev/disk/by-id/nvme-eui.0025 --destroy-data
+      fiolake runner --backend nvme-xfs --device /dev/nvme1n1 --destroy-data --mkfs xfs
     """
     from fiolake.config import Settings
     from fiolake.runner.distributed.config import RunnerConfig
@@ -136,6 +150,7 @@ def runner(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     settings = Settings.from_env(lake=lake)
     spool = spool_dir or Path.home() / ".cache" / "fiolake" / "spool" / backend
+    [spec] = mkfs_specs(mkfs, mkfs_opts, mount_opts, one=True) or [None]
     # Measure what the user named: checked once at start, before any job is claimed.
     claim = claim_target(
         target_dir,
@@ -146,16 +161,19 @@ def runner(
         lake=settings.lake,
         protected=[spool, host_lock_path],
         dir_flags=dir_flags_given(create_dir, expect_mount, expect_fs),
+        mkfs=spec is not None,
     )
+    mount_point = None
     try:
+        mount_point = mkfs_mount_point([spec] if spec else [])
         if target_dir is not None:
             _announce_dir(target_dir, create_dir, expect_mount, expect_fs)
         else:
-            announce_device(claim)
+            announce_device(claim, [spec] if spec else [], mount_point)
         lock = host_lock(host_lock_path, share_host, runner_id)
         config = RunnerConfig(
             backend=backend,
-            target_dir=target_dir or claim.path,
+            target_dir=target_dir or mount_point or claim.path,
             runner_id=runner_id,
             spool_dir=spool,
             labels=parse_labels(label),
@@ -166,18 +184,38 @@ def runner(
             idle_exit_s=idle_exit,
             once=once,
             caps=current_caps(),
-            expect_mount=expect_mount,
-            expect_fs=expect_fs,
+            expect_mount=str(mount_point) if mount_point else expect_mount,
+            expect_fs=spec.fs_type if spec else expect_fs,
             host_lock=None if lock is None else lock.path,
-            block=BlockTarget(str(claim.path), claim.identity.size_bytes) if claim else None,
+            block=BlockTarget(str(claim.path), claim.identity.size_bytes)
+            if claim and not spec
+            else None,
+            mkfs_options=spec.mkfs_options() if spec else None,
         )
         worker = _worker(settings, config)  # the lake, the keys and the spool, checked
         if claim is not None:
             erase_signatures(claim)  # the first write: no check is left that could refuse
-        _serve(worker)
+        if spec is None or mount_point is None:
+            _serve(worker)
+        else:
+            _serve_on_fs(worker, claim, spec, mount_point)
     finally:
         if claim is not None:
             claim.release()
+        drop_mount_point(mount_point)
+
+
+def _serve_on_fs(worker: Any, claim: Any, spec: Any, mount_point: Path) -> None:
+    """Purge the device, make `spec`'s file system on it, mount it (runner.host.mkfs: in
+    the private mount namespace `mkfs_mount_point` entered, so even a SIGKILL of the
+    runner leaves nothing mounted) and serve on it; unmounted when serving ends."""
+    from fiolake.runner.host import mkfs as fs
+
+    method = claim.purge()
+    click.echo(f"purged {claim.path} ({method}); making {spec.fs_type} on it", err=True)
+    with fs.made_fs(claim, spec, mount_point):
+        click.echo(f"{spec.fs_type} from {claim.path} mounted on {mount_point}", err=True)
+        _serve(worker)
 
 
 def _announce_dir(

@@ -179,6 +179,7 @@ def prepare_device(
             size_bytes=None,
             sequence=None,
             device_start=extra.pop("device_start", None),
+            mkfs_options=None,  # made after the purge (runner.fs_matrix), not before it
             **extra,
         )
 

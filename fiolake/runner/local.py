@@ -2,7 +2,9 @@
 attempt through runner.attempt with plain writes (the user is there to see a failure).
 
 Repetitions are interleaved (job1 rep0, job2 rep0, job1 rep1 …) so a drift over the
-session is spread over every job file; runs.sequence keeps the order.
+session is spread over every job file; runs.sequence keeps the order. File systems made
+by `--mkfs` interleave the same way (rep0 of every job file on ext4, then on xfs, …, then
+rep1): runner.fs_matrix runs each such block on its own fresh file system.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 from fiolake.ids import new_job_id
 from fiolake.runner import attempt
 from fiolake.runner import execute as ex
+from fiolake.runner.host.mkfs import FsSpec
 from fiolake.runner.policy.check import BlockTarget, Caps
 from fiolake.store import ObjectStore
 
@@ -33,14 +36,18 @@ def plan_local(
     expect_fs: str | None = None,
     fio: str = "fio",
     block: BlockTarget | None = None,
+    filesystems: Sequence[FsSpec] = (),
 ) -> list[attempt.Planned]:
     """Every attempt of the campaign, in run order; each job file (and its precondition
     job) is checked once, before anything runs (PolicyError lists every refusal).
-    `block`: the runs write over this claimed device (target_dir is then its path)."""
+    `block`: the runs write over this claimed device (target_dir is then its path).
+    `filesystems`: each repetition runs on each of them in turn, mounted on target_dir
+    (runner.fs_matrix), which must then be that file system (expect_fs, expect_mount)."""
     checked = attempt.check_all(
         sources, caps=caps, runtime_s=runtime_s, size_bytes=size_bytes, fio=fio, block=block
     )
-    order = [(rep, one) for rep in range(repeat) for one in checked]
+    made: Sequence[FsSpec | None] = filesystems or [None]
+    order = [(rep, fs, one) for rep in range(repeat) for fs in made for one in checked]
     return [
         attempt.plan(
             one,
@@ -57,13 +64,14 @@ def plan_local(
                 size_bytes=size_bytes,
                 labels=labels,
                 caps=caps,
-                expect_mount=expect_mount,
-                expect_fs=expect_fs,
+                expect_mount=str(target_dir) if fs else expect_mount,
+                expect_fs=fs.fs_type if fs else expect_fs,
                 device=block.path if block else None,
-                device_start="used" if block else None,
+                device_start="used" if block or fs else None,
+                mkfs_options=fs.mkfs_options() if fs else None,
             ),
         )
-        for sequence, (rep, one) in enumerate(order)
+        for sequence, (rep, fs, one) in enumerate(order)
     ]
 
 

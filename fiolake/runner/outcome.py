@@ -52,6 +52,8 @@ class RunRequest:
     device_start: str | None = None
     purged_by: str | None = None
     prefilled_by: str | None = None
+    # The options mkfs got when fiolake made the target's file system (runner.host.mkfs).
+    mkfs_options: str | None = None
 
 
 @dataclass
@@ -88,6 +90,7 @@ def base_run_row(request: RunRequest, run_id: str) -> dict[str, object]:
         "device_start": request.device_start,
         "purged_by": request.purged_by,
         "prefilled_by": request.prefilled_by,
+        "mkfs_options": request.mkfs_options,
     }
 
 

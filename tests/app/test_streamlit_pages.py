@@ -58,6 +58,25 @@ def test_compare_page_shows_the_backends(lake: Path) -> None:
     assert len(at.get("vega_lite_chart")) == 1
 
 
+def test_compare_page_groups_by_file_system(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `run --mkfs xfs --mkfs ext4` on one device: the same backend, two file systems
+    store = lakegen.local_store(tmp_path / "lake")
+    for fs, iops, start in (("xfs", 1000, lakegen.T0), ("ext4", 500, lakegen.T0 + timedelta(1))):
+        metrics = {f"dev-{fs}": {READ: {"iops": iops}}}
+        lakegen.write_campaign(store, "fsm", metrics, 3, jitter=0.02, start=start, fs_type=fs)
+    monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "lake"))
+    at = page("views/1_Compare.py")
+    at.selectbox(key="by").set_value("fs_type")
+    at.run()
+    assert not at.exception
+    assert at.multiselect(key="fs_type").value == ["ext4", "xfs"]
+    table = at.dataframe[0].value
+    assert table["fs_type"].tolist() == ["ext4", "xfs"]
+    assert table["verdict"].tolist() == ["baseline", "▲ better"]
+
+
 def test_chart_pages(lake: Path) -> None:
     for name in ("views/2_Latency.py", "views/3_Timeseries.py", "views/4_Trends.py"):
         at = page(name)

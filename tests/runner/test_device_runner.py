@@ -132,3 +132,56 @@ def _wait_for_fio_on(dev: Path, proc: subprocess.Popen[bytes], log: Path) -> Non
                 continue
         time.sleep(0.2)
     raise AssertionError(f"no fio opened {dev}:\n{log.read_text()}")
+
+
+@requires_loop
+def test_a_runner_with_mkfs_runs_dir_jobs_on_the_file_system_it_made(
+    local_lake: LakeEnv, tmp_path: Path
+) -> None:
+    from tests.runner.host.test_mkfs import mounted_anywhere
+
+    (tmp_path / "read.fio").write_text(TRIM.replace("randtrim", "randread"))
+    local_lake.publish(tmp_path / "read.fio", "--backend", "fs")
+    with loop_device(tmp_path / "disk.img", sparse=True) as dev:
+        done = local_lake.cli("runner", "runner", "--backend", "fs", "--device", str(dev),
+                              "--destroy-data", "--mkfs", "ext4", "--mkfs-options", "-L bench",
+                              "--mount-options", "noatime", "--once", "--spool-dir",
+                              str(tmp_path / "spool"), "--share-host")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert f"purged {dev} (discard); making ext4 on it" in done.stderr
+        assert not mounted_anywhere(dev)
+        os.close(os.open(dev, os.O_RDONLY | os.O_EXCL))  # the runner's claim ended with it
+    columns = "status, fs_type, mkfs_options, mount_options, device, target_kind"
+    [row] = sql(local_lake.tmp / "lake", f"SELECT {columns} FROM runs")
+    assert row["status"] == "ok" and row["fs_type"] == "ext4", row
+    assert (row["mkfs_options"], row["device"], row["target_kind"]) == (
+        "-F -q -E lazy_itable_init=0,lazy_journal_init=0 -L bench",
+        str(dev),
+        "dir",
+    )
+    assert "noatime" in row["mount_options"].split(",")
+
+
+@requires_loop
+@pytest.mark.slow  # a runner process and a fio it starts
+def test_a_runner_with_mkfs_killed_mid_run_leaves_nothing_mounted(
+    local_lake: LakeEnv, tmp_path: Path
+) -> None:
+    from tests.runner.host.test_mkfs import _measuring, _until, free, mounted_anywhere
+
+    (tmp_path / "long.fio").write_text(LONG)
+    local_lake.publish(tmp_path / "long.fio", "--backend", "fs")
+    with loop_device(tmp_path / "disk.img", sparse=True) as dev:
+        env = {**os.environ, **local_lake.runner}
+        argv = [sys.executable, "-m", "fiolake", "runner", "--backend", "fs", "--device",
+                str(dev), "--destroy-data", "--mkfs", "ext4", "--spool-dir",
+                str(tmp_path / "spool"), "--share-host"]  # fmt: skip
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _until("fio measures on the runner's file system", lambda: _measuring(proc.pid), 60)
+            assert mounted_anywhere(dev)
+        finally:
+            proc.kill()
+            proc.wait()
+        _until("no namespace mounts the device", lambda: not mounted_anywhere(dev))
+        _until("the device is free for anyone again", lambda: free(dev))

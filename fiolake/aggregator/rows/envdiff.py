@@ -26,6 +26,7 @@ ENV_COLUMNS = (
     "target_dir",
     "fs_type",
     "mount_options",
+    "mkfs_options",
     "device",
     "device_model",
     "device_firmware",

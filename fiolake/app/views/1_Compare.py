@@ -1,6 +1,9 @@
-"""Compare backends: ratios of geometric means to a baseline, with 95% CIs and verdicts."""
+"""Compare backends — or the file systems `fiolake run --mkfs` made on one device (group
+by fs_type): ratios of geometric means to a baseline, with 95% CIs and verdicts."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
@@ -17,6 +20,9 @@ from fiolake.app.common import get_lake, run_or_stop
 st.set_page_config(page_title="fiolake · Compare", layout="wide")
 st.title("Compare backends")
 lake = get_lake()
+# What a row's group is: the backend, or the file system (`run --mkfs`: xfs vs ext4 vs btrfs
+# on one device, docs/usage.md).
+GROUP_BY = {"backend": "Backends", "fs_type": "File systems"}
 
 campaigns = run_or_stop(distinct, lake, "campaign_id", "status = 'ok'")
 # Open where the landing page's answer comes from: the newest campaign with two backends.
@@ -31,9 +37,12 @@ campaign = left.selectbox(
 )
 scope = RunFilter(campaign=None if campaign == "(all)" else campaign)
 where = scope.where("runs")
-backends_all = run_or_stop(distinct, lake, "backend", where)
+by = right.selectbox(
+    "Group by", list(GROUP_BY), format_func=GROUP_BY.__getitem__, key="by", bind="query-params"
+)
+groups_all = [g for g in run_or_stop(distinct, lake, by, where) if g is not None]
 backends = mid.multiselect(
-    "Backends", backends_all, default=backends_all, key="backend", bind="query-params"
+    GROUP_BY[by], groups_all, default=groups_all, key=by, bind="query-params"
 )
 profiles = run_or_stop(distinct, lake, "profile", where)
 profile = right.selectbox("Profile", ["(all)", *profiles], key="profile", bind="query-params")
@@ -48,15 +57,18 @@ metric = left.selectbox(
 baseline = mid.selectbox("Baseline", backends or ["(none)"], key="baseline", bind="query-params")
 
 if not backends:
-    st.info("Pick at least one backend.")
+    st.info(f"Pick at least one of the {GROUP_BY[by].lower()}.")
     st.stop()
 
 filt = RunFilter(
     campaign=scope.campaign,
-    backends=tuple(backends),
+    backends=tuple(backends) if by == "backend" else (),
     profile=None if profile == "(all)" else profile,
 )
-result = run_or_stop(compare, lake, metrics=[metric], filt=filt, baseline=baseline)
+result = run_or_stop(compare, lake, by=by, metrics=[metric], filt=filt, baseline=baseline)
+# compare hides the backends not picked itself; other groups are hidden here.
+result = replace(result, rows=[r for r in result.rows if r.group in backends])
+rows = result.rows
 
 
 def _ratio(r) -> str:  # noqa: ANN001
@@ -69,7 +81,7 @@ def _ratio(r) -> str:  # noqa: ANN001
 table = pd.DataFrame(
     [
         {
-            "backend": r.group,
+            by: r.group,
             "profile": r.profile,
             "job": r.job_name,
             "dir": r.direction,
@@ -81,7 +93,7 @@ table = pd.DataFrame(
             # what else differs among the pooled runs, or why a job was not pooled
             "note": "; ".join(r.notes),
         }
-        for r in result.rows
+        for r in rows
     ]
 )
 st.dataframe(table, hide_index=True)

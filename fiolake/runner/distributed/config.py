@@ -35,6 +35,8 @@ class RunnerConfig:
     # A raw block device (`--device`, claimed by the CLI for the runner's life) instead of
     # target_dir: the runner takes only manifests with target 'device', and nothing else.
     block: BlockTarget | None = None
+    # The options mkfs got when the runner made target_dir's file system (`--mkfs`).
+    mkfs_options: str | None = None
 
 
 @dataclass

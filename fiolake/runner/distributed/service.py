@@ -235,6 +235,7 @@ class Runner:
             sequence=manifest.sequence,
             device=self.config.block.path if self.config.block else None,
             device_start="used" if self.config.block else None,
+            mkfs_options=self.config.mkfs_options,
         )
 
     def host_lock(self, *, shared: bool = False) -> HostLock | None:

@@ -84,6 +84,12 @@ class DeviceClaim:
             raise FiolakeError(f"zero-filling {self.path} failed: {exc.strerror}") from exc
         return "zero-fill"
 
+    def reclaim(self) -> None:
+        """Hold the device exclusively again after `release` (runner.host.mkfs gives the
+        claim up to mkfs and mount); DeviceRefused when another program took it meanwhile."""
+        if self.fd < 0:
+            self.fd = _open_exclusive(self.path)
+
     def release(self) -> None:
         """Close the exclusive descriptor (idempotent)."""
         if self.fd >= 0:
