@@ -13,10 +13,12 @@ tier's session fixture `fio_builds` waits for them.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import tarfile
 import tempfile
@@ -98,18 +100,49 @@ def build_fio(version: str) -> Path:
                 tar.extractall(tmp, filter="data")
             src = Path(tmp) / f"fio-{version}"
             for cmd in (["./configure", *CONFIGURE], ["make", "-j2", "fio"]):
-                done = subprocess.run(
-                    cmd, cwd=src, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S
-                )
-                if done.returncode != 0:
-                    tail = "\n".join((done.stdout + done.stderr).splitlines()[-15:])
-                    raise RuntimeError(f"fio {version}: {' '.join(cmd)} failed:\n{tail}")
+                _step(version, cmd, src)
             partial = binary.with_suffix(".part")
             shutil.copy2(src / "fio", partial)
             os.replace(partial, binary)  # never a half-copied binary under the cached name
         seconds = time.monotonic() - started
         (binary.parent / "build-seconds").write_text(f"{seconds:.0f}\n")
         return binary
+
+
+# The build step running now: stopped with its process group when the session ends first
+# (Ctrl-C, a failure elsewhere), so no `make` goes on compiling orphaned (issue 40).
+_RUNNING: set[subprocess.Popen] = set()
+_STOPPING = threading.Event()
+_LOCK = threading.Lock()  # a step starts and registers, or the session stops it: not both
+
+
+def _step(version: str, cmd: list[str], src: Path) -> None:
+    with tempfile.TemporaryFile("w+") as output:
+        with _LOCK:
+            if _STOPPING.is_set():
+                raise RuntimeError(f"fio {version}: the session ended before its build")
+            proc = subprocess.Popen(
+                cmd, cwd=src, stdout=output, stderr=subprocess.STDOUT, text=True,
+                start_new_session=True,
+            )  # fmt: skip
+            _RUNNING.add(proc)
+        try:
+            code = proc.wait(timeout=BUILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            _stop(proc)
+            raise RuntimeError(f"fio {version}: {cmd[0]} took over {BUILD_TIMEOUT_S} s") from None
+        finally:
+            _RUNNING.discard(proc)
+        if code != 0:
+            output.seek(0)
+            tail = "\n".join(output.read().splitlines()[-15:])
+            raise RuntimeError(f"fio {version}: {' '.join(cmd)} failed:\n{tail}")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 class _Builds:
@@ -137,6 +170,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if wanted and _BUILDS is None and missing_prerequisite() is None:
         _BUILDS = _Builds()
         _BUILDS.thread.start()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A build still running when the session ends is stopped (the next session redoes it)."""
+    with _LOCK:
+        _STOPPING.set()
+        running = list(_RUNNING)
+    for proc in running:
+        _stop(proc)
+    if _BUILDS is not None:
+        _BUILDS.thread.join(timeout=30)
 
 
 @pytest.fixture(scope="session")
