@@ -58,7 +58,10 @@ JOBS = {
     # options of one fio release and not another (issue 43): fio 3.33 added dedupe_global
     "dedupe.fio": "[a]\nrw=write\nsize=1m\ndedupe_percentage=50\ndedupe_global=1\n",
     "stride.fio": "[a]\nrw=randread\nsize=1m\nrandom_sequence_stride=4\n",
-    "newer.fio": "[a]\nrw=read\nsize=1m\npriohint=1\nramp_size=1m\n",
+    "newer.fio": (
+        "[a]\nrw=read\nsize=1m\npriohint=1\ncomm=x\ndp_scheme=s\nfiletype=block\nnum_range=2\n"
+        "ramp_size=1m\n"
+    ),
     # fiolake-gate.toml files (issue 34)
     "gate-syntax.toml": "[gate\n",
     "gate-key.toml": "[gate]\nmin_efect = 0.1\n",
@@ -793,8 +796,12 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         1,
         (
             "Error: job file refused:\n  newer: [a] priohint: sets I/O priority (the real-time "
-            "class starves other work); not allowed\n  newer: [a] ramp_size: not on the "
-            "allowlist; not allowed (see `fiolake validate --list`)\n"
+            "class starves other work); not allowed\n  newer: [a] comm: renames fio's job "
+            "processes (they would no longer show as fio); not allowed\n  newer: [a] dp_scheme: "
+            "reads a placement scheme file; not allowed\n  newer: [a] filetype: tells fio what "
+            "its files are instead of fio looking (the runner decides); not allowed\n  newer: "
+            "[a] num_range: trims (discards) data; not allowed\n  newer: [a] ramp_size: not on "
+            "the allowlist; not allowed (see `fiolake validate --list`)\n"
         ),
     ),
     (
