@@ -19,15 +19,22 @@ help: ## list targets
 # mmdebstrap (the base image from Debian packages: no registry needed), uidmap,
 # slirp4netns, fuse-overlayfs and catatonit (the pause process of `podman kube play` pods);
 # xfsprogs and btrfs-progs: the file systems `run --mkfs` makes (and its tests on loop devices).
+# The fio-version tier builds fio 3.28, 3.36 and 3.42 from source (tests/fio_versions.py):
+# gcc, make and the headers of the libaio engine (the shipped profiles use it) and zlib.
 # --no-install-recommends: docker-compose would otherwise pull in the Docker engine.
 DEBS := fio chromium chromium-driver faketime bubblewrap docker-compose openjdk-17-jre-headless \
-	podman buildah runc catatonit mmdebstrap uidmap slirp4netns fuse-overlayfs xfsprogs btrfs-progs
+	podman buildah runc catatonit mmdebstrap uidmap slirp4netns fuse-overlayfs xfsprogs btrfs-progs \
+	gcc make libaio-dev zlib1g-dev
 DEB_CMDS := fio chromium chromedriver faketime bwrap docker-compose java \
-	podman buildah runc catatonit mmdebstrap newuidmap slirp4netns fuse-overlayfs mkfs.xfs mkfs.btrfs
+	podman buildah runc catatonit mmdebstrap newuidmap slirp4netns fuse-overlayfs mkfs.xfs mkfs.btrfs \
+	gcc make
+# Headers are no commands: the files whose absence also means "install DEBS".
+DEB_FILES := /usr/include/libaio.h /usr/include/zlib.h
 
 fio: sysdeps
 sysdeps: ## install the Debian packages above if any of their commands is missing
 	@missing=; for c in $(DEB_CMDS); do command -v $$c >/dev/null || missing="$$missing $$c"; done; \
+	for f in $(DEB_FILES); do [ -e $$f ] || missing="$$missing $$f"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "missing:$$missing — installing Debian packages: $(DEBS)" >&2; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \

@@ -48,7 +48,8 @@ ENV_VARS: dict[str, str] = {
     "VAULT_TOKEN": "Vault/OpenBao token",
     "VAULT_CACERT": "CA file that signed Vault's certificate",
     "FIOLAKE_STATE_DIR": "local stack state (default ~/.local/state/fiolake)",
-    "FIOLAKE_CACHE_DIR": "where the MinIO binary is built (default ~/.cache/fiolake)",
+    "FIOLAKE_CACHE_DIR": "where the MinIO binary is built and each fio's option list is kept "
+    "(default ~/.cache/fiolake)",
     "FIOLAKE_SNAPSHOT_CACHE": "where readers keep lake snapshots, and the rows of runs not yet "
     "compacted, between processes (default "
     "~/.cache/fiolake/snapshots; off: none)",
@@ -160,6 +161,12 @@ class Settings:
             history=_path(env.get("FIOLAKE_HISTORY")),
             pause_file=_path(env.get("FIOLAKE_PAUSE_FILE")),
         )
+
+    @property
+    def build_cache(self) -> Path:
+        """fiolake's cache of built programs and what it learnt of them (FIOLAKE_CACHE_DIR,
+        else ~/.cache/fiolake): the MinIO binary, each fio's option list."""
+        return self.cache_dir or Path.home() / ".cache" / "fiolake"
 
     @property
     def lake_s3(self) -> S3Settings | None:

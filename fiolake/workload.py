@@ -59,6 +59,15 @@ ALIASES: dict[str, str] = {
     "ss_dur": "steadystate_duration",
     "ss_ramp": "steadystate_ramp_time",
 }
+# The aliases fio 3.36 and 3.42 added (their `--cmdhelp=NAME`); ALIASES holds them too.
+NEWER_FIO_ALIASES: dict[str, str] = {
+    "ss_interval": "steadystate_check_interval",
+    "log_max_value": "log_window_value",
+    "data_placement": "dataplacement",
+    "fdp_pli": "plids",
+    "fdp_pli_select": "plid_select",
+}
+ALIASES.update(NEWER_FIO_ALIASES)
 
 # Where the workload runs, not what it is.
 WHERE = frozenset({"directory", "allow_file_create", "filename_format"})
@@ -76,6 +85,7 @@ NOT_WORKLOAD = frozenset(
         "log_hist_msec",
         "log_hist_coarseness",
         "log_max_value",
+        "log_window_value",
         "log_offset",
         "log_compression",
         "log_store_compressed",

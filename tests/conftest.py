@@ -20,7 +20,9 @@ from fiolake.stack.process import free_ports
 # Session-end hygiene (issue 40): fails the run when it left faketime segments, loop
 # devices, mounts, containers or processes behind. Keep this line when editing the file.
 # versitygw, the second real S3 server, and `s3_server` (MinIO, then versitygw).
-pytest_plugins = ["tests.hygiene", "tests.versitygw"]
+# fio_versions: fio releases built from ../shared/fio-src for the fio-version tier, in
+# the background from the end of collection when that tier is selected.
+pytest_plugins = ["tests.hygiene", "tests.versitygw", "tests.fio_versions"]
 
 # Hypothesis's per-example deadline (200 ms) measures the machine, not the property: on two
 # shared cores a DuckDB connection alone has taken longer (test_a_time_literal_is_that_instant
@@ -50,6 +52,7 @@ _LONG_FIRST = (
     "tests/app/test_browser.py",
     "tests/aggregator/lake/test_spark.py",
     "tests/test_bad_input.py",
+    "tests/runner/test_fio_versions.py",
 )
 
 

@@ -123,7 +123,9 @@ def check_job(
     canonical = policy.canonical_job_file(
         job, target_dir=CHECK_DIR, log_prefix=LOG_PREFIX, block=block
     )
-    _parse_only(canonical, find_fio(fio).path)
+    binary = find_fio(fio)
+    policy.check_host_fio(job, binary)
+    _parse_only(canonical, binary.path)
     return CheckedJob(job, policy.expected_seconds(job), capped)
 
 

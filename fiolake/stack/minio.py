@@ -25,7 +25,7 @@ MINIO_PIN = "v0.0.0-20260212201848-7aac2a2c5b7c"
 
 def cache_dir() -> Path:
     """fiolake's build cache (FIOLAKE_CACHE_DIR, else ~/.cache/fiolake)."""
-    return Settings.from_env().cache_dir or Path.home() / ".cache" / "fiolake"
+    return Settings.from_env().build_cache
 
 
 def ensure_minio() -> Path:

@@ -7,6 +7,7 @@ import functools
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fiolake.errors import FioError
@@ -38,13 +39,27 @@ def find_fio(name: str = "fio") -> FioBinary:
 
 @functools.lru_cache(maxsize=8)
 def _version(path: str, _mtime_ns: int) -> str:
+    out = ask(path, "--version", VERSION_TIMEOUT_S)
+    version = out.stdout.strip()
+    if out.returncode != 0 or not version.startswith("fio-"):
+        detail = out.stderr.strip() or version or f"exit code {out.returncode}"
+        raise FioError(f"`{path} --version` failed ({detail}) — {FIO_INSTALL_HINT}")
+    return version
+
+
+def ask(
+    path: str, flag: str, timeout_s: float, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`path flag` run to its end (stdout, stderr, exit code); FioError when fio cannot
+    start or does not answer within `timeout_s`."""
     try:
-        out = subprocess.run(
-            [path, "--version"],
+        return subprocess.run(
+            [path, flag],
             capture_output=True,
             text=True,
-            timeout=VERSION_TIMEOUT_S,
+            timeout=timeout_s,
             check=False,
+            env=None if env is None else dict(env),
         )
     except OSError as exc:
         raise FioError(f"cannot start {path}: {exc.strerror} — {FIO_INSTALL_HINT}") from None
@@ -52,11 +67,6 @@ def _version(path: str, _mtime_ns: int) -> str:
         # A machine so loaded (or a process stopped so long) that fio did not answer: a
         # failure worth retrying (not cached: lru_cache keeps only returned values).
         raise FioError(
-            f"`{path} --version` did not answer within {VERSION_TIMEOUT_S:g} s — the machine "
+            f"`{path} {flag}` did not answer within {timeout_s:g} s — the machine "
             "is overloaded or fio hangs; try again"
         ) from None
-    version = out.stdout.strip()
-    if out.returncode != 0 or not version.startswith("fio-"):
-        detail = out.stderr.strip() or version or f"exit code {out.returncode}"
-        raise FioError(f"`{path} --version` failed ({detail}) — {FIO_INSTALL_HINT}")
-    return version

@@ -1,9 +1,10 @@
 """fio's JSON documents out of whatever text holds them, checked, one per fio invocation
-and host.
+and client.
 
 A file may hold fio's error lines and normal output before the JSON, several documents
 (one per invocation, or --status-interval dumps of one invocation, of which the last
-counts), or a client/server document (`client_stats`, one run per host). Everything that
+counts), or a client/server document (`client_stats`, one run per client: a server's
+host and port). Everything that
 is not a complete, plausible fio document is refused with what is wrong (FioError);
 docs/import.md lists the rules.
 """
@@ -43,11 +44,11 @@ _CUT_SHORT = (
 
 @dataclass(frozen=True)
 class FoundRun:
-    """One fio invocation on one host, as a document in today's layout."""
+    """One fio invocation on one client, as a document in today's layout."""
 
     document: int  # 1-based position of its document in the file
-    host: str | None  # the client/server host it ran on (None: not client/server output)
-    doc: dict  # normalised (runner.importing.eras): this host's entries as `jobs`
+    host: str | None  # the client it ran on, `host` or `host:port` (None: not client/server)
+    doc: dict  # normalised (runner.importing.eras): this client's entries as `jobs`
     text: str  # the document's text as found
     prefix_text: str  # the text before it (fio's warnings and error lines)
     digest: str  # sha256 of `doc` in canonical JSON: the run's content identity
@@ -192,17 +193,34 @@ def _per_host(doc: dict, number: int, text: str, prefix: str) -> Iterator[FoundR
     if "client_stats" not in doc:
         yield FoundRun(number, None, doc, text, prefix, _digest(doc))
         return
-    hosts: dict[str, list[dict]] = {}
+    # fio's unit is the client, a server's host and port: two `fio --server` on one host
+    # are two runs. The host is recorded as `host:port` only when the document holds
+    # several servers on that host (the port is what tells them apart); else as the host
+    # alone, as fio's own reports name it.
+    clients: dict[tuple[str, str], list[dict]] = {}
     for entry in doc["client_stats"]:
         if entry.get("jobname") != ALL_CLIENTS:
-            hosts.setdefault(str(entry.get("hostname") or ""), []).append(entry)
-    for host, jobs in hosts.items():
+            clients.setdefault(_client_of(entry), []).append(entry)
+    ports: dict[str, int] = {}
+    for host, _port in clients:
+        ports[host] = ports.get(host, 0) + 1
+    for (host, port), jobs in clients.items():
         one = {k: v for k, v in doc.items() if k not in ("client_stats", "disk_util")}
         one["jobs"] = jobs
-        one["disk_util"] = [
-            d for d in doc.get("disk_util") or [] if str(d.get("hostname") or "") == host
-        ]
-        yield FoundRun(number, host or None, one, text, prefix, _digest(one))
+        one["disk_util"] = [d for d in doc.get("disk_util") or [] if _on(d, host, port)]
+        name = f"{host}:{port}" if ports[host] > 1 else host
+        yield FoundRun(number, name or None, one, text, prefix, _digest(one))
+
+
+def _client_of(entry: dict) -> tuple[str, str]:
+    """(host, port) of a client_stats or disk_util entry ('' when fio wrote none)."""
+    return str(entry.get("hostname") or ""), str(entry.get("port") or "")
+
+
+def _on(disk: dict, host: str, port: str) -> bool:
+    """Is a disk_util entry that client's? (An entry without a port: its host's.)"""
+    disk_host, disk_port = _client_of(disk)
+    return disk_host == host and disk_port in ("", port)
 
 
 def _digest(doc: dict) -> str:

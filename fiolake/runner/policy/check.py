@@ -26,6 +26,7 @@ from fiolake.runner.policy.checks import (
     writes_nothing,
 )
 from fiolake.runner.policy.duration import too_long
+from fiolake.runner.policy.hostfio import check_host_fio
 from fiolake.runner.policy.jobfile import (
     JobFile,
     JobSection,
@@ -47,6 +48,7 @@ __all__ = [
     "allowed_options_markdown",
     "apply_overrides",
     "canonical_job_file",
+    "check_host_fio",
     "check_job_file",
     "expected_seconds",
     "fio_parse_only",

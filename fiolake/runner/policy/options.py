@@ -1,8 +1,9 @@
 """What fiolake knows about fio's job options: the allowlist, aliases, deny reasons, units.
 
 A static table built at development time from fio 3.33 (`fio --cmdhelp=<name>`,
-`fio --enghelp=<engine>`); fio is never asked at runtime. fio option names are
-case-sensitive, so the tables are too.
+`fio --enghelp=<engine>`), with the options fio 3.36 and 3.42 added judged by the same
+rules (NEWER_FIO_OPTIONS, and the deny list). Which of them the host's fio has is asked of
+that fio (runner.policy.hostfio). fio option names are case-sensitive, so the tables are too.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from __future__ import annotations
 import re
 
 from fiolake.units import size_or_none
-from fiolake.workload import ALIASES  # fio's aliases: one table, the workload reads it too
+# fio's aliases (and those fio 3.36/3.42 added): one table, the workload reads it too.
+from fiolake.workload import ALIASES, NEWER_FIO_ALIASES  # noqa: F401
 
 ENGINES = ("psync", "sync", "pvsync", "pvsync2", "libaio", "io_uring", "posixaio", "mmap", "null")
 RW_VALUES = ("read", "write", "randread", "randwrite", "rw", "readwrite", "randrw")
@@ -19,10 +21,21 @@ TRIM_RW = ("trim", "randtrim", "trimwrite", "randtrimwrite")
 MEM_VALUES = ("malloc", "mmap", "mmapshared")
 ZONEMODES = ("none", "strided")
 
-# Safe options of fio releases newer than the one the table was built from: accepted by the
-# policy, so such job files are refused by fio's own --parse-only on an older fio, not by us.
+# Safe options of fio releases newer than the one the table was built from (3.36 and 3.42,
+# from their `--cmdhelp`): allowed; on an older fio the host check refuses them naming the
+# release that has them (runner.policy.hostfio.FIRST_FIO). The other new options are
+# denied below or stay off the allowlist (engines and devices fiolake does not drive:
+# NVMe data placement and protection information, zoned devices, io_uring_cmd, ramp_size).
 NEWER_FIO_OPTIONS: dict[str, str] = {
-    "random_sequence_stride": "stride of a repeating random offset sequence (fio > 3.33)",
+    "random_sequence_stride": "stride of a repeating random offset sequence (in no fio up to 3.42)",
+    "steadystate_check_interval": "polling interval of the steadystate check (fio ≥ 3.36)",
+    "thinkcycles": "spin this many CPU cycles between I/Os (fio ≥ 3.42)",
+    "end_syncfs": "syncfs the target's file system when the job ends (fio ≥ 3.42)",
+    "verify_header_seed": "check the seed in verify headers (fio ≥ 3.42)",
+    "verify_write_sequence": "check the write sequence number in verify headers (fio ≥ 3.42)",
+    "verify_pattern_interval": "re-create verify_pattern every N bytes (fio ≥ 3.42)",
+    "libaio_vectored": "engine option (libaio): preadv/pwritev instead of pread/pwrite "
+    "(fio ≥ 3.42)",
 }
 
 # option -> one-line note. Values of the options marked "(checked)" are inspected by the policy.
@@ -173,6 +186,31 @@ ALLOWED: dict[str, str] = {
 }
 ALLOWED.update(NEWER_FIO_OPTIONS)
 
+# Options fio 3.36 and 3.42 added that stay off the allowlist (so refused as not allowed):
+# devices and engines fiolake does not drive, and a warm-up the duration check cannot bound.
+NEWER_FIO_OFF_ALLOWLIST: dict[str, str] = {
+    "fdp": "NVMe flexible data placement (io_uring_cmd, xnvme)",
+    "dataplacement": "NVMe data placement interface (io_uring_cmd, xnvme)",
+    "plids": "NVMe data placement ids (io_uring_cmd, xnvme)",
+    "plid_select": "NVMe data placement id strategy (io_uring_cmd, xnvme)",
+    "cmd_type": "io_uring_cmd command type",
+    "md_per_io_size": "NVMe metadata buffer (io_uring_cmd)",
+    "pi_act": "NVMe protection information (io_uring_cmd)",
+    "pi_chk": "NVMe protection information (io_uring_cmd)",
+    "apptag": "NVMe protection information (io_uring_cmd)",
+    "apptag_mask": "NVMe protection information (io_uring_cmd)",
+    "readfua": "NVMe force unit access (io_uring_cmd)",
+    "writefua": "NVMe force unit access (io_uring_cmd)",
+    "write_mode": "NVMe write uncorrectable or zeroes commands (io_uring_cmd)",
+    "verify_mode": "NVMe compare commands for verification (io_uring_cmd)",
+    "deac": "NVMe deallocate on write zeroes (io_uring_cmd)",
+    "job_start_clock_id": "job_start in fio's JSON from a clock other than wall time",
+    "recover_zbd_write_error": "zoned block devices (zonemode=zbd is refused)",
+    "write_zone_remainder": "zoned block devices (zonemode=zbd is refused)",
+    "sprandom": "SSD preconditioning over the whole file: fiolake's precondition does that",
+    "ramp_size": "a warm-up by bytes, which the runtime cap cannot bound",
+}
+
 _LOGS = "the runner writes the logs into its private output dir"
 _TRACE = "replays a trace that names its own files and devices"
 _PRIO = "sets I/O priority (the real-time class starves other work)"
@@ -225,6 +263,12 @@ DENIED: dict[str, str] = {
     "trim_backlog": _TRIM,
     "trim_backlog_batch": _TRIM,
     "sqthread_poll_cpu": "pins a kernel thread to a CPU",
+    # options of fio 3.36 and 3.42
+    "priohint": _PRIO,
+    "comm": "renames fio's job processes (they would no longer show as fio)",
+    "dp_scheme": "reads a placement scheme file",
+    "filetype": "tells fio what its files are instead of fio looking (the runner decides)",
+    "num_range": _TRIM,
 }
 _DENIED_PREFIXES = (("log_", _LOGS), ("replay_", _TRACE), ("cmdprio", _PRIO), ("trim_", _TRIM))
 
