@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from fiolake.units import size_or_none
+
 # fio's aliases (and those fio 3.36/3.42 added): one table, the workload reads it too.
 from fiolake.workload import ALIASES, NEWER_FIO_ALIASES  # noqa: F401
 
