@@ -1,0 +1,72 @@
+"""Spark reads the Delta tables of an S3 lake through s3a, in its own process.
+
+Run by tests/aggregator/lake/test_spark_s3.py as `python -m tests.spark_s3_read SPEC OUT`:
+SPEC is a JSON file naming the endpoint, keys, a Java trust store holding the server's
+private CA, the lake URL (s3a://bucket/prefix) and the tables; OUT a folder that gets one
+Parquet file per table as Spark read it. A process of its own because the JVM's trust
+store and the hadoop-aws jar are fixed when Spark's JVM starts, and the session-wide
+`spark` fixture's JVM reads local lakes only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from fiolake.aggregator.lake import engines
+
+# Spark 4.2 ships Hadoop 3.5.0: the s3a connector of that version (it pulls in the AWS
+# SDK v2 bundle, ~650 MB, from Maven Central on first use; cached in ~/.ivy2.5.2).
+HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.5.0"
+
+
+def main(spec_path: str, out: str) -> None:
+    """Read every table of the spec's lake with Spark and write what it read to `out`."""
+    from delta import configure_spark_with_delta_pip
+    from pyspark.sql import SparkSession
+
+    spec = json.loads(Path(spec_path).read_text())
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    trust = (
+        f"-Djavax.net.ssl.trustStore={spec['truststore']} "
+        "-Djavax.net.ssl.trustStorePassword=fiolake"
+    )
+    s3a = {
+        "endpoint": spec["endpoint"],
+        "endpoint.region": "us-east-1",
+        "path.style.access": "true",
+        "access.key": spec["access_key"],
+        "secret.key": spec["secret_key"],
+        "connection.ssl.enabled": "true",
+    }
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("fiolake-s3a")
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config(
+            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+        )
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.extraJavaOptions", trust)
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+    )
+    for key, value in s3a.items():
+        builder = builder.config(f"spark.hadoop.fs.s3a.{key}", value)
+    spark = configure_spark_with_delta_pip(builder, extra_packages=[HADOOP_AWS]).getOrCreate()
+    try:
+        for table in spec["tables"]:
+            spark.sql(engines.register_delta("spark", spec["lake"], table))
+            pq.write_table(spark.table(table).toArrow(), Path(out) / f"{table}.parquet")
+    finally:
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
