@@ -20,8 +20,6 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from botocore.exceptions import ClientError
-
 from fiolake.errors import NotFound, PreconditionFailed, StoreError
 from fiolake.s3client import S3Settings, s3_client, s3_error
 
@@ -329,6 +327,8 @@ class S3Store:
     def server_time(self) -> datetime:
         """The store's clock: the `Date` of its answer to a HEAD of the bucket (1 s
         resolution). Any answer has one, so roles without ListBucket get it from a 403."""
+        from botocore.exceptions import ClientError  # only here: local lakes never load it
+
         try:
             resp = self.client.head_bucket(Bucket=self.bucket)
         except ClientError as exc:
