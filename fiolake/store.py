@@ -13,7 +13,7 @@ import fcntl
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -189,22 +189,15 @@ class LocalStore:
             elif key.startswith(prefix):
                 yield key
 
-    def _folder(self, path: str) -> list[str]:
+    def _folder(self, path: str) -> Sequence[str]:
         """The entries of one directory as key parts, sorted: files by name (not hidden
         ones: temporary files and locks), subdirectories as "name/" (as `os.walk`: a link
         to a directory is not followed, an unreadable directory lists nothing)."""
-        names = []
         try:
             with os.scandir(path) as entries:
-                for e in entries:
-                    if not e.is_dir():
-                        if not e.name.startswith("."):
-                            names.append(e.name)
-                    elif not e.is_symlink():
-                        names.append(f"{e.name}/")
+                return sorted(_key_parts(entries))
         except OSError:
-            return []  # e.g. removed while listed: as on S3, a listing proves nothing absent
-        return sorted(names)
+            return ()  # e.g. removed while listed: as on S3, a listing proves nothing absent
 
     def server_time(self) -> datetime:
         """The store's clock: this machine's."""
@@ -217,7 +210,16 @@ class LocalStore:
             yield from sorted(p.name for p in base.iterdir() if p.is_dir())
 
 
-def _first_after(names: list[str], head: str, start_after: str) -> int:
+def _key_parts(entries: Iterable[os.DirEntry[str]]) -> Iterator[str]:
+    for e in entries:
+        if not e.is_dir():
+            if not e.name.startswith("."):
+                yield e.name
+        elif not e.is_symlink():
+            yield f"{e.name}/"
+
+
+def _first_after(names: Sequence[str], head: str, start_after: str) -> int:
     """Where the keys after `start_after` begin among a folder's sorted entries (`head` the
     folder's key prefix): as S3 seeks to StartAfter, every entry before is skipped unread,
     a subfolder included unless `start_after` lies inside it (the commit log's hours before

@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -301,7 +301,7 @@ def listings() -> Iterator[Counter[str]]:
 
         return listing
 
-    def folder(self, path: str) -> list[str]:  # noqa: ANN001
+    def folder(self, path: str) -> Sequence[str]:  # noqa: ANN001
         names = real_folder(self, path)
         counts["directory entries read"] += len(names)
         rel = Path(path).relative_to(self.root).as_posix() + "/"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -125,7 +126,7 @@ class FolderRecordingStore(LocalStore):
         super().__init__(root)
         self.read: list[str] = []
 
-    def _folder(self, path: str) -> list[str]:
+    def _folder(self, path: str) -> Sequence[str]:
         self.read.append(Path(path).relative_to(self.root).as_posix())
         return super()._folder(path)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -130,7 +130,7 @@ class FolderRecordingStore(LocalStore):
         super().__init__(root)
         self.read: dict[str, int] = {}  # folder -> entries in it
 
-    def _folder(self, path: str) -> list[str]:
+    def _folder(self, path: str) -> Sequence[str]:
         names = super()._folder(path)
         self.read[Path(path).relative_to(self.root).as_posix()] = len(names)
         return names
