@@ -5,7 +5,8 @@ but lost the commit race (or died before committing) never counts.
 
 The commit log is an index over the markers, not a second source of truth: after
 its marker, each writer puts a copy under `commit-log/`, keyed by the store's clock
-at that moment. A compaction lists every marker and records when it started
+at that moment (in a folder per hour, so a listing skips the hours before its start:
+`layout.commit_log_key`). A compaction lists every marker and records when it started
 (`commits_listed_at`); a reader then needs only the log entries from shortly before
 that instant (`COMMIT_LOG_SLACK` covers the clock's 1 s resolution and request
 latency) to find every marker the compaction could not have seen, because each
@@ -118,5 +119,8 @@ def logged_job_ids(store: ObjectStore, since: datetime | None) -> set[str]:
     """Job ids with a commit-log entry written at or after `since` - COMMIT_LOG_SLACK
     (every entry when `since` is None)."""
     start = None if since is None else layout.commit_log_start(since - COMMIT_LOG_SLACK)
-    keys = store.list(layout.COMMIT_LOG_PREFIX, start_after=start)
-    return {j for j in map(layout.job_id_from_commit_log_key, keys) if j is not None}
+    # The listing skips the hours before `start`, not the entries of its own hour before it.
+    entries = map(
+        layout.parse_commit_log_key, store.list(layout.COMMIT_LOG_PREFIX, start_after=start)
+    )
+    return {e[1] for e in entries if e is not None and (start is None or e[0] > start)}

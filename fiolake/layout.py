@@ -23,9 +23,12 @@ WAITING_PREFIX = "waiting/"
 # overwritten at start, per job and every few minutes while idle; read by the app.
 FLEET_PREFIX = "fleet/"
 COMMITS_PREFIX = "commits/"
-# commit-log/<store time>-<job_id>.json: a copy of each marker written just after it,
-# keyed by the store's clock, so readers find commits made since a compaction with one
-# short LIST (StartAfter) instead of listing every marker ever written.
+# commit-log/<hour>h/<store time>-<job_id>.json: a copy of each marker written just after
+# it, keyed by the store's clock, so readers find commits made since a compaction with one
+# short LIST (StartAfter) instead of listing every marker ever written. The hour folder
+# lets a listing skip whole hours before its start (a local lake's directory, MinIO's
+# walk) instead of reading every entry ever written; lakes written before it hold
+# entries without one (`commit-log/<store time>-<job_id>.json`), read alike.
 COMMIT_LOG_PREFIX = "commit-log/"
 RESULTS_PREFIX = "results/"
 # gangs/<job_id>/a<attempt>/...: how N runners of a gang job meet (fiolake.gangs): one
@@ -298,26 +301,52 @@ def _log_time(at: datetime) -> str:
     return f"{at.astimezone(UTC):%Y%m%dT%H%M%S.%f}Z"
 
 
+_LOG_STAMP = len(_log_time(datetime(2000, 1, 1, tzinfo=UTC)))
+# The hour folder: the stamp's first 11 characters (YYYYMMDDTHH), then "h". A letter after
+# the hour sorts after every digit, so the folder sorts after `commit_log_start` of any
+# instant in that hour and before that of the next: one StartAfter bound serves both
+# layouts (entries with and without the folder).
+_LOG_HOUR = 11
+
+
 def commit_log_key(at: datetime, job_id: str) -> str:
     """The commit-log entry of `job_id`, written at store time `at`."""
-    return f"{COMMIT_LOG_PREFIX}{_log_time(at)}-{check_id('job id', job_id)}.json"
+    stamp = _log_time(at)
+    name = f"{stamp}-{check_id('job id', job_id)}.json"
+    return f"{COMMIT_LOG_PREFIX}{stamp[:_LOG_HOUR]}h/{name}"
 
 
 def commit_log_start(at: datetime) -> str:
-    """A key that sorts before every commit-log entry written at or after `at`."""
+    """A key that sorts before every commit-log entry written at or after `at` (in either
+    layout), and after every entry of the hours before `at`'s."""
     return f"{COMMIT_LOG_PREFIX}{_log_time(at)}"
+
+
+def parse_commit_log_key(key: str) -> tuple[str, str] | None:
+    """(the key without its hour folder, job id) of a commit-log key, else None. The first
+    sorts by the entry's time as `commit_log_start` does; lakes written before the hour
+    folder hold keys of that form."""
+    name = key.removeprefix(COMMIT_LOG_PREFIX)
+    if name == key or not name.endswith(".json"):
+        return None
+    folder, _, name = name.rpartition("/")
+    # An entry's folder is its own stamp's hour: one elsewhere would escape the readers'
+    # StartAfter bound, so it is not an entry.
+    if folder and folder != f"{name[:_LOG_HOUR]}h":
+        return None
+    if name[_LOG_STAMP : _LOG_STAMP + 1] != "-":
+        return None
+    try:
+        job_id = check_id("job id", name[_LOG_STAMP + 1 : -len(".json")])
+    except ValueError:
+        return None
+    return f"{COMMIT_LOG_PREFIX}{name}", job_id
 
 
 def job_id_from_commit_log_key(key: str) -> str | None:
     """The job id of a commit-log key (inverse of `commit_log_key`), else None."""
-    name = key.removeprefix(COMMIT_LOG_PREFIX)
-    stamp = len(_log_time(datetime(2000, 1, 1, tzinfo=UTC)))
-    if name == key or not name.endswith(".json") or name[stamp : stamp + 1] != "-":
-        return None
-    try:
-        return check_id("job id", name[stamp + 1 : -len(".json")])
-    except ValueError:
-        return None
+    parsed = parse_commit_log_key(key)
+    return parsed[1] if parsed else None
 
 
 def gang_prefix(job_id: str) -> str:

@@ -12,20 +12,7 @@ import functools
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
-
-import botocore.session
-from botocore.config import Config
-from botocore.exceptions import (
-    ClientError,
-    ConnectionClosedError,
-    ConnectTimeoutError,
-    EndpointConnectionError,
-    NoCredentialsError,
-    ReadTimeoutError,
-    SSLError,
-)
-from botocore.utils import parse_timestamp
+from typing import TYPE_CHECKING, Any
 
 from fiolake.errors import (
     AccessDenied,
@@ -35,6 +22,11 @@ from fiolake.errors import (
     StoreError,
     StoreUnavailable,
 )
+
+if TYPE_CHECKING:
+    # botocore is imported where a client is made or its errors are read, not here: a
+    # command on a local lake never needs it (0.2-0.8 s of `fiolake sql`, issue 44).
+    import botocore.session
 
 
 @dataclass(frozen=True)
@@ -104,6 +96,8 @@ def _fast_timestamp(value: str) -> datetime:
     try:
         parsed = datetime.fromisoformat(value)
     except (TypeError, ValueError):
+        from botocore.utils import parse_timestamp
+
         stamp: datetime = parse_timestamp(value)
         return stamp
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
@@ -111,6 +105,8 @@ def _fast_timestamp(value: str) -> datetime:
 
 @functools.cache
 def _botocore_session() -> botocore.session.Session:
+    import botocore.session
+
     session = botocore.session.get_session()
     session.get_component("response_parser_factory").set_parser_defaults(
         timestamp_parser=_fast_timestamp
@@ -121,6 +117,8 @@ def _botocore_session() -> botocore.session.Session:
 def s3_client(settings: S3Settings, *, retries: int = 3, timeout_s: float = 10.0) -> Any:
     """A boto3 S3 client for `settings` (path-style unless virtual-hosted is asked; TLS
     verified against the CA bundle)."""
+    from botocore.config import Config
+
     return _botocore_session().create_client(
         "s3",
         endpoint_url=settings.endpoint,
@@ -159,16 +157,26 @@ _UNAVAILABLE_CODES = frozenset(
     {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout",
      "XMinioServerNotInitialized"}
 )  # fmt: skip
-_TRANSPORT_ERRORS = (
-    EndpointConnectionError,
-    ConnectionClosedError,
-    ConnectTimeoutError,
-    ReadTimeoutError,
-)
 
 
 def s3_error(exc: Exception, key: str, *, url: str, endpoint: str, bucket: str) -> Exception:
     """The fiolake error for botocore's `exc` on `key` of the lake at `url` (in `bucket`)."""
+    from botocore.exceptions import (
+        ClientError,
+        ConnectionClosedError,
+        ConnectTimeoutError,
+        EndpointConnectionError,
+        NoCredentialsError,
+        ReadTimeoutError,
+        SSLError,
+    )
+
+    transport = (
+        EndpointConnectionError,
+        ConnectionClosedError,
+        ConnectTimeoutError,
+        ReadTimeoutError,
+    )
     if isinstance(exc, SSLError) and "CERTIFICATE_VERIFY_FAILED" not in str(exc):
         # A TLS session cut mid-answer (EOF, reset): the network failed, not trust.
         return StoreUnavailable(f"{key}: cannot reach {endpoint}: {exc}")
@@ -215,6 +223,6 @@ def s3_error(exc: Exception, key: str, *, url: str, endpoint: str, bucket: str) 
             f"no object-store credentials for {url} — set AWS_ACCESS_KEY_ID and "
             'AWS_SECRET_ACCESS_KEY (for the local stack: eval "$(fiolake stack env)")'
         )
-    if isinstance(exc, _TRANSPORT_ERRORS):
+    if isinstance(exc, transport):
         return StoreUnavailable(f"{key}: cannot reach {endpoint}: {exc}")
     return StoreError(f"{key}: {exc}")

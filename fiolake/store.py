@@ -7,19 +7,18 @@ exactly as on MinIO.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import fcntl
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Protocol
-
-from botocore.exceptions import ClientError
 
 from fiolake.errors import NotFound, PreconditionFailed, StoreError
 from fiolake.s3client import S3Settings, s3_client, s3_error
@@ -172,16 +171,33 @@ class LocalStore:
     def list(self, prefix: str, *, start_after: str | None = None) -> Iterator[str]:
         """Keys under `prefix` (after `start_after`, as S3's StartAfter); never proof of
         absence (HEAD for that)."""
-        base = self._path(prefix.rstrip("/")) if prefix.strip("/") else self.root
-        if not base.exists():
-            return
-        for dirpath, _dirs, files in os.walk(base):
-            for name in sorted(files):
-                if name.startswith("."):
-                    continue
-                rel = Path(dirpath, name).relative_to(self.root).as_posix()
-                if rel.startswith(prefix) and (start_after is None or rel > start_after):
-                    yield rel
+        top = prefix.rstrip("/")
+        base = self._path(top) if prefix.strip("/") else self.root
+        if base.is_dir():
+            yield from self._walk(str(base), f"{top}/" if top else "", prefix, start_after)
+
+    def _walk(self, path: str, head: str, prefix: str, start_after: str | None) -> Iterator[str]:
+        # Keys as strings, not pathlib (10 µs a key: 1 s per 100,000 entries listed), in S3's
+        # order: a folder's entries sorted by key, a subfolder's as its name and "/".
+        names = self._folder(path)
+        if start_after is not None:
+            names = names[_first_after(names, head, start_after) :]
+        for name in names:
+            key = head + name
+            if name.endswith("/"):
+                yield from self._walk(os.path.join(path, name[:-1]), key, prefix, start_after)
+            elif key.startswith(prefix):
+                yield key
+
+    def _folder(self, path: str) -> Sequence[str]:
+        """The entries of one directory as key parts, sorted: files by name (not hidden
+        ones: temporary files and locks), subdirectories as "name/" (as `os.walk`: a link
+        to a directory is not followed, an unreadable directory lists nothing)."""
+        try:
+            with os.scandir(path) as entries:
+                return sorted(_key_parts(entries))
+        except OSError:
+            return ()  # e.g. removed while listed: as on S3, a listing proves nothing absent
 
     def server_time(self) -> datetime:
         """The store's clock: this machine's."""
@@ -192,6 +208,30 @@ class LocalStore:
         base = self._path(prefix.rstrip("/")) if prefix.strip("/") else self.root
         if base.is_dir():
             yield from sorted(p.name for p in base.iterdir() if p.is_dir())
+
+
+def _key_parts(entries: Iterable[os.DirEntry[str]]) -> Iterator[str]:
+    for e in entries:
+        if not e.is_dir():
+            if not e.name.startswith("."):
+                yield e.name
+        elif not e.is_symlink():
+            yield f"{e.name}/"
+
+
+def _first_after(names: Sequence[str], head: str, start_after: str) -> int:
+    """Where the keys after `start_after` begin among a folder's sorted entries (`head` the
+    folder's key prefix): as S3 seeks to StartAfter, every entry before is skipped unread,
+    a subfolder included unless `start_after` lies inside it (the commit log's hours before
+    the last compaction). Unless `start_after` lies inside the folder, its keys sort all
+    before or all after it, as the folder's own prefix does."""
+    if not start_after.startswith(head):
+        return 0 if head > start_after else len(names)
+    rest = start_after[len(head) :]
+    at = bisect.bisect_right(names, rest)
+    if at and names[at - 1].endswith("/") and rest.startswith(names[at - 1]):
+        at -= 1  # the subfolder `start_after` lies in: some of its keys may follow
+    return at
 
 
 def _http_date(headers: dict[str, Any]) -> datetime:
@@ -289,6 +329,8 @@ class S3Store:
     def server_time(self) -> datetime:
         """The store's clock: the `Date` of its answer to a HEAD of the bucket (1 s
         resolution). Any answer has one, so roles without ListBucket get it from a 403."""
+        from botocore.exceptions import ClientError  # only here: local lakes never load it
+
         try:
             resp = self.client.head_bucket(Bucket=self.bucket)
         except ClientError as exc:

@@ -10,10 +10,13 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from fiolake.cli import COMMANDS
+from fiolake.store import LocalStore
+from tests.aggregator import lakegen
 
 HEAVY = ("boto3", "botocore", "duckdb", "pyarrow", "streamlit", "hvac", "minio", "pandas")
 
@@ -37,3 +40,17 @@ def test_help_imports_no_heavy_library(argv: list[str]) -> None:
         check=True,
     )
     assert json.loads(done.stdout) == {"code": 0, "heavy": []}
+
+
+def test_a_query_of_a_local_lake_imports_no_s3_library(tmp_path: Path) -> None:
+    # botocore costs `fiolake sql` 0.2-0.8 s; a local lake never talks S3 (issue 44).
+    lakegen.write_run(LocalStore(tmp_path / "lake"), run_id="run-1", job_id="job-1")
+    argv = ["sql", "select 1", "--lake", str(tmp_path / "lake")]
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *argv],
+        env={**os.environ, "HEAVY": ",".join(HEAVY), "FIOLAKE_SNAPSHOT_CACHE": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(done.stdout) == {"code": 0, "heavy": ["duckdb", "pyarrow"]}

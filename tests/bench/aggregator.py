@@ -13,11 +13,19 @@ the generation says so). A smaller --loose-runs lake is written the
 way runners write (one Parquet file per table per run) and measured before and after
 `compact`. With FIOLAKE_S3_ENDPOINT set (admin credentials in AWS_*), both lakes are
 also uploaded to the bucket of FIOLAKE_LAKE (under a fresh prefix) and measured there.
+
+Each lake measured also prints what one connect lists (LIST calls, keys, directory
+entries read, the commit log's apart) and fails if it reads more than an hour's worth of
+commit-log entries: that cost must not grow with history (issue 44). `--lake A B
+--end-to-end N` measures kept lakes only, then times `fiolake sql "select 1"`, `compare
+--campaign` and `compare` as new processes, the lakes alternating, with the ratio of the
+last to the first.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import secrets
 import shutil
@@ -26,7 +34,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -50,7 +59,7 @@ from fiolake.aggregator.stats.regressions import regressions
 from fiolake.aggregator.stats.trend import trend
 from fiolake.commits import Commit
 from fiolake.schema import SCHEMAS, parquet_bytes
-from fiolake.store import LocalStore, open_store
+from fiolake.store import LocalStore, S3Store, open_store
 
 BACKENDS = ("nvme", "ceph-rbd", "nfs", "tmpfs")
 PROFILES = ("random-reads", "random-writes", "sequential-reads", "sequential-writes", "bs-sweep")
@@ -228,12 +237,17 @@ def build_compacted(root: Path, runs: int, placeholders: bool) -> int:
     # Marker, then its commit-log entry (`commits.log_commit`'s key and bytes, without its
     # fsync per object), keyed when the run ended, as its runner would have: compaction
     # vouches for the log only when every marker has an entry, and readers list the log
-    # from just before the compaction on, which in a real lake holds few entries.
+    # from just before the compaction on, which in a real lake holds few entries. Never
+    # after now: beyond 30,000 runs the synthetic runs end in the future (2027 at
+    # 100,000), and entries keyed after the compaction are listed by every connect (the
+    # 30,479 entries issue 44 profiled). Those runs are logged 2 hours ago instead, an
+    # hour folder before the compaction's.
+    logged_by = datetime.now(UTC) - timedelta(hours=2)
     for i in range(runs):
         job_id = f"job-{i:06d}"
         ended = T0 + SPACING * i + timedelta(seconds=SECONDS * len(JOBS))
         write_file(root, layout.commit_key(job_id), commit_bytes(i))
-        write_file(root, layout.commit_log_key(ended, job_id), commit_bytes(i))
+        write_file(root, layout.commit_log_key(min(ended, logged_by), job_id), commit_bytes(i))
     report = compact(store, grace=timedelta(0))
     if report.generation is None or report.unlogged:
         raise RuntimeError(f"compaction of the synthetic lake did not vouch for it: {report}")
@@ -264,6 +278,59 @@ def timed(fn: Callable[[], object], repeat: int = 5) -> float:
     return statistics.median(times)
 
 
+# Commit-log entries one connect may read, whatever the lake's history: a compaction's
+# hour of commits. Listing every entry ever written (issue 44) reads one per run.
+MAX_LOG_ENTRIES_READ = 1_000
+
+
+@contextlib.contextmanager
+def listings() -> Iterator[Counter[str]]:
+    """Count what the lake stores' listings cost while the block runs: LIST calls, the keys
+    they return, and (local lakes) the directory entries read, those of the commit log
+    apart: its hour folders, and the entries read in them or without one. Patched into
+    the store classes, so it counts inside `connect` too."""
+    counts: Counter[str] = Counter()
+    real_local, real_s3, real_folder = LocalStore.list, S3Store.list, LocalStore._folder
+
+    def counted(real):  # noqa: ANN001, ANN202
+        def listing(self, prefix: str, *, start_after: str | None = None) -> Iterator[str]:  # noqa: ANN001
+            counts["LIST calls"] += 1
+            for key in real(self, prefix, start_after=start_after):
+                counts["keys listed"] += 1
+                yield key
+
+        return listing
+
+    def folder(self, path: str) -> Sequence[str]:  # noqa: ANN001
+        names = real_folder(self, path)
+        counts["directory entries read"] += len(names)
+        rel = Path(path).relative_to(self.root).as_posix() + "/"
+        if rel.startswith(layout.COMMIT_LOG_PREFIX):
+            hours = sum(n.endswith("/") for n in names)
+            counts["commit-log hour folders read"] += hours
+            counts["commit-log entries read"] += len(names) - hours
+        return names
+
+    LocalStore.list, S3Store.list = counted(real_local), counted(real_s3)  # type: ignore[method-assign]
+    LocalStore._folder = folder  # type: ignore[method-assign]
+    try:
+        yield counts
+    finally:
+        LocalStore.list, S3Store.list, LocalStore._folder = real_local, real_s3, real_folder  # type: ignore[method-assign]
+
+
+def connect_listings(url: str, s3=None) -> Counter[str]:  # noqa: ANN001
+    """What one connect without a snapshot cache lists; fails when it reads more of the
+    commit log than `MAX_LOG_ENTRIES_READ` (the cost must not grow with history)."""
+    snapcache.clear_memory()
+    with listings() as counts:
+        connect(url, s3).close()
+    read = counts["commit-log entries read"]
+    if read > MAX_LOG_ENTRIES_READ:
+        raise AssertionError(f"a connect read {read:,} commit-log entries: the whole log?")
+    return counts
+
+
 def measure(label: str, url: str, s3=None, repeat: int = 5) -> dict[str, float]:  # noqa: ANN001
     """Connect, compare, trend and timeseries latencies on one lake."""
 
@@ -275,6 +342,7 @@ def measure(label: str, url: str, s3=None, repeat: int = 5) -> dict[str, float]:
         "connect (no snapshot cache)": timed(cold, repeat=3),
         "connect (snapshot cached)": timed(lambda: connect(url, s3).close(), repeat=3),
     }
+    listed = connect_listings(url, s3)
     with connect(url, s3) as lake:
         some = [
             r[0] for r in lake.con.sql("SELECT run_id FROM runs ORDER BY run_id LIMIT 2").fetchall()
@@ -298,7 +366,51 @@ def measure(label: str, url: str, s3=None, repeat: int = 5) -> dict[str, float]:
     print(f"\n{label}: {url} ({runs} committed runs)")
     for name, seconds in figures.items():
         print(f"  {name:<38} {seconds * 1000:9.1f} ms")
+    print(
+        "  one connect (no snapshot cache) listed: "
+        + ", ".join(f"{n} {c:,}" for n, c in sorted(listed.items()))
+    )
     return figures
+
+
+def cli_seconds(words: list[str], cache: Path) -> float:
+    """Wall time of `fiolake WORDS` as a new process, snapshot cache in `cache`."""
+    env = {**os.environ, "FIOLAKE_SNAPSHOT_CACHE": str(cache)}
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "fiolake", *words], check=True, capture_output=True, env=env
+    )
+    return time.perf_counter() - start
+
+
+def end_to_end(urls: list[str], repeat: int) -> None:
+    """`fiolake sql "select 1"`, `compare --campaign` and `compare` pooled as new processes,
+    the lakes alternating run by run (so their ratio is of the same moments): with an
+    empty snapshot cache each time, and with a warm one."""
+    asks = {
+        'sql "select 1"': ["sql", "select 1"],
+        "compare --campaign": ["compare", "--campaign", "camp-000"],
+        "compare (pooled)": ["compare"],
+    }
+    times: dict[tuple[str, str, str], list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="fiolake-snapcache-") as caches:
+        warm = {url: Path(caches, f"warm-{i}") for i, url in enumerate(urls)}
+        for url in urls:
+            cli_seconds(["sql", "select 1", "--lake", url], warm[url])  # fills the warm cache
+        for _ in range(repeat):
+            for name, words in asks.items():
+                for url in urls:
+                    cold = Path(tempfile.mkdtemp(dir=caches))
+                    for kind, cache in (("cold", cold), ("warm", warm[url])):
+                        seconds = cli_seconds([*words, "--lake", url], cache)
+                        times.setdefault((name, kind, url), []).append(seconds)
+    print(f"\nend to end, new processes, median of {repeat} (cold: empty snapshot cache):")
+    for name in asks:
+        for kind in ("cold", "warm"):
+            medians = [statistics.median(times[name, kind, url]) for url in urls]
+            cells = " | ".join(f"{m * 1000:6.0f} ms" for m in medians)
+            ratio = f"  ({medians[-1] / medians[0]:.2f}× last / first)" if len(urls) > 1 else ""
+            print(f"  fiolake {name:<20} {kind}: {cells}{ratio}")
 
 
 def startup(url: str, s3) -> None:  # noqa: ANN001
@@ -365,11 +477,23 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--loose-runs", type=int, default=500)
     parser.add_argument("--keep", action="store_true", help="keep the lakes (prints where)")
-    parser.add_argument("--lake", type=Path, help="only measure this kept compacted lake")
+    parser.add_argument(
+        "--lake", type=Path, nargs="+", help="only measure these kept compacted lakes"
+    )
+    parser.add_argument(
+        "--end-to-end",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --lake: also time fiolake commands as new processes, N times each",
+    )
     args = parser.parse_args()
     if args.lake is not None:
         print(f"load average before: {os.getloadavg()}")
-        measure("local, compacted (kept)", str(args.lake))
+        for lake in args.lake:
+            measure("local, compacted (kept)", str(lake))
+        if args.end_to_end:
+            end_to_end([str(lake) for lake in args.lake], args.end_to_end)
         print(f"load average after: {os.getloadavg()}")
         return
     work = Path(tempfile.mkdtemp(prefix="fiolake-bench-"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,62 @@ def test_s3_store_location_is_an_s3_url_below_its_prefix() -> None:
     store = S3Store("bucket", "/lake/a/", settings, client=object())
     assert store.location("results/runs/x.parquet") == "s3://bucket/lake/a/results/runs/x.parquet"
     assert store.settings is settings
+
+
+# Keys whose order differs from a walk's: "/" sorts before "-", "." and letters, so a
+# folder's keys interleave with its neighbours' (and a hidden file is no key).
+WALK_KEYS = [
+    "a/b-c/d",
+    "a/b.x",
+    "a/b/c",
+    "a-b",
+    "a.b/c",
+    "ab/c",
+    "commit-log/20260102T030405.678001Z-k.json",
+    "commit-log/20260102T03h/20260102T030405.678000Z-j.json",
+    "commit-log/20260102T04h/20260102T040000.000000Z-l.json",
+    "z",
+]
+
+
+def test_local_listing_is_s3s_listing_after_any_key(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    for key in WALK_KEYS:
+        store.put(key, b"x")
+    (tmp_path / "a" / ".a.tmp").write_bytes(b"half-written")
+    bounds = {None} | {k[:n] for k in WALK_KEYS for n in range(len(k) + 1)} | {"a/b~", "~"}
+    for prefix in ("", "a/", "commit-log/", "a/b/", "nothing/"):
+        for after in sorted(bounds, key=str):
+            # S3: every key under the prefix that sorts after StartAfter, in key order
+            expected = sorted(k for k in WALK_KEYS if k.startswith(prefix))
+            expected = [k for k in expected if after is None or k > after]
+            assert list(store.list(prefix, start_after=after)) == expected, (prefix, after)
+
+
+class FolderRecordingStore(LocalStore):
+    """A local store that records every directory its listings read."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.read: list[str] = []
+
+    def _folder(self, path: str) -> Sequence[str]:
+        self.read.append(Path(path).relative_to(self.root).as_posix())
+        return super()._folder(path)
+
+
+def test_a_local_listing_after_a_key_reads_no_folder_before_it(tmp_path: Path) -> None:
+    store = FolderRecordingStore(tmp_path)
+    for key in WALK_KEYS:
+        store.put(key, b"x")
+    assert list(store.list("commit-log/", start_after="commit-log/20260102T040000")) == [
+        "commit-log/20260102T04h/20260102T040000.000000Z-l.json"
+    ]
+    assert store.read == ["commit-log", "commit-log/20260102T04h"]
+    store.read.clear()
+    assert list(store.list("", start_after="a/b/c")) == ["ab/c", *WALK_KEYS[6:]]
+    # not a/b-c/ nor a.b/: every key in them sorts before a/b/c ("-" and "." before "/")
+    assert store.read == [".", "a", "a/b", "ab", "commit-log", *LOG_HOURS]
+
+
+LOG_HOURS = ["commit-log/20260102T03h", "commit-log/20260102T04h"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,6 +13,7 @@ from fiolake.aggregator.lake.snapshot import scan
 from fiolake.commits import COMMIT_LOG_SLACK, Commit, logged_job_ids
 from fiolake.runner.lake_writer import commit_marker
 from fiolake.store import LocalStore
+from fiolake.timetext import parse_iso
 from tests.aggregator import lakegen
 
 
@@ -87,14 +88,29 @@ def test_runner_commit_writes_the_log_entry_once_per_winner(tmp_path: Path) -> N
     assert Commit.from_bytes(store.get(entries[0])[0]) == first
 
 
-def test_log_keys_sort_by_time_and_parse_back() -> None:
+def test_log_keys_sort_by_time_in_hour_folders_and_parse_back() -> None:
     t = datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
-    keys = [layout.commit_log_key(t + timedelta(microseconds=d), "job-x") for d in (0, 1, 10**6)]
+    later = (0, 1, 10**6, 3600 * 10**6)
+    keys = [layout.commit_log_key(t + timedelta(microseconds=d), "job-x") for d in later]
     assert keys == sorted(keys)
-    assert layout.commit_log_start(t) < keys[0]
-    assert layout.commit_log_start(t + timedelta(microseconds=1)) > keys[0]
+    assert [k.split("/")[1] for k in keys] == ["20260102T03h"] * 3 + ["20260102T04h"]
+    flat = [layout.parse_commit_log_key(k)[0] for k in keys]
+    assert flat == sorted(flat)
+    assert layout.commit_log_start(t) < keys[0] and layout.commit_log_start(t) < flat[0]
+    assert layout.commit_log_start(t + timedelta(microseconds=1)) > flat[0]
+    # A start sorts after every entry of the hours before its own, in either layout.
+    assert keys[2] < layout.commit_log_start(t + timedelta(hours=1)) < keys[3]
+    legacy = "commit-log/20260102T030405.678000Z-job-x.json"  # before the hour folders
+    assert layout.parse_commit_log_key(legacy) == (legacy, "job-x")
     assert {layout.job_id_from_commit_log_key(k) for k in keys} == {"job-x"}
-    for junk in ("commit-log/x.json", "commits/job.json", f"{keys[0]}.tmp", "commit-log/"):
+    for junk in (
+        "commit-log/x.json",
+        "commits/job.json",
+        f"{keys[0]}.tmp",
+        "commit-log/",
+        keys[0].replace("T03h/", "T04h/"),  # an entry outside its own hour's folder
+        keys[0].replace("T03h/", "x/T03h/"),
+    ):
         assert layout.job_id_from_commit_log_key(junk) is None
 
 
@@ -105,3 +121,49 @@ def test_log_entries_older_than_the_slack_are_not_listed(tmp_path: Path) -> None
         store.put(layout.commit_log_key(now - age, job), b"{}")
     assert logged_job_ids(store, now) == {"recent"}
     assert logged_job_ids(store, None) == {"old", "recent"}
+
+
+class FolderRecordingStore(LocalStore):
+    """A local store that records every directory its listings read."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.read: dict[str, int] = {}  # folder -> entries in it
+
+    def _folder(self, path: str) -> Sequence[str]:
+        names = super()._folder(path)
+        self.read[Path(path).relative_to(self.root).as_posix()] = len(names)
+        return names
+
+
+HOURS, PER_HOUR = 8, 3
+RUNS = HOURS * PER_HOUR
+
+
+def test_a_reader_reads_the_log_only_from_just_before_the_compaction(tmp_path: Path) -> None:
+    store = FolderRecordingStore(tmp_path)
+    now = datetime.now(UTC)
+    # Hours of history up to 2 hours ago, a few runs each, each logged when committed.
+    for i in range(RUNS):
+        lakegen.write_run(store, run_id=f"run-{i:03d}", job_id=f"job-{i:03d}", log=False)
+        marker = store.get(layout.commit_key(f"job-{i:03d}"))[0]
+        at = now - timedelta(hours=HOURS + 1 - i // PER_HOUR, minutes=i % PER_HOUR)
+        store.put(layout.commit_log_key(at, f"job-{i:03d}"), marker)
+    assert compact(store, grace=timedelta(0)).unlogged == 0
+    listed_at = parse_iso(scan(store).compacted.commits_listed_at)
+    add_runs(store, RUNS, 1)  # logged in the new layout, as runners now write
+    # ... and one by a runner older than the hour folders
+    lakegen.write_run(store, run_id="run-old", job_id="job-old", log=False)
+    store.put(f"commit-log/{layout.commit_log_key(now, 'job-old').split('/')[-1]}", b"{}")
+    store.read.clear()
+    snap = scan(store)
+    assert snap.unindexed == {f"job-{RUNS:03d}", "job-old"}
+    hours = {f"commit-log/{(at - COMMIT_LOG_SLACK):%Y%m%dT%H}h" for at in (listed_at, now)}
+    hours |= {f"commit-log/{datetime.now(UTC):%Y%m%dT%H}h"}  # an hour may have begun since
+    read = {f: n for f, n in store.read.items() if f.startswith(layout.COMMIT_LOG_PREFIX)}
+    assert set(read) - hours == set()  # not the hours before the compaction
+    # The log's folder holds an entry per hour (not per commit: RUNS + 2 of them flat) and
+    # one without a folder; the hours read hold only the run committed since.
+    assert store.read["commit-log"] == HOURS + 2 and sum(read.values()) == 1
+    assert layout.COMMITS_PREFIX.rstrip("/") not in store.read
+    assert committed_runs(tmp_path) == RUNS + 2
