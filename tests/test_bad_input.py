@@ -2142,6 +2142,8 @@ STORES_THAT_FAIL = {
     "ignoring_if_match": Misbehaviour(drop=frozenset({"if-match"})),
     "refusing": Misbehaviour(refuse=501),  # as Backblaze B2
     "racy": Misbehaviour(where="/race"),  # honoured one at a time only (SeaweedFS 4.16)
+    # every If-Match refused, the current ETag too (ETags that do not round-trip)
+    "refusing_if_match": Misbehaviour(drop=frozenset(), refuse_if_match=412),
 }
 IGNORING = {"FIOLAKE_S3_ENDPOINT": "{ignoring}"}
 PROBE_FIX = (
@@ -2246,6 +2248,10 @@ SERVER_CASES: list[tuple[str, str, dict[str, str], list[str], int, str]] = [
     ("ignored If-Match, publish", "publisher", {"FIOLAKE_S3_ENDPOINT": "{ignoring_if_match}"},
      PUBLISH, 2, "Error: s3://{bucket} at {ignoring_if_match} ignores If-Match (a write with a "
      "stale ETag returned 200) — " + PROBE_FIX),
+    ("current If-Match refused, import", "importer",
+     {"FIOLAKE_S3_ENDPOINT": "{refusing_if_match}"}, IMPORT, 2, "Error: s3://{bucket} at "
+     "{refusing_if_match} refuses If-Match (a write with the current ETag returned 412 "
+     "PreconditionFailed) — " + PROBE_FIX),
     ("If-None-Match refused (501), import", "importer", {"FIOLAKE_S3_ENDPOINT": "{refusing}"},
      IMPORT, 2, "Error: s3://{bucket} at {refusing} refuses If-None-Match (a create with "
      "If-None-Match: * returned 501 NotImplemented) — " + PROBE_FIX),

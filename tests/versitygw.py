@@ -44,34 +44,60 @@ class S3Server:
         }
 
 
+class VersityServer:
+    """A versitygw on 127.0.0.1 over TLS (a private CA) serving `root`/data, which can be
+    restarted on its port with its data (the fault history's store restarts)."""
+
+    def __init__(self, root: Path, bucket: str = "fiolake"):
+        self.root, self.bucket = root, bucket
+        self.ca, self.crt, self.key = ensure_bootstrap_tls(root / "tls", ["127.0.0.1"])
+        (root / "iam").mkdir(parents=True, exist_ok=True)
+        (root / "data").mkdir(parents=True, exist_ok=True)
+        (self.port,) = free_ports(1)
+        self.access, self.secret = "vgw-root", secrets.token_urlsafe(24)
+        self.log_path = root / "versitygw.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.settings = S3Settings(endpoint=f"https://127.0.0.1:{self.port}",
+                                   ca_bundle=str(self.ca), access_key=self.access,
+                                   secret_key=self.secret)  # fmt: skip
+
+    def start(self) -> None:
+        """Start it and wait until it answers; the bucket is made on the first start."""
+        argv = vgw.server_argv(vgw.ensure_versitygw(), address=f"127.0.0.1:{self.port}",
+                               cert=self.crt, key=self.key, iam_dir=self.root / "iam",
+                               data_dir=self.root / "data")  # fmt: skip
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(  # noqa: S603
+                argv, env={**os.environ, **vgw.server_env(self.access, self.secret)},
+                stdout=log, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        wait_for(lambda: vgw.ready(self.settings.endpoint, self.ca), timeout_s=30,
+                 what="versitygw", log_path=self.log_path)  # fmt: skip
+        if not (self.root / "data" / self.bucket).exists():
+            s3_client(self.settings).create_bucket(Bucket=self.bucket)
+
+    def stop(self) -> None:
+        """Kill it (a crash, as the fault history's restarts are) and reap it."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def restart(self) -> None:
+        """Kill it and start it again on the same port with the same data."""
+        self.stop()
+        self.start()
+
+
 @pytest.fixture(scope="session")
 def versitygw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """A running versitygw (built once into the cache) with the bucket `fiolake`."""
-    root = tmp_path_factory.mktemp("versitygw")
-    ca, crt, key = ensure_bootstrap_tls(root / "tls", ["127.0.0.1"])
-    (root / "iam").mkdir()
-    (root / "data").mkdir()
-    (port,) = free_ports(1)
-    access, secret = "vgw-root", secrets.token_urlsafe(24)
-    argv = vgw.server_argv(vgw.ensure_versitygw(), address=f"127.0.0.1:{port}", cert=crt,
-                           key=key, iam_dir=root / "iam", data_dir=root / "data")  # fmt: skip
-    log_path = root / "versitygw.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(  # noqa: S603
-            argv, env={**os.environ, **vgw.server_env(access, secret)}, stdout=log,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
+    server = VersityServer(tmp_path_factory.mktemp("versitygw"))
     try:
-        endpoint = f"https://127.0.0.1:{port}"
-        wait_for(lambda: vgw.ready(endpoint, ca), timeout_s=30, what="versitygw",
-                 log_path=log_path)  # fmt: skip
-        settings = S3Settings(endpoint=endpoint, ca_bundle=str(ca), access_key=access,
-                              secret_key=secret)  # fmt: skip
-        s3_client(settings).create_bucket(Bucket="fiolake")
-        yield S3Server("versitygw", settings, "fiolake", log_path)
+        server.start()
+        yield S3Server("versitygw", server.settings, server.bucket, server.log_path)
     finally:
-        proc.kill()
-        proc.wait()
+        server.stop()
 
 
 def real_server(request: pytest.FixtureRequest, name: str) -> S3Server:

@@ -26,12 +26,14 @@ from fiolake import layout
 from fiolake.config import Settings
 from fiolake.errors import FiolakeError, PreconditionFailed
 from fiolake.manifest import new_manifest, sign_manifests
+from fiolake.s3client import S3Settings
 from fiolake.stack.env import StackEnv
-from fiolake.stack.local import stack_down, stack_up
+from fiolake.stack.local import restart_minio, stack_down, stack_up
 from fiolake.stack.process import free_ports
 from fiolake.store import S3Store
 from tests.faults.proxy import FaultyProxy
 from tests.hygiene import remove_faketime_segments
+from tests.versitygw import VersityServer
 
 BACKEND = "faults"
 # Debian's libfaketime (a dependency of the `faketime` package `make sysdeps` installs).
@@ -105,10 +107,16 @@ def _children(pid: int) -> list[int]:
 
 
 class Cluster:
-    """A private stack, a proxy in front of its MinIO, runners and a publisher."""
+    """A private stack, a proxy in front of its S3 server, runners and a publisher.
 
-    def __init__(self, root: Path, *, runners: int = 4, ttl_s: float = 4.0):
+    The lake's server is the stack's MinIO, or with `server="versitygw"` a versitygw of its
+    own (root keys for every role: versitygw has no per-prefix policies); OpenBao, which
+    signs the manifests, is the stack's either way."""
+
+    def __init__(self, root: Path, *, runners: int = 4, ttl_s: float = 4.0, server: str = "minio"):
         self.root = root
+        self.server = server
+        self.versitygw: VersityServer | None = None
         self.ttl_s = ttl_s
         self.state_dir = root / "stack"
         self.env: StackEnv | None = None
@@ -130,8 +138,12 @@ class Cluster:
             bao_port=ports[2],
             bao_cluster_port=ports[3],
         )
-        minio_port = int(self.env.endpoint.rsplit(":", 1)[1])
-        self.proxy = FaultyProxy(minio_port)
+        lake_port = int(self.env.endpoint.rsplit(":", 1)[1])
+        if self.server == "versitygw":
+            self.versitygw = VersityServer(self.root / "versitygw", bucket=self.env.bucket)
+            self.versitygw.start()
+            lake_port = self.versitygw.port
+        self.proxy = FaultyProxy(lake_port)
         for i in range(self._runners):
             # r2, r3 reach MinIO through the proxy; the last runner's clock is skewed.
             slot = RunnerSlot(
@@ -157,11 +169,31 @@ class Cluster:
                 remove_faketime_segments(pid)
         if self.proxy is not None:
             self.proxy.close()
+        if self.versitygw is not None:
+            self.versitygw.stop()
         stack_down(self.state_dir, purge=True)
+
+    def restart_store(self) -> None:
+        """Restart the lake's S3 server (a crash and a start; its data stays)."""
+        if self.versitygw is not None:
+            self.versitygw.restart()
+        else:
+            restart_minio(self.state_dir)
+
+    def lake_settings(self, role: str = "admin") -> S3Settings:
+        """The S3 settings of `role` on the lake's server (root keys on versitygw)."""
+        if self.versitygw is not None:
+            return self.versitygw.settings
+        return self.env.s3_settings(role)
 
     def runner_env(self, slot: RunnerSlot) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("FIOLAKE_", "AWS_"))}
         env.update(self.env.environ("runner"))
+        if self.versitygw is not None:
+            lake = self.versitygw.settings
+            env.update(FIOLAKE_S3_ENDPOINT=lake.endpoint, FIOLAKE_CA_BUNDLE=str(lake.ca_bundle),
+                       AWS_ACCESS_KEY_ID=str(lake.access_key),
+                       AWS_SECRET_ACCESS_KEY=str(lake.secret_key))  # fmt: skip
         if slot.via_proxy:
             env["FIOLAKE_S3_ENDPOINT"] = f"https://127.0.0.1:{self.proxy.port}"
         env["FIOLAKE_HISTORY"] = str(slot.history)
@@ -228,7 +260,7 @@ class Cluster:
 
     # -- stores ----------------------------------------------------------------------
     def store(self, role: str = "admin") -> S3Store:
-        return S3Store(self.env.bucket, "", self.env.s3_settings(role))
+        return S3Store(self.env.bucket, "", self.lake_settings(role))
 
     # -- publishing ------------------------------------------------------------------
     def publish_wave(self, campaign_id: str, jobs: int) -> bool:

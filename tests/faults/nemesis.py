@@ -1,7 +1,7 @@
 """The nemesis: injects every fault kind on a schedule while runners work through jobs.
 
 Process faults act on one runner at a time (three threads, never on the same runner);
-infrastructure faults (MinIO, OpenBao, the proxy) run in a third thread. Each kind is
+infrastructure faults (the S3 server, OpenBao, the proxy) run in a third thread. Each kind is
 injected `rounds` times, in shuffled order. `run_history_test` is the whole test: start
 a private stack and runners, publish jobs in waves, let the nemesis loose, wait until
 every published job is committed, stop the runners, and hand everything to the checker.
@@ -25,13 +25,13 @@ from pathlib import Path
 from fiolake.aggregator.lake.lake import connect
 from fiolake.runner.distributed.history import PAUSE_STEPS
 from fiolake.runner.distributed.service import UNJUDGED_MAX_S
-from fiolake.stack.local import restart_minio, start_openbao, stop_openbao
+from fiolake.stack.local import start_openbao, stop_openbao
 from tests.faults.checker import Report, check_lake_against, read_history
 from tests.faults.cluster import Cluster, RunnerSlot
 
 STEP_KILLS = {f"kill {step}": step for step in PAUSE_STEPS}
 PROCESS_KINDS = (*STEP_KILLS, "kill during fio", "SIGSTOP > lease", "clock skew")
-INFRA_KINDS = ("MinIO restart", "OpenBao down", "dropped responses", "delayed responses")
+INFRA_KINDS = ("S3 server restart", "OpenBao down", "dropped responses", "delayed responses")
 KINDS = (*PROCESS_KINDS, *INFRA_KINDS)
 # A job a runner could not verify (OpenBao down) waits up to UNJUDGED_MAX_S before that
 # runner looks at it again; a drain that gives up sooner calls a waiting job lost.
@@ -163,8 +163,8 @@ class Nemesis:
         proxy = self.cluster.proxy
         for kind in kinds:
             time.sleep(random.uniform(0.5, 1.5))
-            if kind == "MinIO restart":
-                restart_minio(self.cluster.state_dir)
+            if kind == "S3 server restart":
+                self.cluster.restart_store()
             elif kind == "OpenBao down":
                 stop_openbao(self.cluster.state_dir)
                 time.sleep(3)
@@ -177,7 +177,14 @@ class Nemesis:
 
 
 def run_history_test(
-    root: Path, *, jobs: int, rounds: int, publish_s: float, seed: int, ttl_s: float = 3.0
+    root: Path,
+    *,
+    jobs: int,
+    rounds: int,
+    publish_s: float,
+    seed: int,
+    ttl_s: float = 3.0,
+    server: str = "minio",
 ) -> Outcome:
     """The whole history test; `jobs` published in waves over `publish_s` seconds.
 
@@ -187,7 +194,7 @@ def run_history_test(
     started = time.monotonic()
     random.seed(seed)
     print(f"nemesis seed {seed}", flush=True)
-    cluster = Cluster(root, ttl_s=ttl_s)
+    cluster = Cluster(root, ttl_s=ttl_s, server=server)
     outcome = Outcome(Report(), seed=seed)
     try:
         cluster.start()
@@ -227,7 +234,7 @@ def run_history_test(
         cluster.stop_runners_gracefully()
         (root / "lake-listing.txt").write_text("".join(f"{k}\n" for k in cluster.store().list("")))
         events = read_history([s.history for s in cluster.slots])
-        with connect(f"s3://{cluster.env.bucket}", cluster.env.s3_settings("admin")) as lake:
+        with connect(f"s3://{cluster.env.bucket}", cluster.lake_settings("admin")) as lake:
             outcome.report = check_lake_against(
                 events,
                 cluster.published,

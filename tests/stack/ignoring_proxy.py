@@ -35,17 +35,25 @@ _HOP = {"connection", "transfer-encoding", "content-length", "keep-alive"}
 class Misbehaviour:
     """What the proxy does wrong: drop the headers in `drop` (lower case) from requests
     whose path holds `where`; answer `refuse` (e.g. 501) to every conditional PUT instead
-    of forwarding it; hang up without an answer on PUTs whose path holds `cut`."""
+    of forwarding it; answer `refuse_if_match` (e.g. 412) to every PUT with If-Match, even
+    the current ETag (a store whose ETags do not round-trip); hang up without an answer on
+    PUTs whose path holds `cut`."""
 
     drop: frozenset[str] = DROPPED
     where: str = ""
     refuse: int = 0
+    refuse_if_match: int = 0
     cut: str = ""
 
 
 _REFUSAL = (
     '<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>'
     "A header you provided implies functionality that is not implemented</Message></Error>"
+)
+
+_FAILED = (
+    '<?xml version="1.0" encoding="UTF-8"?><Error><Code>PreconditionFailed</Code><Message>'
+    "At least one of the pre-conditions you specified did not hold</Message></Error>"
 )
 
 
@@ -69,6 +77,10 @@ def _handler(
             conditional = any(k.lower() in DROPPED for k in self.headers)
             if how.refuse and conditional and self.command == "PUT":
                 self._answer(how.refuse, _REFUSAL.encode(), {"Content-Type": "application/xml"})
+                return
+            if how.refuse_if_match and "If-Match" in self.headers and self.command == "PUT":
+                self._answer(how.refuse_if_match, _FAILED.encode(),
+                             {"Content-Type": "application/xml"})  # fmt: skip
                 return
             drop = how.drop if how.where in self.path else frozenset()
             headers = {k: v for k, v in self.headers.items()
