@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fiolake.errors import ConfigError, FiolakeError, UsageProblem
-from fiolake.s3client import S3Settings
+from fiolake.s3client import S3Settings, profile_credentials
 from fiolake.signing.base import DEFAULT_KEYRING, DEFAULT_TRANSIT_KEY
 from fiolake.store import ObjectStore, open_store
 
@@ -36,6 +36,9 @@ ENV_VARS: dict[str, str] = {
     "FIOLAKE_CA_BUNDLE": "CA file that signed the object store's certificate",
     "AWS_ACCESS_KEY_ID": "object-store access key",
     "AWS_SECRET_ACCESS_KEY": "object-store secret key",
+    "AWS_SESSION_TOKEN": "object-store session token (temporary keys)",
+    "AWS_PROFILE": "AWS profile whose keys are used when AWS_ACCESS_KEY_ID is unset "
+    "(boto3, DuckDB and delta-rs alike)",
     "AWS_CA_BUNDLE": "CA file, used when FIOLAKE_CA_BUNDLE is unset",
     "AWS_REGION": "signing region (default us-east-1; AWS_DEFAULT_REGION too)",
     "AWS_DEFAULT_REGION": "signing region when AWS_REGION is unset",
@@ -134,11 +137,20 @@ class Settings:
         endpoint = env.get("FIOLAKE_S3_ENDPOINT") or env.get("AWS_ENDPOINT_URL")
         s3 = None
         if endpoint:
+            keys = (
+                env.get("AWS_ACCESS_KEY_ID"),
+                env.get("AWS_SECRET_ACCESS_KEY"),
+                env.get("AWS_SESSION_TOKEN"),
+            )
+            if not keys[0] and env.get("AWS_PROFILE"):
+                # One place resolves a profile: boto3, DuckDB and delta-rs get its keys.
+                keys = profile_credentials(env["AWS_PROFILE"])
             s3 = S3Settings(
                 endpoint=endpoint,
                 ca_bundle=_ca_bundle(env),
-                access_key=env.get("AWS_ACCESS_KEY_ID"),
-                secret_key=env.get("AWS_SECRET_ACCESS_KEY"),
+                access_key=keys[0],
+                secret_key=keys[1],
+                session_token=keys[2] or None,
                 region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
                 virtual_hosted=_addressing(env.get("FIOLAKE_S3_ADDRESSING")),
             )

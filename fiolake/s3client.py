@@ -37,6 +37,7 @@ class S3Settings:
     ca_bundle: str | None = None
     access_key: str | None = None
     secret_key: str | None = None
+    session_token: str | None = None  # temporary keys (an assumed role, SSO, a profile's)
     region: str = "us-east-1"
     # Path-style (https://host/bucket/key) suits MinIO, versitygw, Ceph and a bare IP;
     # AWS S3 and R2 also take virtual-hosted (https://bucket.host/key).
@@ -63,6 +64,8 @@ class S3Settings:
         }
         if self.access_key:
             secret |= {"KEY_ID": self.access_key, "SECRET": self.secret_key or ""}
+        if self.session_token:
+            secret["SESSION_TOKEN"] = self.session_token
         return secret
 
     def object_store_options(self) -> dict[str, str]:
@@ -82,7 +85,30 @@ class S3Settings:
         if self.access_key:
             options["AWS_ACCESS_KEY_ID"] = self.access_key
             options["AWS_SECRET_ACCESS_KEY"] = self.secret_key or ""
+        if self.session_token:
+            options["AWS_SESSION_TOKEN"] = self.session_token
         return options
+
+
+def profile_credentials(profile: str) -> tuple[str, str, str | None]:
+    """(access key, secret key, session token) of the AWS profile `profile`, resolved by
+    botocore as boto3 would (credentials and config files, assumed roles, SSO), so that
+    DuckDB and delta-rs get the keys boto3 would use. ConfigError when there are none."""
+    import botocore.session
+    from botocore.exceptions import BotoCoreError
+
+    fix = (
+        "name a profile of ~/.aws/credentials or ~/.aws/config (AWS_SHARED_CREDENTIALS_FILE, "
+        "AWS_CONFIG_FILE), or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+    )
+    try:
+        found = botocore.session.Session(profile=profile).get_credentials()
+    except BotoCoreError as exc:
+        raise ConfigError(f"AWS_PROFILE {profile}: {exc} — {fix}") from None
+    if found is None:
+        raise ConfigError(f"AWS_PROFILE {profile}: the profile holds no credentials — {fix}")
+    frozen = found.get_frozen_credentials()
+    return frozen.access_key, frozen.secret_key, frozen.token
 
 
 def _fast_timestamp(value: str) -> datetime:
@@ -124,6 +150,7 @@ def s3_client(settings: S3Settings, *, retries: int = 3, timeout_s: float = 10.0
         endpoint_url=settings.endpoint,
         aws_access_key_id=settings.access_key,
         aws_secret_access_key=settings.secret_key,
+        aws_session_token=settings.session_token,
         region_name=settings.region,
         verify=settings.ca_bundle if settings.ca_bundle else True,
         config=Config(

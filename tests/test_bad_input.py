@@ -825,6 +825,20 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         2,
         "Error: Invalid value for '--format': 'xml' is not one of 'table', 'csv', 'json'.\n",
     ),
+    (  # issue 42: a profile is resolved once, for boto3, DuckDB and delta-rs alike
+        ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--lake", "s3://b"],
+        {
+            "FIOLAKE_S3_ENDPOINT": "https://127.0.0.1:9",
+            "AWS_PROFILE": "nobody",
+            "AWS_ACCESS_KEY_ID": "",
+            "AWS_SHARED_CREDENTIALS_FILE": "{tmp}/none",
+            "AWS_CONFIG_FILE": "{tmp}/none",
+        },
+        2,
+        "Error: AWS_PROFILE nobody: The config profile (nobody) could not be found — name a "
+        "profile of ~/.aws/credentials or ~/.aws/config (AWS_SHARED_CREDENTIALS_FILE, "
+        "AWS_CONFIG_FILE), or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY\n",
+    ),  # fmt: skip
     (
         ["run", "{job}/tiny.fio", "--dir", "{tmp}", "--lake", "s3://b"],
         {"FIOLAKE_S3_ENDPOINT": "http://127.0.0.1:9"},

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+import subprocess
+import sys
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -87,3 +91,38 @@ def test_compact_prune_and_reads_on_each_real_server(s3_server) -> None:  # noqa
     assert again.exit_code == 0, again.output
     assert store.head(layout.generation_key(1)) is None
     assert not list(store.list(layout.PROBE_PREFIX))  # the probe's scratch keys are gone
+
+
+@pytest.mark.stack
+def test_an_aws_profile_alone_reaches_duckdb_and_delta_rs(stack, tmp_path) -> None:  # noqa: ANN001
+    """Issue 42: with AWS_PROFILE and no keys in the environment, `lake compact` (boto3 and
+    delta-rs) and `fiolake sql` (DuckDB) all use the profile's keys; a profile without
+    keys is refused, exit 2. Real processes: botocore reads the profile files once per
+    process, and this one has read them already."""
+    settings = stack.s3_settings("admin")
+    url = f"{stack.lake}/profile-{secrets.token_hex(4)}"
+    lakegen.write_campaign(open_store(url, settings), "c1", {"a": {READ: {"iops": 10}}}, 2)
+    files = tmp_path / "credentials"
+    files.write_text(
+        f"[lake]\naws_access_key_id = {settings.access_key}\n"
+        f"aws_secret_access_key = {settings.secret_key}\n[empty]\nregion = us-east-1\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "FIOLAKE_"))}
+    env |= {k: v for k, v in stack.environ("admin").items() if not k.startswith("AWS_")}
+    env |= {"FIOLAKE_LAKE": url, "AWS_PROFILE": "lake", "AWS_SHARED_CREDENTIALS_FILE": str(files),
+            "AWS_CONFIG_FILE": str(tmp_path / "no-config")}  # fmt: skip
+    fiolake = str(Path(sys.executable).with_name("fiolake"))
+
+    def run(*args: str, profile: str = "lake") -> subprocess.CompletedProcess[str]:
+        return subprocess.run([fiolake, *args], env={**env, "AWS_PROFILE": profile},
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+
+    compacted = run("lake", "compact", "--grace", "0s")
+    assert compacted.returncode == 0, compacted.stderr
+    counted = run("sql", "SELECT count(*) AS n FROM runs", "--format", "csv")
+    assert (counted.returncode, counted.stdout) == (0, "n\n2\n"), counted.stderr
+    empty = run("sql", "SELECT 1", profile="empty")
+    assert empty.returncode == 2
+    assert empty.stderr.splitlines()[-1].startswith(
+        "Error: AWS_PROFILE empty: the profile holds no credentials — name a profile of "
+    )
