@@ -15,6 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from fiolake import layout
 from fiolake.aggregator.lake.compact import compact
@@ -23,6 +24,7 @@ from fiolake.aggregator.lake.lake import connect
 from fiolake.aggregator.lake.query import run_query
 from fiolake.aggregator.lake.snapshot import scan
 from fiolake.campaign_progress import campaign_job_keys, campaign_status
+from fiolake.cli import cli
 from fiolake.commits import Commit, logged_job_ids
 from fiolake.config import Settings
 from fiolake.store import ObjectStore
@@ -90,6 +92,14 @@ def test_published_jobs_are_run_and_committed_once(lake_env: LakeEnv) -> None:
     assert len(scan(store).unindexed) == 2
     backends = sql(lake_env, "SELECT backend, count(*) AS n FROM runs GROUP BY 1 ORDER BY 1")
     assert backends == [{"backend": "b1", "n": 2}, {"backend": "b2", "n": 2}]
+    # ... and compares them, the quick start's last step, on whichever server (issue 42).
+    compared = CliRunner().invoke(
+        cli, ["compare", "--campaign", campaign, "--metric", "iops", "--format", "json"],
+        env=lake_env.admin,
+    )  # fmt: skip
+    assert compared.exit_code == 0, compared.output
+    rows = json.loads(compared.stdout)
+    assert {(r["backend"], r["n"]) for r in rows} == {("b1", 2), ("b2", 2)}
 
 
 def test_three_runners_thirty_jobs_exactly_once(lake_env: LakeEnv) -> None:
