@@ -11,13 +11,13 @@ store and the hadoop-aws jar are fixed when Spark's JVM starts, and the session-
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
 
 from fiolake.aggregator.lake import engines
+from tests.spark_session import start_spark
 
 # Spark 4.2 ships Hadoop 3.5.0: the s3a connector of that version (it pulls in the AWS
 # SDK v2 bundle, ~650 MB, from Maven Central on first use; cached in ~/.ivy2.5.2).
@@ -26,11 +26,7 @@ HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.5.0"
 
 def main(spec_path: str, out: str) -> None:
     """Read every table of the spec's lake with Spark and write what it read to `out`."""
-    from delta import configure_spark_with_delta_pip
-    from pyspark.sql import SparkSession
-
     spec = json.loads(Path(spec_path).read_text())
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     trust = (
         f"-Djavax.net.ssl.trustStore={spec['truststore']} "
         "-Djavax.net.ssl.trustStorePassword=fiolake"
@@ -43,23 +39,9 @@ def main(spec_path: str, out: str) -> None:
         "secret.key": spec["secret_key"],
         "connection.ssl.enabled": "true",
     }
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("fiolake-s3a")
-        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-        .config(
-            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
-        )
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.extraJavaOptions", trust)
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.databricks.delta.snapshotPartitions", "2")
-    )
-    for key, value in s3a.items():
-        builder = builder.config(f"spark.hadoop.fs.s3a.{key}", value)
-    spark = configure_spark_with_delta_pip(builder, extra_packages=[HADOOP_AWS]).getOrCreate()
+    conf = {f"spark.hadoop.fs.s3a.{k}": v for k, v in s3a.items()}
+    conf["spark.driver.extraJavaOptions"] = trust
+    spark = start_spark("fiolake-s3a", conf=conf, packages=[HADOOP_AWS])
     try:
         for table in spec["tables"]:
             spark.sql(engines.register_delta("spark", spec["lake"], table))

@@ -6,9 +6,16 @@ import os
 from typing import Any
 
 
-def start_spark(app: str, driver_memory: str = "1g") -> Any:
+def start_spark(
+    app: str,
+    driver_memory: str = "1g",
+    *,
+    conf: dict[str, str] | None = None,
+    packages: list[str] | None = None,
+) -> Any:
     """Spark 4.2 local[2] with Delta 4.4 (jars from Maven Central on first use, cached in
-    ~/.ivy2.5.2), UTC session time zone, no UI; ImportError without the `spark` extra."""
+    ~/.ivy2.5.2), UTC session time zone, no UI; ImportError without the `spark` extra.
+    `conf` and `packages` add settings and Maven packages (fixed once the JVM starts)."""
     from delta import configure_spark_with_delta_pip
     from pyspark.sql import SparkSession
 
@@ -28,4 +35,6 @@ def start_spark(app: str, driver_memory: str = "1g") -> Any:
         # Delta rebuilds a table's state in 50 tasks by default: 2 suffice on 2 cores.
         .config("spark.databricks.delta.snapshotPartitions", "2")
     )
-    return configure_spark_with_delta_pip(builder).getOrCreate()
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    return configure_spark_with_delta_pip(builder, extra_packages=packages).getOrCreate()
