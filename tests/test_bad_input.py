@@ -2342,6 +2342,10 @@ def test_server_side_bad_input_is_a_clear_error(
 
 @pytest.mark.stack
 @pytest.mark.slow
+# Run after the main phase, in a session of its own: at the end of a 53-minute serial session
+# (fresh clone, 2026-11-27) the runner's probe met closed connections through the proxy for
+# two minutes after the 503s stopped (alone, at once: 118 s, passed). Cause not found yet.
+@pytest.mark.alone
 def test_minio_answering_503_for_a_minute(stack, tmp_path: Path) -> None:  # noqa: ANN001
     """The CLI fails fast with a clear message; a runner waits and recovers."""
     import sys
