@@ -6,8 +6,9 @@ comments and the `directory=` line (a per-run subdirectory of the target), or on
 device target the runner's `filename=` line in `[global]` (the device), so that backends
 running the same job share one hash. The gang size (how many hosts ran the job
 at the same instant against one backend) is part of it: N hosts sharing a backend measure
-something else than one. `compare` pools only runs with the same effective job; `envdiff`
-names the options that differ. Both hash through here.
+something else than one. The runs record it; the saturation sweeps read the job text
+through it. `compare`, the gate and `env-diff` pool and diff by the workload instead
+(`fiolake.workload`: the options as fio reads them, wherever the job ran).
 
 Written by hand: it is a line filter over a file format fiolake itself writes.
 """

@@ -264,7 +264,7 @@ def workload_jobs(job_text: str) -> list[dict[str, str]]:
     ]
 
 
-def _as_set(job: dict[str, tuple[str, str]], name: str) -> tuple[str, str]:
+def option_or_default(job: dict[str, tuple[str, str]], name: str) -> tuple[str, str]:
     """(normalised, as written) of option `name` in `job`; fio's default where unset."""
     if name in job:
         return job[name]
@@ -283,7 +283,7 @@ def workload_differences(a: str, b: str, limit: int = 4) -> list[str]:
     several = max(len(left), len(right)) > 1
     for number, (x, y) in enumerate(zip(left, right, strict=False)):
         for name in [*x, *(k for k in y if k not in x)]:
-            here, there = _as_set(x, name), _as_set(y, name)
+            here, there = option_or_default(x, name), option_or_default(y, name)
             if here[0] != there[0]:
                 shown = f"{name}={here[1]} vs {there[1]}"
                 items.append(f"job {number}: {shown}" if several else shown)

@@ -13,12 +13,15 @@ file does not hold — as the run's job file.
 from __future__ import annotations
 
 from fiolake.errors import FioError
-from fiolake.workload import DEFAULTS, merged_options, normalised_value
+from fiolake.workload import merged_options, option_or_default
 
 MISMATCH_FIX = "give the job file this output was made from, or import without --job-file"
 
 
-def _disagreement(echoed: list[dict[str, str]], given: list[dict[str, str]]) -> str | None:
+Jobs = list[dict[str, tuple[str, str]]]  # workload.merged_options: (normalised, as written)
+
+
+def _disagreement(echoed: Jobs, given: Jobs) -> str | None:
     """What the file says differently from fio's echo (None when it agrees): a job count,
     or an option whose values differ (fio's default standing in for an unset one).
     Options only the file holds may be flags (fio does not echo them)."""
@@ -26,8 +29,8 @@ def _disagreement(echoed: list[dict[str, str]], given: list[dict[str, str]]) -> 
         return f"fio ran {len(echoed)} job(s), the file has {len(given)}"
     for number, (ran, written) in enumerate(zip(echoed, given, strict=True)):
         for name in [*ran, *(k for k in written if k not in ran)]:
-            echo, text = _value(ran, name), _value(written, name)
-            if echo == text or (name not in ran and written[name] == "1"):
+            echo, text = option_or_default(ran, name)[0], option_or_default(written, name)[0]
+            if echo == text or (name not in ran and written[name][0] == "1"):
                 continue
             if name in ran:
                 shown = f"{echo or '(unset)'} in fio's output, {text or '(unset)'} in the file"
@@ -36,35 +39,25 @@ def _disagreement(echoed: list[dict[str, str]], given: list[dict[str, str]]) -> 
     return None
 
 
-def _value(job: dict[str, str], name: str) -> str:
-    default = DEFAULTS.get(name)
-    return job.get(name, "" if default is None else normalised_value(name, default))
-
-
-def _options(text: str) -> list[dict[str, str]]:
-    """Each job's normalised options, runtime caps included."""
-    return [{k: v for k, (v, _) in job.items()} for job in merged_options(text, caps=True)]
-
-
 def recorded_job_file(rebuilt: str | None, given: str, document: int) -> str:
     """The job text to record for a document whose echo is `rebuilt`: `given`, led by a
     [global] of the options fio got on its command line (echoed, not in the file).
     FioError when the two disagree."""
     if rebuilt is None:  # fio 2.1 echoed nothing: nothing to check the file against
         return given
-    echoed, written = _options(rebuilt), _options(given)
+    # Runtime caps included: here a runtime is what fio was told, cap or not.
+    echoed, written = merged_options(rebuilt, caps=True), merged_options(given, caps=True)
     why = _disagreement(echoed, written)
     if why is not None:
         raise FioError(
             f"document {document}: fio's output disagrees with --job-file ({why}) — {MISMATCH_FIX}"
         )
-    ran = merged_options(rebuilt, caps=True)  # the values as fio echoed them: written back as such
+    # The values as fio echoed them are written back as such.
     extra = {
         name: written_value
-        for name, (value, written_value) in (ran[0] if ran else {}).items()
-        if name in echoed[0]
-        and all(name not in job for job in written)
-        and all(job.get(name, ("",))[0] == value for job in ran)
+        for name, (value, written_value) in (echoed[0] if echoed else {}).items()
+        if all(name not in job for job in written)
+        and all(job.get(name, ("",))[0] == value for job in echoed)
     }
     if not extra:
         return given
