@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from fiolake.cli import cli
+from fiolake.runner.device_prep import prefill_budget_s
 from fiolake.runner.host.lock import HostLock
 from fiolake.units import human_bytes
 from tests.runner.conftest import sql
@@ -99,8 +100,11 @@ def test_a_prefill_stopped_by_the_runtime_cap_fails_and_nothing_is_measured(
 ) -> None:
     (tmp_path / "m.fio").write_text(MEASURED)
     lake = tmp_path / "lake"
-    # 2 × 1 GiB onto an unallocated file through direct I/O: far more than 1 s of writes.
-    with loop_device(tmp_path / "disk.img", 2**30, sparse=True, direct_io=True) as dev:
+    # 2 × 64 GiB onto an unallocated file through direct I/O: far more than 1 s of writes on
+    # any disk (2 × 1 GiB was not: a fast CI disk prefilled it within the second). Sparse, so
+    # only what the second writes takes space.
+    size = 64 * 2**30
+    with loop_device(tmp_path / "disk.img", size, sparse=True, direct_io=True) as dev:
         result = CliRunner().invoke(
             cli, ["run", str(tmp_path / "m.fio"), "--device", str(dev), "--destroy-data",
                   "--purge", "--prefill", "--max-runtime", "1", "--lake", str(lake),
@@ -112,16 +116,17 @@ def test_a_prefill_stopped_by_the_runtime_cap_fails_and_nothing_is_measured(
     assert (prefill["status"], prefill["device_start"]) == ("failed", "purged")
     assert "cut-short" in prefill["flags"]
     (written,) = sql(lake, f"SELECT io_bytes FROM results WHERE run_id = '{prefill['run_id']}'")
-    assert 0 < written["io_bytes"] < 2 * 2**30
+    assert 0 < written["io_bytes"] < 2 * size
     why = (
-        f"wrote {human_bytes(written['io_bytes'])} of 2.0 GiB (2 passes × 1.0 GiB) within its "
-        "runtime of 1 s, so the device is not prefilled"
+        f"wrote {human_bytes(written['io_bytes'])} of 128.0 GiB (2 passes × 64.0 GiB) within "
+        "its runtime of 1 s, so the device is not prefilled"
     )
     assert prefill["error"] == why
     assert result.exit_code == 1, result.output
     assert result.output.endswith(
         f"Error: prefill run {prefill['run_id']} failed: {why} — the measured runs did not "
-        "start; raise --max-runtime to 103 (the prefill's budget) and run again\n"
+        f"start; raise --max-runtime to {prefill_budget_s(size, 2)} (the prefill's budget) and "
+        "run again\n"
     )
 
 
