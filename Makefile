@@ -70,14 +70,13 @@ wheels: venv ## build/wheels for `docker build -f infra/Dockerfile.X .` (the ima
 demo: setup ## the main job: run the default suite locally and show the summary
 	bash infra/demo.sh
 
-# The full tier, serial by default: `make test TEST_WORKERS=4` runs it on four workers
-# (whole files per worker, the container and packaging tests on one, the long groups
-# first: tests/conftest.py) in 23 min instead of ~36 here, but on two cores the tests
-# that decide a verdict from a few real fio runs, or time a start skew, then measure the
-# other workers' load (`inconclusive` where they assert `better`): until they are made
-# load-proof, CI runs serial. Tests marked `alone` run after the rest, by themselves.
-# mypy runs beside, as in test-fast.
-TEST_WORKERS ?= 0
+# The full tier on four workers (whole files per worker, the container and packaging tests
+# on one, the fault histories apart, the long groups first: tests/scheduling.py); each
+# worker starts its own MinIO + OpenBao when its first stack test needs them. Tests that
+# time a start skew or decide a verdict from a few real fio runs are marked `alone`: they
+# run after the rest, by themselves, where the other workers' load cannot blur them.
+# `make test TEST_WORKERS=0` runs the main phase serially. mypy runs beside, as in test-fast.
+TEST_WORKERS ?= 4
 test: setup lint lint-imports ## everything: lint, layers, types, then every tier
 	@mkdir -p build; $(BIN)/mypy > build/typecheck.log 2>&1 & mypy=$$!; \
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not alone"; tests=$$?; \

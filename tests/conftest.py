@@ -22,7 +22,13 @@ from fiolake.stack.process import free_ports
 # versitygw, the second real S3 server, and `s3_server` (MinIO, then versitygw).
 # fio_versions: fio releases built from ../shared/fio-src for the fio-version tier, in
 # the background from the end of collection when that tier is selected.
-pytest_plugins = ["tests.hygiene", "tests.versitygw", "tests.fio_versions"]
+# scheduling: how `make test`'s parallel workers share the groups (tests/scheduling.py).
+pytest_plugins = [
+    "tests.hygiene",
+    "tests.versitygw",
+    "tests.fio_versions",
+    "tests.scheduling",
+]
 
 # Hypothesis's per-example deadline (200 ms) measures the machine, not the property: on two
 # shared cores a DuckDB connection alone has taken longer (test_a_time_literal_is_that_instant
@@ -30,61 +36,6 @@ pytest_plugins = ["tests.hygiene", "tests.versitygw", "tests.fio_versions"]
 # own timeout still bounds a test that hangs.
 settings.register_profile("fiolake", deadline=None)
 settings.load_profile("fiolake")
-
-
-# Parallel workers (`make test`: pytest-xdist with `--dist loadgroup`) get whole groups:
-# the tests of one file go to one worker, so a module fixture (a fio sweep, a lake, a
-# browser on the app) is made once, and the container tier (one image build, shared by
-# its files) goes to one worker. xdist's own loadgroup reads `xdist_group` marks into
-# test ids, which pytest 9 no longer lets it rewrite (every test went its own way), so
-# the scheduler below groups by path instead, through xdist's own hook. The groups known
-# to take minutes start first, so they do not finish alone at the end.
-# Folders whose files share one worker: the container tier's image build and the
-# packaging tests both run `pip wheel` on this tree, whose in-tree build/ they would race
-# for (a wheel vanished under images.sh when both ran at once).
-_SHARED_GROUPS = {"tests/container/": "wheels", "tests/packaging/": "wheels"}
-_LONG_FIRST = (
-    "tests/faults/test_history.py",
-    "wheels",
-    "tests/app/test_login_browser.py",
-    "tests/faults/test_confined.py",
-    "tests/aggregator/stats/test_saturation_fio.py",
-    "tests/app/test_browser.py",
-    "tests/aggregator/lake/test_spark.py",
-    "tests/test_bad_input.py",
-    "tests/runner/test_fio_versions.py",
-)
-
-
-def _group_of(nodeid: str) -> str:
-    """The group a test runs in: its file, or a tier that shares one expensive setup."""
-    path = nodeid.split("::", 1)[0]
-    return next((g for prefix, g in _SHARED_GROUPS.items() if path.startswith(prefix)), path)
-
-
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """With `--dist loadgroup`: whole groups per worker (`_group_of`), long ones first."""
-    if config.getvalue("dist") != "loadgroup":
-        return None  # test-fast's worksteal, or no xdist
-    from xdist.scheduler import LoadScopeScheduling
-
-    class GroupScheduling(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return _group_of(nodeid)
-
-        def schedule(self) -> None:
-            if self.collection is None:  # the first call: order the work before it is cut
-                first = {g: i for i, g in enumerate(_LONG_FIRST)}
-
-                def rank(nodeid: str) -> int:
-                    return first.get(_group_of(nodeid), len(first))
-
-                for node, ids in self.registered_collections.items():
-                    self.registered_collections[node] = sorted(ids, key=rank)
-                self.config.option.loadscopereorder = False
-            super().schedule()
-
-    return GroupScheduling(config, log)  # type: ignore[arg-type]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -14,6 +14,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
+# One build at a time per tree: a second one (another shell's `make images`, a test
+# worker) would delete the wheels under build/wheels the first is reading. It waits.
+mkdir -p build && exec 9>build/images.lock && flock 9
 CACHE=${CACHE:-$HOME/.cache/fiolake}
 PY=${PY:-$root/.venv/bin/python}
 SUITE=${DEBIAN_SUITE:-bookworm}

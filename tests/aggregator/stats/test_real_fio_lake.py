@@ -79,6 +79,7 @@ runtime=2
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # `better` from 3 runs a side: `inconclusive` beside busy workers
 def test_tmpfs_fsync_latency_is_better_than_disk(tmp_path: Path) -> None:
     """disk (/tmp here) vs tmpfs (/dev/shm), fsync=1 writes, 3 repetitions each."""
     job = tmp_path / "fsync-writes.fio"
