@@ -2,21 +2,20 @@
 
 A benchmark that shared the CPUs or the disk with other work measures that work too.
 While fio runs, a sampler thread looks for other fio processes once a second; around the
-run, /proc/stat gives the CPU time the whole machine used and the steal, and
-getrusage(RUSAGE_CHILDREN) gives what fio's process tree used (fio waits for its job
-processes, so their time lands in it; reading /proc/<pid>/stat would miss a process that
-already exited). The difference, minus this process's own time, is CPU used outside the
-benchmark.
+run, the CPU time of every other user-space process (othercpu: neither fio's tree nor
+the kernel threads doing fio's I/O) is what competed with it, and /proc/stat gives the
+steal.
 """
 
 from __future__ import annotations
 
 import os
-import resource
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from fiolake.runner.host import othercpu
 
 # Thresholds above which a run is flagged as not alone.
 OUTSIDE_CPU_FLAG_PCT = 25.0  # % of one core, averaged over the run
@@ -142,9 +141,8 @@ class Monitor:
         self._thread = threading.Thread(target=self._sample, daemon=True, name="contention")
 
     def start(self) -> Monitor:
+        self._procs0 = othercpu.snapshot()
         self._cpu0 = read_cpu_times()
-        self._children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        self._self0 = resource.getrusage(resource.RUSAGE_SELF)
         self._t0 = time.monotonic()
         self._thread.start()
         return self
@@ -164,22 +162,11 @@ class Monitor:
         self._thread.join()
         wall = time.monotonic() - self._t0
         cpu1 = read_cpu_times()
-        children = resource.getrusage(resource.RUSAGE_CHILDREN)
-        own = resource.getrusage(resource.RUSAGE_SELF)
+        procs1 = othercpu.snapshot()
         outside = steal = None
+        if self._procs0 is not None and procs1 is not None and wall > 0:
+            outside = othercpu.other_cpu_s(self._procs0, procs1) / wall * 100
         if self._cpu0 is not None and cpu1 is not None and wall > 0:
-            ours = (
-                children.ru_utime
-                + children.ru_stime
-                - self._children0.ru_utime
-                - self._children0.ru_stime
-                + own.ru_utime
-                + own.ru_stime
-                - self._self0.ru_utime
-                - self._self0.ru_stime
-            )
-            busy = cpu1.busy_s - self._cpu0.busy_s
-            outside = max(0.0, busy - ours) / wall * 100
             total = cpu1.total_s - self._cpu0.total_s
             steal = (cpu1.steal_s - self._cpu0.steal_s) / total * 100 if total > 0 else 0.0
         return Contention(len(self._seen), outside, steal, wall)
