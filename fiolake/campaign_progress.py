@@ -4,9 +4,11 @@ runners left (`campaign_status`), a summary, and waiting until every job is comm
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -233,10 +235,13 @@ def wait_for_campaign(
     on_progress: Callable[[CampaignSummary], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    around_poll: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
 ) -> CampaignSummary:
     """Poll `campaign_status` until every job of the campaign is committed and return its
     summary (the caller judges ok/failed). `on_progress` gets each poll's summary.
 
+    Each poll runs inside `around_poll()` (the CLI waits there for the host's benchmark
+    to end: fiolake.runner.host.lock.between_solo_runs).
     CampaignTimeout when jobs are still uncommitted after `timeout_s`. A store that is
     briefly unreachable does not end the wait: polling goes on until the deadline, and
     only then is its error raised.
@@ -244,7 +249,8 @@ def wait_for_campaign(
     deadline = clock() + timeout_s
     while True:
         try:
-            summary = summarize(campaign_id, campaign_status(store, campaign_id))
+            with around_poll():
+                summary = summarize(campaign_id, campaign_status(store, campaign_id))
         except StoreUnavailable:
             if clock() >= deadline:
                 raise

@@ -85,7 +85,9 @@ from fiolake.errors import FiolakeError
     "--wait",
     is_flag=True,
     help="After printing the campaign id, wait until every job is committed: exit 0 if "
-    "all are ok, 1 if any failed, was rejected or interrupted (counts on stderr).",
+    "all are ok, 1 if any failed, was rejected or interrupted (counts on stderr). On a "
+    "host whose runners measure (the host lock, FIOLAKE_HOST_LOCK), each poll waits for "
+    "the running fio to end (at most 60 s), so the wait never competes with a run.",
 )
 @click.option(
     "--timeout",

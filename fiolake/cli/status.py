@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -99,6 +100,21 @@ def _recent(store: ObjectStore, n: int, fmt: str) -> None:
 PROGRESS_EVERY_S = 60.0
 
 
+# A poll waits at most this long for the host's benchmark to end (then polls anyway, so
+# progress still shows during an hour-long job).
+POLL_WAITS_FOR_FIO_S = 60.0
+
+
+def _quiet_poll() -> Any:
+    """Each poll of `publish --wait` between this host's fio runs (between_solo_runs)."""
+    import os
+
+    from fiolake.runner.host.lock import DEFAULT_PATH, ENV_VAR, between_solo_runs
+
+    path = Path(os.environ.get(ENV_VAR) or DEFAULT_PATH)
+    return between_solo_runs(path, max_s=POLL_WAITS_FOR_FIO_S)
+
+
 def wait_for(campaign_id: str, timeout: float, lake: str) -> None:
     """`publish --wait`: progress on stderr until every job of the campaign is committed;
     exit 1 unless all are ok (or on timeout)."""
@@ -117,7 +133,9 @@ def wait_for(campaign_id: str, timeout: float, lake: str) -> None:
             shown, shown_at = line, now
 
     store = Settings.from_env(lake=lake).store()
-    summary = wait_for_campaign(store, campaign_id, timeout_s=timeout, on_progress=progress)
+    summary = wait_for_campaign(
+        store, campaign_id, timeout_s=timeout, on_progress=progress, around_poll=_quiet_poll
+    )
     bad = sum(summary.counts[s] for s in ENDED if s != "ok")
     if bad:
         _tell(summary, counts=False)

@@ -3,7 +3,9 @@ is committed, reports each poll, and times out naming what is left and how to fi
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -67,6 +69,34 @@ def test_returns_when_the_last_job_commits_reporting_every_poll(tmp_path: Path) 
     assert seen == ["2 pending", "1 pending, 1 ok", "1 ok, 1 rejected"]
     assert summary.counts["ok"] == 1 and summary.counts["rejected"] == 1
     assert clock.sleeps == [5, 5]
+
+
+def test_every_poll_runs_inside_around_poll(tmp_path: Path) -> None:
+    """The CLI waits there for this host's fio run to end (between_solo_runs)."""
+    store, jobs = campaign(tmp_path)
+    clock = Clock(lambda: commit(store, jobs[0], "ok"), lambda: commit(store, jobs[1], "ok"))
+    events: list[str] = []
+    real_list = store.list
+
+    def listing(prefix: str):  # noqa: ANN202
+        events.append("list")
+        return real_list(prefix)
+
+    @contextlib.contextmanager
+    def around() -> Iterator[None]:
+        events.append("enter")
+        yield
+        events.append("exit")
+
+    store.list = listing  # type: ignore[method-assign]
+    wait_for_campaign(store, "c-1", timeout_s=60, poll_s=5, clock=clock, sleep=clock.sleep,
+                      around_poll=around)  # fmt: skip
+    depth, listed_outside = 0, 0
+    for event in events:
+        depth += {"enter": 1, "exit": -1}.get(event, 0)
+        listed_outside += event == "list" and depth == 0
+    assert events.count("enter") == events.count("exit") == 3  # one per poll
+    assert "list" in events and listed_outside == 0
 
 
 def test_times_out_naming_what_is_left_and_how_to_fix_it(tmp_path: Path) -> None:

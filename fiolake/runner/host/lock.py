@@ -19,11 +19,12 @@ containers and on the host share it), or `FIOLAKE_HOST_LOCK` / `--host-lock`.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from fiolake.errors import UsageProblem
@@ -190,3 +191,30 @@ def wait_while_held(
         return False
     waiter.release()
     return True
+
+
+@contextlib.contextmanager
+def between_solo_runs(path: Path, *, max_s: float) -> Iterator[bool]:
+    """Hold the host lock shared for the block, once no solo fio holds it (waiting at
+    most `max_s`); yields whether it is held. A host without the lock file (no fiolake fio
+    ran here) or one it cannot be opened on yields False at once, and the file is never
+    created.
+
+    `publish --wait` polls the store inside this: on a host where a runner measures, the
+    poll (TLS, listing, the server's work) waits for the run to end, and a runner that
+    wants the lock meanwhile waits for the poll (its host_lock_wait_ms), so the poll's CPU
+    is never in a run's outside_cpu_pct."""
+    if not path.is_file():
+        yield False
+        return
+    waiter = HostLock(path, shared=True)
+    deadline = time.monotonic() + max_s
+    try:
+        got = waiter.acquire(lambda: time.monotonic() >= deadline)
+    except UsageProblem:
+        got = None
+    try:
+        yield got is not None
+    finally:
+        if got is not None:
+            waiter.release()

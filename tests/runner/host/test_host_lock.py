@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from fiolake.runner.host.contention import other_fio_pids
-from fiolake.runner.host.lock import HostLock
+from fiolake.runner.host.lock import HostLock, between_solo_runs
 from tests.runner.conftest import LakeEnv, lock_is_held, sql, wait_for
 
 SHORT = """\
@@ -66,6 +66,39 @@ def test_exclusive_waits_shared_share_and_a_wait_can_be_abandoned(tmp_path: Path
     member.release()
     second.release()
     assert HostLock(path).acquire(lambda: True) is not None
+
+
+def test_a_poll_waits_for_the_solo_run_and_holds_the_next_one_off(tmp_path: Path) -> None:
+    """`publish --wait`'s polls (between_solo_runs): never during a solo fio, and a solo
+    run that wants the lock during a poll waits for it; no lock file, no wait."""
+    path = tmp_path / "host.lock"
+    with between_solo_runs(path, max_s=5) as held:
+        assert held is False
+    assert not path.exists()  # a host where no fiolake fio ran: the file is not made
+    solo = HostLock(path, holder="solo")
+    assert solo.acquire() is not None
+    entered, polled = threading.Event(), []
+
+    def poll() -> None:
+        with between_solo_runs(path, max_s=10) as held:
+            entered.set()
+            polled.append((time.monotonic(), held, HostLock(path).acquire(lambda: True)))
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    assert not entered.wait(0.3)  # the solo run is measuring: the poll waits
+    released = time.monotonic()
+    solo.release()
+    poller.join(5)
+    ((at, held, solo_during_poll),) = polled
+    assert held is True and at >= released
+    assert solo_during_poll is None  # a solo run waits for the poll
+    again = HostLock(path)
+    assert again.acquire(lambda: True) is not None  # the poll let go
+    t0 = time.monotonic()
+    with between_solo_runs(path, max_s=0.3) as held:  # a long run: poll anyway, unheld
+        assert held is False and time.monotonic() - t0 >= 0.3
+    again.release()
 
 
 # Slow tier: real fio, SIGSTOP and SIGKILL with a 5 s bound; it failed only beside two
