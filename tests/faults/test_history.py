@@ -38,8 +38,10 @@ def failures(outcome: Outcome, jobs: int, rounds: int) -> list[str]:
 @pytest.mark.slow
 # Loss is judged by the drain's stall detector (DRAIN_STALL_S), not by wall time: 150 s on
 # a quiet machine, 243 s at load 4, and past the suite's 300 s limit at load 6-8 while
-# still committing (seen: seed 628886156, stopped in the drain loop's sleep).
-@pytest.mark.timeout(900)
+# still committing (seen: seed 628886156, stopped in the drain loop's sleep). On four
+# workers the two histories run beside each other and the rest: both were still draining
+# at 900 s (2026-11-27), so the bound, which only catches a hang, is 1800 s.
+@pytest.mark.timeout(1800)
 # On the stack's MinIO and on versitygw (issue 42): the lake's S3 server is what the
 # restarts hit; OpenBao is the stack's either way.
 @pytest.mark.parametrize("server", ["minio", "versitygw"])
