@@ -138,13 +138,31 @@ def check_space(target: Target, job: JobFile, label: str = "the job file") -> in
     return need
 
 
+# Writes that each reach the storage before the next is issued: O_SYNC/O_DSYNC
+# (`sync=1|sync|dsync`) or a flush after every write (`fsync=1`, `fdatasync=1`). The page
+# cache cannot make such a job measure RAM, so a write-only one is never flagged.
+_WRITE_ONLY = {"write", "randwrite"}
+
+
+def _every_write_durable(options: dict[str, str]) -> bool:
+    rw = options.get("rw", options.get("readwrite", "read"))
+    if rw.split(":", 1)[0] not in _WRITE_ONLY:
+        return False  # reads (or a mix) can still be served from the cache
+    return (
+        options.get("sync", "0") not in ("0", "none")
+        or options.get("fsync", "0") == "1"
+        or options.get("fdatasync", "0") == "1"
+    )
+
+
 def buffered_bytes(job: JobFile) -> int:
-    """Bytes the buffered (direct=0) jobs lay out: what the page cache could hold."""
+    """Bytes the buffered (direct=0) jobs lay out: what the page cache could hold. A
+    write-only job whose every write is made durable is left out (`_every_write_durable`)."""
     total = 0
     for section in job.jobs:
         opts = section.options
         direct = opts.get("direct", "0") != "0" or opts.get("buffered", "1") == "0"
-        if not direct:
+        if not direct and not _every_write_durable(opts):
             total += layout_bytes(JobFile(jobs=[section]))
     return total
 
