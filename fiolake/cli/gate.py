@@ -345,9 +345,15 @@ def gate(
         raise click.exceptions.Exit(1)
 
 
-# The host-busy warning is one line: the count, the figures' range and the worst row;
-# the table's rows say the rest (issue 40).
+# Each warning is one line: the count, what they share and the first (worst) row; the
+# table's rows say the rest (issue 40: one line repeated all 36 rows, 4,254 characters).
 WARNING_WIDTH = 200
+
+
+def _fit(head: str, name: str, tail: str) -> str:
+    """head + name + tail, the name cut with … so that `warning: ` + all fits WARNING_WIDTH."""
+    room = WARNING_WIDTH - len("warning: ") - len(head) - len(tail)
+    return head + (name if len(name) <= room else name[: max(room - 1, 0)] + "…") + tail
 
 
 def host_busy_line(result: GateResult, worst: GateRow) -> str:
@@ -360,20 +366,26 @@ def host_busy_line(result: GateResult, worst: GateRow) -> str:
         f" {ratio_text(worst.row.metric, worst.row.ratio, None, None)}; rerun on a quiet host "
         "or --host-noise fail"
     )
-    room = WARNING_WIDTH - len("warning: ") - len(head) - len(tail)
-    name = _case(worst)
-    return head + (name if len(name) <= room else name[: max(room - 1, 0)] + "…") + tail
+    return _fit(head, _case(worst), tail)
+
+
+def inconclusive_line(rows: list[GateRow]) -> str:
+    """`inconclusive: disk · … · iops (~9 runs per side would confirm 1.7×)` for one row;
+    for more, `36 rows inconclusive, first …; each row says what would decide it`. At most
+    WARNING_WIDTH characters with `warning: `."""
+    first = rows[0]
+    why = f" ({first.reason or decider(first.row, first.min_effect) or 'more runs'})"
+    if len(rows) == 1:
+        return _fit("inconclusive: ", _case(first), why)
+    tail = f"{why}; each row says what would decide it"
+    return _fit(f"{len(rows)} rows inconclusive, first ", _case(first), tail)
 
 
 def _warn(result: GateResult) -> None:
-    """Name the inconclusive rows on stderr: host-busy ones with the figure, then the rest
-    with what would decide them."""
+    """One line on stderr for the host-busy rows, one for the other inconclusive ones."""
     worst = result.worst_host_busy()
     if worst is not None:
         click.echo(f"warning: {host_busy_line(result, worst)}", err=True)
     rest = [g for g in result.inconclusive if g not in result.host_busy]
     if rest:
-        names = ", ".join(
-            f"{_case(g)} ({g.reason or decider(g.row, g.min_effect) or 'more runs'})" for g in rest
-        )
-        click.echo(f"warning: inconclusive: {names}", err=True)
+        click.echo(f"warning: {inconclusive_line(rest)}", err=True)

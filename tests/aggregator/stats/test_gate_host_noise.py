@@ -154,3 +154,33 @@ def test_a_long_row_name_is_cut_to_keep_the_warning_within_200(tmp_path: Path) -
         f"warning: 1 row not judged worse: host busy (outside CPU 45 %), worst {backend[:40]}"
     )
     assert warning.endswith("… 0.8× (20 % lower); rerun on a quiet host or --host-noise fail")
+
+
+def test_many_inconclusive_rows_make_one_short_warning(tmp_path: Path) -> None:
+    """Issue 40: the other inconclusive rows (here 36 noisy ones on a quiet host) get one
+    line too — the count and the row that changed most, with what would decide it — not
+    one line naming every row (4,254 characters in `make demo`'s gate)."""
+    store = lakegen.local_store(tmp_path / "lake")
+    for p in range(12):
+        for name, day in (("quiet", 0), ("noisy", 1)):
+            for rep in range(3):
+                spread = (0.6, 1.0, 1.6)[rep] if name == "noisy" else 1 + 0.01 * (rep - 1)
+                first = (name, p, rep) == ("noisy", 5, 0)  # its job0 the biggest change
+                metrics = {(f"job{j}", "read"): {"iops": 1000.0 * spread * (0.5 if first
+                                                                             and j == 0 else 1)}
+                           for j in range(3)}  # fmt: skip
+                lakegen.write_run(
+                    store, run_id=f"{name}-p{p}-r{rep}", job_id=f"{name}-p{p}-j{rep}",
+                    campaign=name, profile=f"profile-{p:02d}", metrics=metrics,
+                    started_at=lakegen.T0 + timedelta(days=day, minutes=p * 3 + rep),
+                    repetition=rep,
+                )  # fmt: skip
+    res = gate(tmp_path / "lake", "noisy")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(gate(tmp_path / "lake", "noisy", "--format", "json").stdout)
+    assert [r["verdict"] for r in doc["rows"]] == ["inconclusive"] * 36
+    warnings = [w for w in res.stderr.splitlines() if w.startswith("warning: ")]
+    assert len(warnings) == 1 and len(warnings[0]) <= 200, warnings
+    assert warnings[0].startswith("warning: 36 rows inconclusive, first nvme · profile-05 · ")
+    assert warnings[0].endswith("; each row says what would decide it")
+    assert "runs per side would confirm" in warnings[0]
