@@ -2342,18 +2342,14 @@ def test_server_side_bad_input_is_a_clear_error(
 
 @pytest.mark.stack
 @pytest.mark.slow
-# Run after the main phase, in a session of its own: at the end of a 53-minute serial session
-# (fresh clone, 2026-11-27) the runner's probe met closed connections through the proxy for
-# two minutes after the 503s stopped (alone, at once: 118 s, passed). Cause not found yet.
-# Seen again in the alone phase itself (2026-11-27 15:16): the runner's retry after the
-# clear waited its 30 s backoff, a TLS handshake through the proxy hung for the proxy's
-# 10 s and ended in EOF, the next retry came 30 s later and the store probe then took 51 s
-# (requests through the proxy stalling ~10 s each); the probe passed 93 s after the clear
-# and the job had not committed by the 120 s bound. The bound on recovery is now 300 s:
-# what the test asserts (the runner waits, recovers on its own, commits once) is
-# unchanged; why handshakes through UnavailableProxy stall after the 503s is not found.
+# Run after the main phase, in a session of its own. It failed twice on 2026-11-27 (the end
+# of a serial session, then in the alone phase itself): after the 503s, TLS handshakes and
+# requests through the proxy stalled ~10 s each (an EOF, a 51 s store probe) and the job
+# was not committed within 120 s. The proxy then re-encrypted what it forwarded, one SSL
+# socket read and written from two threads; it now passes those connections through
+# untouched (tests/faults/proxy.py), and the probe took 1.1 s, the commit 11 s after the
+# 503s stopped — beside a four-worker `make test`.
 @pytest.mark.alone
-@pytest.mark.timeout(480)  # a minute of 503s, then up to 300 s to recover
 def test_minio_answering_503_for_a_minute(stack, tmp_path: Path) -> None:  # noqa: ANN001
     """The CLI fails fast with a clear message; a runner waits and recovers."""
     import sys
@@ -2368,8 +2364,8 @@ def test_minio_answering_503_for_a_minute(stack, tmp_path: Path) -> None:  # noq
     from tests.faults.proxy import UnavailableProxy
 
     minio_port = urlsplit(stack.endpoint).port
-    proxy = UnavailableProxy(minio_port, stack.ca_bundle, tmp_path / "proxy-tls")
-    both = tmp_path / "cas.pem"  # the proxy's CA for the client, the stack's for Vault
+    proxy = UnavailableProxy(minio_port, tmp_path / "proxy-tls")
+    both = tmp_path / "cas.pem"  # the proxy's CA (its 503s), the stack's (MinIO through it, Vault)
     both.write_text(Path(proxy.ca).read_text() + Path(stack.ca_bundle).read_text())
     via = {"FIOLAKE_S3_ENDPOINT": proxy.endpoint, "FIOLAKE_CA_BUNDLE": str(both)}
     backend = "unavailable"
@@ -2409,7 +2405,7 @@ def test_minio_answering_503_for_a_minute(stack, tmp_path: Path) -> None:  # noq
             proxy.unavailable.clear()
             # Other tests of the session's stack may leave jobs every runner sees (the
             # first key layout had no backend): wait for this job's commit, not a count.
-            deadline = time.monotonic() + 300
+            deadline = time.monotonic() + 120
             while admin.head(layout.commit_key(job_id)) is None and time.monotonic() < deadline:
                 assert runner.poll() is None, (tmp_path / "runner.log").read_text()
                 time.sleep(1)

@@ -91,18 +91,21 @@ class UnavailableProxy:
     """HTTPS in front of MinIO that answers every request `503 ServiceUnavailable` while
     `unavailable` is set, and forwards otherwise.
 
-    Unlike `FaultyProxy` it terminates TLS (an HTTP status cannot be forged inside
-    MinIO's own TLS): clients reach it with a certificate of its own CA (`ca`, which
-    they must trust), and it reaches MinIO over TLS with `upstream_ca`. A refused
-    request's connection is closed, so a client's next try opens a new one and meets
-    whatever the mode is then.
+    The mode is taken per connection, when it is accepted. A refused connection is TLS
+    terminated here (an HTTP status cannot be forged inside MinIO's own TLS: clients
+    must trust this proxy's CA, `ca`, as well as MinIO's) and closed after its 503, so a
+    client's next try opens a new one and meets whatever the mode is then. Any other
+    connection is passed through untouched, as `FaultyProxy` does, and the client's TLS
+    is MinIO's own. It used to be terminated here too and re-encrypted towards MinIO,
+    one SSL socket read and written from two threads; after the 503s, handshakes and
+    requests through it stalled ~10 s at a time (test_minio_answering_503_for_a_minute,
+    2026-11-27: a 51 s store probe; 1.1 s with the pass-through).
     """
 
-    def __init__(self, upstream_port: int, upstream_ca: Path, tls_dir: Path):
+    def __init__(self, upstream_port: int, tls_dir: Path):
         self.ca, cert, key = ensure_bootstrap_tls(tls_dir, ["127.0.0.1"])
         self._server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self._server.load_cert_chain(cert, key)
-        self._client = ssl.create_default_context(cafile=str(upstream_ca))
         self.upstream = ("127.0.0.1", upstream_port)
         self.unavailable = threading.Event()
         self.refused = 0
@@ -124,26 +127,23 @@ class UnavailableProxy:
             threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
 
     def _serve(self, raw: socket.socket) -> None:
+        if not self.unavailable.is_set():
+            try:
+                upstream = socket.create_connection(self.upstream, timeout=10)
+            except OSError:
+                raw.close()
+                return
+            upstream.settimeout(None)
+            threading.Thread(target=_pump, args=(raw, upstream), daemon=True).start()
+            _pump(upstream, raw)
+            return
         try:
             raw.settimeout(10)
             client = self._server.wrap_socket(raw, server_side=True)
         except OSError:
             raw.close()
             return
-        if self.unavailable.is_set():
-            self._refuse(client)
-            return
-        try:
-            upstream = self._client.wrap_socket(
-                socket.create_connection(self.upstream, timeout=10), server_hostname="127.0.0.1"
-            )
-        except OSError:
-            client.close()
-            return
-        client.settimeout(None)
-        upstream.settimeout(None)
-        threading.Thread(target=_pump, args=(client, upstream), daemon=True).start()
-        _pump(upstream, client)
+        self._refuse(client)
 
     def _refuse(self, client: ssl.SSLSocket) -> None:
         try:
