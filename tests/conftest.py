@@ -45,6 +45,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.stack)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _worker_host_lock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Module and session fixtures are set up before `_own_host_lock` below: they get one
+    host lock per worker (FIOLAKE_HOST_LOCK), never the machine's default. On the default,
+    a module's fio sweep on one worker held up another worker's fixture, whose `fiolake
+    run` waited its turn until the 300 s timeout (the container login tier, 2026-11-27)."""
+    lock = tmp_path_factory.mktemp("worker-hostlock") / "host.lock"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FIOLAKE_HOST_LOCK", str(lock))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _own_host_lock(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
