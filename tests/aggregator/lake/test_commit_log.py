@@ -147,7 +147,11 @@ def test_a_reader_reads_the_log_only_from_just_before_the_compaction(tmp_path: P
     for i in range(RUNS):
         lakegen.write_run(store, run_id=f"run-{i:03d}", job_id=f"job-{i:03d}", log=False)
         marker = store.get(layout.commit_key(f"job-{i:03d}"))[0]
-        at = now - timedelta(hours=HOURS + 1 - i // PER_HOUR, minutes=i % PER_HOUR)
+        # From the half hour: `now` minus a few minutes crossed an hour in the first
+        # minutes of an hour, and one more folder failed the count below (seen 16:01).
+        at = now.replace(minute=30, second=0, microsecond=0) - timedelta(
+            hours=HOURS + 1 - i // PER_HOUR, minutes=i % PER_HOUR
+        )
         store.put(layout.commit_log_key(at, f"job-{i:03d}"), marker)
     assert compact(store, grace=timedelta(0)).unlogged == 0
     listed_at = parse_iso(scan(store).compacted.commits_listed_at)
