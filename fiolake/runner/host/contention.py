@@ -48,12 +48,8 @@ def read_cpu_times(stat: Path = Path("/proc/stat")) -> CpuTimes | None:
 
 
 def _parent(pid: int) -> int | None:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and ')': the fields after the last ')'.
-    return int(text.rsplit(")", 1)[1].split()[1])
+    fields = othercpu.stat_fields(Path(f"/proc/{pid}"))
+    return None if fields is None else int(fields[1])  # field 4, ppid
 
 
 def _descends_from(pid: int, ancestor: int) -> bool:

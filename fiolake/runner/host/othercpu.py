@@ -34,15 +34,21 @@ class ProcTimes:
     reaped: int  # cutime + cstime: its children that exited and were waited for
 
 
-def _read(pid_dir: Path) -> ProcTimes | None:
+def stat_fields(pid_dir: Path) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name, from field 3 (state) on;
+    None when the process is gone. The name (field 2) may hold spaces and ')': the fields
+    are what follows the last ')'."""
     try:
         text = (pid_dir / "stat").read_text()
     except OSError:
-        return None  # exited meanwhile
-    # The command name (field 2) may hold spaces and ')': the fields after the last ')'.
-    fields = text.rsplit(")", 1)[1].split()
+        return None
+    return text.rsplit(")", 1)[1].split()
+
+
+def _read(pid_dir: Path) -> ProcTimes | None:
+    fields = stat_fields(pid_dir)
     # fields[0] is field 3 (state): flags are field 9, utime, stime, cutime, cstime 14-17.
-    if int(fields[6]) & PF_KTHREAD:
+    if fields is None or int(fields[6]) & PF_KTHREAD:
         return None
     utime, stime, cutime, cstime = (int(fields[i]) for i in (11, 12, 13, 14))
     return ProcTimes(utime + stime, cutime + cstime)
