@@ -52,7 +52,8 @@ def _parent(pid: int) -> int | None:
     return None if fields is None else int(fields[1])  # field 4, ppid
 
 
-def _descends_from(pid: int, ancestor: int) -> bool:
+def descends_from(pid: int, ancestor: int) -> bool:
+    """True if `ancestor` is `pid` or one of its parents (up to 64 levels, by /proc)."""
     seen = 0
     while pid > 1 and seen < 64:
         if pid == ancestor:
@@ -92,7 +93,7 @@ def other_fio_pids(ours: int | None = None) -> set[int]:
         except OSError:
             continue
         pid = int(entry.name)
-        if not _descends_from(pid, ours) and _does_io(pid):
+        if not descends_from(pid, ours) and _does_io(pid):
             found.add(pid)
     return found
 

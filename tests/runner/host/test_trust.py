@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from fiolake.cli import cli
-from fiolake.runner.host.contention import other_fio_pids
+from fiolake.runner.host.contention import descends_from, other_fio_pids
 from fiolake.runner.host.sysinfo import mount_info
 from fiolake.runner.policy.check import Caps, apply_overrides, check_job_file
 
@@ -35,13 +35,16 @@ def runs(lake: Path) -> list[dict]:
 
 
 def fio_pids_under(parent: int) -> list[int]:
-    """The benchmark fio processes started by `parent` (not `fio --parse-only`)."""
-    others = other_fio_pids(ours=parent)
-    everyone = other_fio_pids(ours=-1)  # -1 is nobody's ancestor: every fio on the host
+    """The benchmark fio processes started by `parent` (not `fio --parse-only`).
+
+    One scan of the host's fio, each judged by its own ancestry: the difference of two
+    scans counted a fio another worker started between them as ours (CI, 4 workers), and
+    the test then signalled a fiolake that had not yet set its handler."""
     ours = []
-    for pid in sorted(everyone - others):
+    for pid in sorted(other_fio_pids(ours=-1)):  # -1 is nobody's ancestor: every fio
         try:
-            if b"--output-format" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            mine = descends_from(pid, parent)
+            if mine and b"--output-format" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 ours.append(pid)
         except OSError:
             continue
