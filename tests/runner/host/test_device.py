@@ -61,7 +61,12 @@ def test_a_regular_file_and_a_symlink_to_one(tmp_path: Path) -> None:
 
 
 def test_a_mounted_device(tmp_path: Path) -> None:
-    with loop_device(tmp_path / "disk.img") as dev, mounted(dev, tmp_path / "mnt") as where:
+    # Read-only: a read-write ext4 mount lets the kernel write the device itself (its
+    # journal, the lazy inode-table init), and `refused` checks every byte is unchanged.
+    with (
+        loop_device(tmp_path / "disk.img") as dev,
+        mounted(dev, tmp_path / "mnt", read_only=True) as where,
+    ):
         assert refused(dev) == (
             f"--device {dev}: it is mounted on {where} — unmount it first (umount {where}), "
             "or choose another device"
@@ -70,7 +75,7 @@ def test_a_mounted_device(tmp_path: Path) -> None:
 
 def test_a_device_whose_partition_is_mounted(tmp_path: Path) -> None:
     with loop_device(tmp_path / "disk.img", partitions=True) as dev:
-        with mounted(Path(f"{dev}p1"), tmp_path / "mnt") as where:
+        with mounted(Path(f"{dev}p1"), tmp_path / "mnt", read_only=True) as where:
             assert refused(dev) == (
                 f"--device {dev}: its partition {dev}p1 is mounted on {where} — unmount it "
                 f"first (umount {where}), or choose another device"
