@@ -56,6 +56,8 @@ ENV_VARS: dict[str, str] = {
     "FIOLAKE_SNAPSHOT_CACHE": "where readers keep lake snapshots, and the rows of runs not yet "
     "compacted, between processes (default "
     "~/.cache/fiolake/snapshots; off: none)",
+    "FIOLAKE_DUCKDB_THREADS": "threads each lake query may use (default: every core); 1 keeps "
+    "the aggregator off the cores a fio on the same host measures with",
     "FIOLAKE_PROBE_CACHE": "the store probe's verdicts per endpoint + bucket (default "
     "~/.cache/fiolake/store-probe.json; off: probe at every start)",
     "FIOLAKE_POLICY_DIR": "replacement HCL/IAM policies for `stack up` (default: shipped)",
@@ -100,6 +102,21 @@ def _addressing(value: str | None) -> bool:
         f"FIOLAKE_S3_ADDRESSING is {value!r} — set it to 'path' (https://host/bucket/key, "
         "the default) or 'virtual' (https://bucket.host/key: AWS S3, R2)"
     )
+
+
+def duckdb_threads(env: Mapping[str, str] | None = None) -> int | None:
+    """FIOLAKE_DUCKDB_THREADS as a count of threads, None when unset (DuckDB's default:
+    one per core). Read at each lake connection: every reader (CLI, app, library) opens
+    lakes through `aggregator.lake.connect`, which takes no Settings."""
+    value = (os.environ if env is None else env).get("FIOLAKE_DUCKDB_THREADS", "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) < 1:
+        raise ConfigError(
+            f"FIOLAKE_DUCKDB_THREADS is {value!r} — set it to a whole number of threads "
+            "(1, 2, …), or unset it to use every core"
+        )
+    return int(value)
 
 
 def _need(value: str | None, name: str, why: str) -> str:

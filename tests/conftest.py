@@ -8,6 +8,7 @@ fixtures reach it is marked `stack` at collection (not at fixture setup), so
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -29,6 +30,13 @@ pytest_plugins = [
     "tests.fio_versions",
     "tests.scheduling",
 ]
+
+# One DuckDB thread per lake connection, in this process and those its tests start, unless
+# the caller set otherwise: the workers already use every core, and on lakes of a few runs
+# DuckDB's own threads only add their start and hand-over (tests/aggregator/stats/
+# test_compare.py: 8.4 → 7.2 s of CPU). The default (one per core) is what the benches,
+# which never import this file, measure; a test checks FIOLAKE_DUCKDB_THREADS itself.
+os.environ.setdefault("FIOLAKE_DUCKDB_THREADS", "1")
 
 # Hypothesis's per-example deadline (200 ms) measures the machine, not the property: on two
 # shared cores a DuckDB connection alone has taken longer (test_a_time_literal_is_that_instant

@@ -26,7 +26,7 @@ from fiolake.aggregator.lake import gang, loose, workloads
 from fiolake.aggregator.lake.generations import Generation
 from fiolake.aggregator.lake.snapcache import cached_scan
 from fiolake.aggregator.lake.snapshot import Snapshot
-from fiolake.config import Settings
+from fiolake.config import Settings, duckdb_threads
 from fiolake.errors import LakeError, StoreError
 from fiolake.layout import TABLES, parse_result_key
 from fiolake.s3client import S3Settings
@@ -302,8 +302,10 @@ def _sandbox(con: duckdb.DuckDBPyConnection, store: ObjectStore, s3: S3Settings 
 
 
 def new_connection(s3: S3Settings | None) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection set up for lake files (UTC, metadata caches, S3 when given)."""
-    con = duckdb.connect(":memory:")
+    """A DuckDB connection set up for lake files (UTC, metadata caches, S3 when given;
+    FIOLAKE_DUCKDB_THREADS threads when set)."""
+    threads = duckdb_threads()
+    con = duckdb.connect(":memory:", config={"threads": threads} if threads else {})
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET parquet_metadata_cache = true")
     workloads.register(con)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,13 @@ def test_slow_query_is_interrupted(two_backends: Path) -> None:
         "Error: query exceeded the 1 s time limit: narrow it (WHERE, LIMIT) "
         "or raise the limit (--timeout)\n"
     )
+
+
+def test_duckdb_threads_caps_every_lake_connection(
+    two_backends: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    query = ("SELECT current_setting('threads') AS t", "--format", "csv")
+    monkeypatch.setenv("FIOLAKE_DUCKDB_THREADS", "3")
+    assert sql(two_backends, *query)[:2] == (0, "t\n3\n")
+    monkeypatch.delenv("FIOLAKE_DUCKDB_THREADS")  # DuckDB's own default: one per core
+    assert sql(two_backends, *query)[:2] == (0, f"t\n{os.cpu_count()}\n")
