@@ -235,13 +235,13 @@ def wait_for_campaign(
     on_progress: Callable[[CampaignSummary], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
-    around_poll: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
+    around_poll: Callable[[float], AbstractContextManager[object]] = contextlib.nullcontext,
 ) -> CampaignSummary:
     """Poll `campaign_status` until every job of the campaign is committed and return its
     summary (the caller judges ok/failed). `on_progress` gets each poll's summary.
 
-    Each poll runs inside `around_poll()` (the CLI waits there for the host's benchmark
-    to end: fiolake.runner.host.lock.between_solo_runs).
+    Each poll runs inside `around_poll(seconds left)` (the CLI waits there for the host's
+    benchmark to end, at most until the deadline: runner.host.lock.between_solo_runs).
     CampaignTimeout when jobs are still uncommitted after `timeout_s`. A store that is
     briefly unreachable does not end the wait: polling goes on until the deadline, and
     only then is its error raised.
@@ -249,7 +249,7 @@ def wait_for_campaign(
     deadline = clock() + timeout_s
     while True:
         try:
-            with around_poll():
+            with around_poll(max(0.0, deadline - clock())):
                 summary = summarize(campaign_id, campaign_status(store, campaign_id))
         except StoreUnavailable:
             if clock() >= deadline:

@@ -71,27 +71,3 @@ def job_options(canonical: str, gang_size: int | None = None) -> dict[str, str]:
         else:
             out[f"[{section}] {line}"] = "(set)"
     return out
-
-
-def job_differences(
-    a: str, b: str, limit: int = 4, gang_sizes: tuple[int | None, int | None] = (None, None)
-) -> list[str]:
-    """What differs between two effective jobs, e.g. `runtime=30 vs 5` (section named
-    only when the job has several); at most `limit` items plus a count of the rest."""
-    left, right = job_options(a, gang_sizes[0]), job_options(b, gang_sizes[1])
-    if GANG_SECTION + " gang_size" in {*left, *right}:  # a solo run is a gang of one
-        left.setdefault(GANG_SECTION + " gang_size", "1")
-        right.setdefault(GANG_SECTION + " gang_size", "1")
-    sections = {
-        k.split("] ", 1)[0] for k in (*left, *right) if not k.startswith(("[global]", GANG_SECTION))
-    }
-    items = []
-    for key in [*left, *(k for k in right if k not in left)]:
-        x, y = left.get(key, "(unset)"), right.get(key, "(unset)")
-        if x == y:
-            continue
-        name = key.split("] ", 1)[1] if len(sections) <= 1 else key
-        items.append(f"{name}={x} vs {y}")
-    if len(items) > limit:
-        items = [*items[:limit], f"and {len(items) - limit} more"]
-    return items

@@ -105,14 +105,15 @@ PROGRESS_EVERY_S = 60.0
 POLL_WAITS_FOR_FIO_S = 60.0
 
 
-def _quiet_poll() -> Any:
-    """Each poll of `publish --wait` between this host's fio runs (between_solo_runs)."""
+def _quiet_poll(seconds_left: float) -> Any:
+    """Each poll of `publish --wait` between this host's fio runs (between_solo_runs),
+    waiting for one at most a minute and never past the wait's deadline."""
     import os
 
     from fiolake.runner.host.lock import DEFAULT_PATH, ENV_VAR, between_solo_runs
 
     path = Path(os.environ.get(ENV_VAR) or DEFAULT_PATH)
-    return between_solo_runs(path, max_s=POLL_WAITS_FOR_FIO_S)
+    return between_solo_runs(path, max_s=min(POLL_WAITS_FOR_FIO_S, seconds_left))
 
 
 def wait_for(campaign_id: str, timeout: float, lake: str) -> None:

@@ -83,8 +83,8 @@ def test_every_poll_runs_inside_around_poll(tmp_path: Path) -> None:
         return real_list(prefix)
 
     @contextlib.contextmanager
-    def around() -> Iterator[None]:
-        events.append("enter")
+    def around(seconds_left: float) -> Iterator[None]:
+        events.append(f"enter {seconds_left:g}")
         yield
         events.append("exit")
 
@@ -93,9 +93,11 @@ def test_every_poll_runs_inside_around_poll(tmp_path: Path) -> None:
                       around_poll=around)  # fmt: skip
     depth, listed_outside = 0, 0
     for event in events:
-        depth += {"enter": 1, "exit": -1}.get(event, 0)
+        depth += {"enter": 1, "exit": -1}.get(event.split()[0], 0)
         listed_outside += event == "list" and depth == 0
-    assert events.count("enter") == events.count("exit") == 3  # one per poll
+    entered = [e for e in events if e.startswith("enter")]
+    assert entered == ["enter 60", "enter 55", "enter 50"]  # one per poll, with the time left
+    assert events.count("exit") == 3
     assert "list" in events and listed_outside == 0
 
 

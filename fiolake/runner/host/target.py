@@ -20,6 +20,7 @@ from fiolake.runner.host import sysinfo
 from fiolake.runner.policy.checks import layout_bytes
 from fiolake.runner.policy.jobfile import JobFile
 from fiolake.units import human_bytes
+from fiolake.workload import ALIASES
 
 EXPECT_HINT = "pass --expect-mount PATH or --expect-fs TYPE to make this an error"
 
@@ -145,7 +146,8 @@ _WRITE_ONLY = {"write", "randwrite"}
 
 
 def _every_write_durable(options: dict[str, str]) -> bool:
-    rw = options.get("rw", options.get("readwrite", "read"))
+    options = {ALIASES.get(name, name): value for name, value in options.items()}
+    rw = options.get("rw", "read")
     if rw.split(":", 1)[0] not in _WRITE_ONLY:
         return False  # reads (or a mix) can still be served from the cache
     return (
