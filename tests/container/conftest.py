@@ -34,6 +34,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).is_relative_to(here):
             item.add_marker(pytest.mark.container)
+        if "images" in getattr(item, "fixturenames", ()):
+            # The suite's 300 s bounds the test itself, not its fixtures: the first test of
+            # a worker builds every image in its setup (272 s of a fresh clone's make test
+            # beside three busy workers, and the login box's setup then ran out, 6 errors),
+            # and each fixture here bounds its own steps (the build 1800 s, podman 120 s,
+            # compose 600 s, init 240 s, a host-side fiolake run 180 s).
+            item.add_marker(pytest.mark.timeout(300, func_only=True))
 
 
 def _missing() -> str | None:
