@@ -3,8 +3,9 @@
 `connect()` takes a snapshot of the lake (see `aggregator.lake.snapshot`) and creates one view
 per lake table (`layout.TABLES`: runs, results, timeseries, percentiles, disk_util,
 iodepth, latency_bins; or only those `tables` names) over exactly the Parquet files that
-hold committed run ids, the gang views over them (`aggregator.lake.gang`), and the table
-`commits`. Files appearing later are seen by the next `connect()`.
+hold committed run ids, the gang views over them (`aggregator.lake.gang`), and the view
+`commits` (the compacted commit index read in place, then the markers beyond it). Files
+appearing later are seen by the next `connect()`.
 """
 
 from __future__ import annotations
@@ -232,6 +233,30 @@ def _load_loose(
     return True
 
 
+def _create_commits(
+    con: duckdb.DuckDBPyConnection, store: ObjectStore, snap: Snapshot, scratch: Path | None
+) -> None:
+    """The view `commits`: the generation's commit index read in place from its files,
+    then the markers beyond it, the only rows loaded. Loading the whole index cost a
+    quarter to a third of a second of every connect at 100,000 runs (BENCHMARKS.md,
+    issue 44), though most queries never read it and the views only filter by its run
+    ids; its files never change under their names. Rows and types are the snapshot's:
+    the index as `snapshot.read_index` casts it to COMMITS_SCHEMA, then the rest."""
+    beyond = f"{INTERNAL_SCHEMA}.new_commits"
+    _materialise(con, beyond, snap.commits.slice(snap.indexed_rows), scratch)
+    index = snap.compacted.commit_files() if snap.compacted and snap.indexed_rows else []
+    sources = []
+    if index:
+        cols = ", ".join(
+            f'CAST("{name}" AS {dtype}) AS "{name}"'
+            for name, dtype in _column_types(con, beyond).items()
+        )
+        files = parquet_source([store.location(k) for k in index], hive=False)
+        sources.append(f"SELECT {cols} FROM {files}")
+    sources.append(f"SELECT * FROM {beyond}")
+    con.execute(f"CREATE VIEW commits AS {' UNION ALL '.join(sources)}")
+
+
 def _create_views(
     con: duckdb.DuckDBPyConnection,
     store: ObjectStore,
@@ -244,7 +269,7 @@ def _create_views(
     local: set[str] = set()  # tables whose loose files are read from local copies
     with _scratch() as scratch:
         where = Path(scratch) if scratch else None
-        _materialise(con, "commits", snap.commits, where)
+        _create_commits(con, store, snap, where)
         for table in tables:
             # from_batches, not empty_table(): that one imports pandas (0.15 s)
             empty = pa.Table.from_batches([], SCHEMAS[table].append(pa.field("date", pa.date32())))

@@ -224,5 +224,6 @@ def _load(directory: Path, ident: str) -> _Entry | None:
         warnings=list(s["warnings"]),
         listed_new=tuple(s["listed_new"]),
         tables=tuple(s["tables"]),
+        indexed_rows=meta["index_rows"],
     )
     return _Entry(ident, indexed, snap, markers)

@@ -18,7 +18,6 @@ from datetime import UTC, datetime, timedelta
 from functools import cached_property
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
@@ -61,6 +60,9 @@ class Snapshot:
     listed_new: tuple[str, ...] = ()
     # The tables whose result files were listed (`scan(tables=...)`): only theirs are known.
     tables: tuple[str, ...] = layout.TABLES
+    # The first rows of `commits` that are the generation's commit index (its commit files,
+    # `Generation.commit_files`): views read those from the files, not from this table.
+    indexed_rows: int = 0
 
     @cached_property
     def run_ids(self) -> frozenset[str]:
@@ -212,6 +214,8 @@ def load_commits(
 
 
 def _candidate_days(snap: Snapshot, wanted: pa.ChunkedArray) -> set[str]:
+    import pyarrow.compute as pc  # see _table_keys
+
     # Distinct commit dates first: a big lake has thousands of runs but few days. In
     # Arrow: converting 100,000 timestamps to Python took ~1 s per table on every connect.
     at = snap.commits.column("committed_at").filter(wanted)
@@ -233,6 +237,10 @@ def _table_keys(store: ObjectStore, snap: Snapshot, table: str) -> list[str]:
     day or the one before. Those partitions are listed first; if a run is not found
     there (a run spooled for days), the whole table is listed after all.
     """
+    # Imported here: 35-60 ms that a connect whose snapshot comes whole from the cache
+    # (no listing of result files) does without (BENCHMARKS.md, issue 44).
+    import pyarrow.compute as pc
+
     full = f"{layout.RESULTS_PREFIX}{table}/"
     compacted = snap.compacted
     if compacted is None:
@@ -284,6 +292,7 @@ def scan(
         unindexed=unindexed,
         listed_new=tuple(new),
         tables=chosen,
+        indexed_rows=indexed.commits.num_rows,
     )
     committed = snap.run_ids
     # One listing per table (or per day partition): issued together, since each is a round
