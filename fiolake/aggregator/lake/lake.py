@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
@@ -23,10 +22,16 @@ import duckdb_extension_httpfs
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from fiolake.aggregator.lake import gang, loose, workloads
+from fiolake.aggregator.lake import footers, gang, loose, workloads
 from fiolake.aggregator.lake.generations import Generation
 from fiolake.aggregator.lake.snapcache import cached_scan
 from fiolake.aggregator.lake.snapshot import Snapshot
+
+# Re-exported (redundant aliases): callers import them from here, as before they moved.
+from fiolake.aggregator.lake.sqltext import literal as literal
+from fiolake.aggregator.lake.sqltext import literals as literals
+from fiolake.aggregator.lake.sqltext import parquet_source as parquet_source
+from fiolake.aggregator.lake.sqltext import quote as quote
 from fiolake.config import Settings, duckdb_threads
 from fiolake.errors import LakeError, StoreError
 from fiolake.layout import TABLES, parse_result_key
@@ -54,28 +59,6 @@ def _unreadable(exc: duckdb.Error) -> str:
 def empty_lake_error(url: str) -> LakeError:
     """The error for a lake with nothing committed in it."""
     return LakeError(f"no results in lake {url}: run `fiolake run` (or start runners) first")
-
-
-def quote(text: str) -> str:
-    """A SQL string literal (a NUL, which DuckDB's parser ends a literal at, as chr(0))."""
-    return " || chr(0) || ".join("'" + part.replace("'", "''") + "'" for part in text.split("\x00"))
-
-
-def literal(value: str | datetime) -> str:
-    """A value as a SQL literal, written into a query instead of bound as a parameter:
-    DuckDB's Python client imports pandas (0.12 s) to bind any parameter, which a command
-    that only prints would pay for nothing (BENCHMARKS.md, issue 24). Strings are quoted
-    (`quote`: DuckDB reads no backslash escapes); times become TIMESTAMPTZ in UTC."""
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            raise ValueError(f"a naive time cannot be a literal: {value!r}")
-        return f"TIMESTAMPTZ {quote(value.astimezone(UTC).isoformat())}"
-    return quote(value)
-
-
-def literals(values: Iterable[str | datetime]) -> str:
-    """Comma-separated `literal`s, for `IN (…)`."""
-    return ", ".join(literal(v) for v in values)
 
 
 def extension_file(package: ModuleType, name: str) -> Path:
@@ -109,14 +92,6 @@ def configure_s3(con: duckdb.DuckDBPyConnection, s3: S3Settings) -> None:
     # reused without a revalidating HEAD per read.
     con.execute("SET GLOBAL enable_http_metadata_cache = true")
     con.execute("SET GLOBAL validate_external_file_cache = 'NO_VALIDATION'")
-
-
-def parquet_source(paths: list[str], *, hive: bool = True) -> str:
-    """A read_parquet() call over `paths`; `hive` takes `date` from the date= directory."""
-    files = ", ".join(quote(p) for p in paths)
-    options = "union_by_name = true, hive_partitioning = "
-    options += "true, hive_types = {'date': DATE}" if hive else "false"
-    return f"read_parquet([{files}], {options})"
 
 
 @dataclass
@@ -234,14 +209,19 @@ def _load_loose(
 
 
 def _create_commits(
-    con: duckdb.DuckDBPyConnection, store: ObjectStore, snap: Snapshot, scratch: Path | None
-) -> None:
+    con: duckdb.DuckDBPyConnection,
+    store: ObjectStore,
+    snap: Snapshot,
+    scratch: Path | None,
+    digests: dict[str, str],
+) -> list[str]:
     """The view `commits`: the generation's commit index read in place from its files,
     then the markers beyond it, the only rows loaded. Loading the whole index cost a
     quarter to a third of a second of every connect at 100,000 runs (BENCHMARKS.md,
     issue 44), though most queries never read it and the views only filter by its run
     ids; its files never change under their names. Rows and types are the snapshot's:
-    the index as `snapshot.read_index` casts it to COMMITS_SCHEMA, then the rest."""
+    the index as `snapshot.read_index` casts it to COMMITS_SCHEMA, then the rest.
+    Returns the keys of the index files (a compaction adds one)."""
     beyond = f"{INTERNAL_SCHEMA}.new_commits"
     _materialise(con, beyond, snap.commits.slice(snap.indexed_rows), scratch)
     index = snap.compacted.commit_files() if snap.compacted and snap.indexed_rows else []
@@ -251,10 +231,12 @@ def _create_commits(
             f'CAST("{name}" AS {dtype}) AS "{name}"'
             for name, dtype in _column_types(con, beyond).items()
         )
-        files = parquet_source([store.location(k) for k in index], hive=False)
+        one = footers.one_schema(digests, index)
+        files = parquet_source([store.location(k) for k in index], hive=False, one_schema=one)
         sources.append(f"SELECT {cols} FROM {files}")
     sources.append(f"SELECT * FROM {beyond}")
     con.execute(f"CREATE VIEW commits AS {' UNION ALL '.join(sources)}")
+    return index
 
 
 def _create_views(
@@ -264,12 +246,14 @@ def _create_views(
     tables: Sequence[str],
     keep: Path | None,
     remote: bool,
-) -> None:
+    digests: dict[str, str],
+) -> list[str]:
+    """Create the views; returns the keys of the files they read in place."""
     con.execute(f"CREATE SCHEMA {INTERNAL_SCHEMA}")
     local: set[str] = set()  # tables whose loose files are read from local copies
     with _scratch() as scratch:
         where = Path(scratch) if scratch else None
-        _create_commits(con, store, snap, where)
+        read = _create_commits(con, store, snap, where, digests)
         for table in tables:
             # from_batches, not empty_table(): that one imports pandas (0.15 s)
             empty = pa.Table.from_batches([], SCHEMAS[table].append(pa.field("date", pa.date32())))
@@ -281,14 +265,16 @@ def _create_views(
     for table in tables:
         contract = _column_types(con, f"{INTERNAL_SCHEMA}.empty_{table}")
         # Merged files hold a physical `date`; per-run files get it from their path.
-        sources = [
-            f"SELECT * FROM {parquet_source([store.location(k) for k in keys], hive=hive)}"
-            for keys, hive in (
-                (snap.compacted_files(table), False),
-                ([] if table in local else snap.loose_files(table), True),
-            )
-            if keys
-        ]
+        sources = []
+        for keys, hive in (
+            (snap.compacted_files(table), False),
+            ([] if table in local else snap.loose_files(table), True),
+        ):
+            if keys:
+                one = footers.one_schema(digests, keys)
+                files = parquet_source([store.location(k) for k in keys], hive=hive, one_schema=one)
+                sources.append(f"SELECT * FROM {files}")
+                read += keys
         if table in local:
             sources.append(f"SELECT * FROM {INTERNAL_SCHEMA}.loose_{table}")
         if not sources:
@@ -314,6 +300,7 @@ def _create_views(
             f"FROM {INTERNAL_SCHEMA}.files_{table} "
             "WHERE run_id IN (SELECT run_id FROM commits)"
         )
+    return read
 
 
 def _sandbox(con: duckdb.DuckDBPyConnection, store: ObjectStore, s3: S3Settings | None) -> None:
@@ -376,8 +363,13 @@ def connect(
     con = new_connection(s3 if remote else None)
     try:
         keep = loose.folder(snapshot_cache, store) if snapshot_cache and kept_rows else None
-        _create_views(con, store, snap, chosen, keep, remote)
+        digests = footers.kept(snapshot_cache, store)
+        read = _create_views(con, store, snap, chosen, keep, remote, digests)
         gang.create_views(con, chosen)
+        held = snap.compacted.commit_files() if snap.compacted else []
+        held += [k for t in TABLES for k in snap.compacted_files(t)]
+        held += [k for t in snap.tables for k in snap.loose_files(t)]
+        footers.learn(con, store, snapshot_cache, digests, read, held)
         if sandbox:
             _sandbox(con, store, s3 if remote else None)
     except duckdb.Error as exc:

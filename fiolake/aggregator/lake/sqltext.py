@@ -1,0 +1,42 @@
+"""SQL text built by hand: literals, and the read_parquet() call the views read files with.
+
+Values go into a query as literals, not bound parameters (see `literal`). Kept apart from
+`lake` (which re-exports these) so that module stays the connection and its views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+
+def quote(text: str) -> str:
+    """A SQL string literal (a NUL, which DuckDB's parser ends a literal at, as chr(0))."""
+    return " || chr(0) || ".join("'" + part.replace("'", "''") + "'" for part in text.split("\x00"))
+
+
+def literal(value: str | datetime) -> str:
+    """A value as a SQL literal, written into a query instead of bound as a parameter:
+    DuckDB's Python client imports pandas (0.12 s) to bind any parameter, which a command
+    that only prints would pay for nothing (BENCHMARKS.md, issue 24). Strings are quoted
+    (`quote`: DuckDB reads no backslash escapes); times become TIMESTAMPTZ in UTC."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError(f"a naive time cannot be a literal: {value!r}")
+        return f"TIMESTAMPTZ {quote(value.astimezone(UTC).isoformat())}"
+    return quote(value)
+
+
+def literals(values: Iterable[str | datetime]) -> str:
+    """Comma-separated `literal`s, for `IN (…)`."""
+    return ", ".join(literal(v) for v in values)
+
+
+def parquet_source(paths: list[str], *, hive: bool = True, one_schema: bool = False) -> str:
+    """A read_parquet() call over `paths`; `hive` takes `date` from the date= directory.
+    `one_schema`: the files are known to share one schema, so binding reads one footer, not
+    every file's to line their columns up (`aggregator.lake.footers`)."""
+    files = ", ".join(quote(p) for p in paths)
+    options = f"union_by_name = {'false' if one_schema else 'true'}, hive_partitioning = "
+    options += "true, hive_types = {'date': DATE}" if hive else "false"
+    return f"read_parquet([{files}], {options})"
