@@ -196,7 +196,10 @@ def _trim(directory: Path) -> None:
 def _load(directory: Path, ident: str) -> _Entry | None:
     """The entry saved for `ident`, or None (absent, another generation, unreadable)."""
     try:
-        with open(_path(directory, ident), "rb") as fh:
+        # Mapped, not read: the batches point into the file instead of copying its 14 MB
+        # at 100,000 runs (10-15 ms of every connect, more under load). The file is only
+        # ever replaced (`_save`), never written in place, so the mapping stays as read.
+        with pa.memory_map(str(_path(directory, ident))) as fh:
             commits = ipc.open_stream(fh).read_all()
             meta = json.loads(commits.schema.metadata[b"fiolake"])
             if meta.get("format") != _FORMAT or meta.get("ident") != ident:
