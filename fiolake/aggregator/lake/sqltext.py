@@ -1,4 +1,5 @@
-"""SQL text built by hand: literals, and the read_parquet() call the views read files with.
+"""SQL text built by hand: literals, the read_parquet() call the views read files with, and
+the column definitions of an empty table.
 
 Values go into a query as literals, not bound parameters (see `literal`). Kept apart from
 `lake` (which re-exports these) so that module stays the connection and its views.
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
+
+import pyarrow as pa
 
 
 def quote(text: str) -> str:
@@ -40,3 +43,35 @@ def parquet_source(paths: list[str], *, hive: bool = True, one_schema: bool = Fa
     options = f"union_by_name = {'false' if one_schema else 'true'}, hive_partitioning = "
     options += "true, hive_types = {'date': DATE}" if hive else "false"
     return f"read_parquet([{files}], {options})"
+
+
+# The DuckDB type of each Arrow type the lake's schemas use, as DuckDB reads it from a
+# Parquet file pyarrow wrote (tests/aggregator/lake/test_lake_materialise.py compares).
+_TYPES = {
+    pa.string(): "VARCHAR",
+    pa.float64(): "DOUBLE",
+    pa.bool_(): "BOOLEAN",
+    pa.int32(): "INTEGER",
+    pa.int64(): "BIGINT",
+    pa.date32(): "DATE",
+    pa.timestamp("ms", tz="UTC"): "TIMESTAMP WITH TIME ZONE",
+}
+
+
+def _duckdb_type(arrow: pa.DataType) -> str | None:
+    if isinstance(arrow, pa.MapType):
+        key, item = _duckdb_type(arrow.key_type), _duckdb_type(arrow.item_type)
+        return f"MAP({key}, {item})" if key and item else None
+    if isinstance(arrow, pa.ListType):
+        item = _duckdb_type(arrow.value_type)
+        return f"{item}[]" if item else None
+    return _TYPES.get(arrow)
+
+
+def column_definitions(schema: pa.Schema) -> str | None:
+    """`"name" TYPE, …` for CREATE TABLE: the columns DuckDB would read from a Parquet file
+    of `schema`; None when a type is not one the lake's schemas use."""
+    types = [_duckdb_type(f.type) for f in schema]
+    if None in types:
+        return None
+    return ", ".join(f'"{f.name}" {t}' for f, t in zip(schema, types, strict=True))

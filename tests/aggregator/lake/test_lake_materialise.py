@@ -25,6 +25,7 @@ from fiolake.aggregator.lake import lake as lake_module
 from fiolake.aggregator.lake.compact import compact
 from fiolake.aggregator.lake.lake import SUMMARY_TABLES, connect, literal
 from fiolake.aggregator.lake.snapshot import COMMITS_SCHEMA
+from fiolake.aggregator.lake.sqltext import column_definitions
 from fiolake.layout import TABLES
 from fiolake.schema import SCHEMAS
 from tests.aggregator import lakegen
@@ -39,6 +40,8 @@ def _described(con: duckdb.DuckDBPyConnection, name: str) -> list[tuple[str, str
 @pytest.mark.parametrize("name", [*TABLES, "commits"])
 def test_through_parquet_the_types_are_those_of_arrow(name: str, tmp_path: Path) -> None:
     schema = COMMITS_SCHEMA if name == "commits" else SCHEMAS[name]
+    if name != "commits":  # as connect makes each table's contract
+        schema = schema.append(pa.field("date", pa.date32()))
     rows = pa.Table.from_pylist([{f.name: None for f in schema}], schema=schema)
     con = lake_module.new_connection(None)
     lake_module._materialise(con, "via_parquet", rows, tmp_path)
@@ -46,6 +49,18 @@ def test_through_parquet_the_types_are_those_of_arrow(name: str, tmp_path: Path)
     assert _described(con, "via_parquet") == _described(con, "via_arrow")
     assert con.execute("SELECT count(*) FROM via_parquet").fetchone() == (1,)
     assert list(tmp_path.iterdir()) == []  # the file is gone once read
+    # No rows: the columns are declared, as those types.
+    lake_module._materialise(con, "declared", rows.slice(0, 0), None)
+    assert _described(con, "declared") == _described(con, "via_parquet")
+    assert con.execute("SELECT count(*) FROM declared").fetchone() == (0,)
+
+
+def test_an_empty_table_of_a_type_not_declared_goes_through_parquet(tmp_path: Path) -> None:
+    schema = pa.schema([("run_id", pa.string()), ("ratio", pa.float32())])
+    assert column_definitions(schema) is None
+    con = lake_module.new_connection(None)
+    lake_module._materialise(con, "t", pa.Table.from_batches([], schema), tmp_path)
+    assert _described(con, "t") == [("run_id", "VARCHAR"), ("ratio", "FLOAT")]
 
 
 def test_a_key_value_folder_in_the_temp_path_changes_nothing(
