@@ -136,6 +136,30 @@ def test_the_disk_cache_serves_the_next_process(tmp_path: Path) -> None:
     assert later.commits.num_rows == 5 and same(later, scan(store))
 
 
+def test_the_cache_file_is_rewritten_only_when_what_it_holds_changed(tmp_path: Path) -> None:
+    """With runs committed since the compaction the snapshot is scanned on every connect;
+    the file (the whole commit index: 14 MB at 100,000 runs) is written again only when
+    the markers beyond the index changed."""
+    lake, cache = tmp_path / "lake", tmp_path / "cache"
+    store = LocalStore(lake)
+    add_runs(store, 0, 3)
+    compact(store, grace=timedelta(0))
+    add_runs(store, 3, 2)  # per-run files: the snapshot is not reusable
+    cached_scan(store, cache)
+    (path,) = cache.glob("*.arrow")
+    written = path.stat().st_ino, path.stat().st_mtime_ns
+    for _ in range(2):
+        snapcache.clear_memory()  # as a new process starts
+        assert same(cached_scan(store, cache), scan(store))
+        assert (path.stat().st_ino, path.stat().st_mtime_ns) == written
+    add_runs(store, 5, 1)  # one more marker beyond the index: written again, with it
+    snapcache.clear_memory()
+    assert same(cached_scan(store, cache), scan(store))
+    assert (path.stat().st_ino, path.stat().st_mtime_ns) != written
+    snapcache.clear_memory()
+    assert cached_scan(store, cache).commits.num_rows == 6
+
+
 def test_a_damaged_cache_file_is_ignored(tmp_path: Path) -> None:
     lake, cache = tmp_path / "lake", tmp_path / "cache"
     store = LocalStore(lake)
