@@ -222,12 +222,10 @@ def _create_commits(
     scratch: Path | None,
     digests: dict[str, str],
 ) -> list[str]:
-    """The view `commits`: the generation's commit index read in place from its files,
-    then the markers beyond it, the only rows loaded. Loading the whole index cost a
-    quarter to a third of a second of every connect at 100,000 runs (BENCHMARKS.md,
-    issue 44), though most queries never read it and the views only filter by its run
-    ids; its files never change under their names. Rows and types are the snapshot's:
-    the index as `snapshot.read_index` casts it to COMMITS_SCHEMA, then the rest.
+    """The view `commits`: the commit index read in place from its files (which never
+    change), then the markers beyond it, the only rows loaded: loading the index cost
+    0.25-0.34 s of a connect at 100,000 runs (issue 44), for most queries in vain. Rows
+    and types are the snapshot's (`snapshot.read_index` casts the files to COMMITS_SCHEMA).
     Returns the keys of the index files (a compaction adds one)."""
     beyond = f"{INTERNAL_SCHEMA}.new_commits"
     _materialise(con, beyond, snap.commits.slice(snap.indexed_rows), scratch)
