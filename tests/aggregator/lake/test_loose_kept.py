@@ -65,9 +65,9 @@ def test_loose_rows_are_kept_merged_and_read_again_only_where_new(
     read: list[str] = []
     real = lake_module.parquet_source
 
-    def reading(paths: list[str], *, hive: bool = True) -> str:
+    def reading(paths: list[str], *, hive: bool = True, one_schema: bool = False) -> str:
         read.extend(p for p in paths if "/date=" in p)  # per-run files only
-        return real(paths, hive=hive)
+        return real(paths, hive=hive, one_schema=one_schema)
 
     monkeypatch.setattr(lake_module, "parquet_source", reading)
     assert _answer(url, s3, cache) == in_place
