@@ -8,7 +8,7 @@ CACHE ?= $(HOME)/.cache/fiolake
 # Python keeps its bytecode, and pytest its rewritten test modules, in __pycache__ even
 # where the environment says not to (PYTHONDONTWRITEBYTECODE=1 on this workplace's
 # machines): without them every test worker and every `python -m fiolake` a test starts
-# compiles again (8 % of `make test-fast`'s CPU, tests/bench/ notes in BENCHMARKS.md).
+# compiles again (~8 % of `make test-fast`'s CPU: BENCHMARKS.md, its row).
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: help setup sysdeps fio venv minio demo test test-fast test-changed screenshots lint-imports typecheck lint bench bench-gate bench-otava soak faults-repeat clean images wheels
