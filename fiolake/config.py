@@ -111,7 +111,7 @@ def duckdb_threads(env: Mapping[str, str] | None = None) -> int | None:
     value = (os.environ if env is None else env).get("FIOLAKE_DUCKDB_THREADS", "").strip()
     if not value:
         return None
-    if not value.isdigit() or int(value) < 1:
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
         raise ConfigError(
             f"FIOLAKE_DUCKDB_THREADS is {value!r} — set it to a whole number of threads "
             "(1, 2, …), or unset it to use every core"

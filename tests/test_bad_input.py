@@ -1023,6 +1023,13 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
         "…), or unset it to use every core\n",
     ),
     (
+        ["sql", "SELECT 1", "--lake", "{lake}"],
+        {"FIOLAKE_DUCKDB_THREADS": "²"},
+        2,
+        "Error: FIOLAKE_DUCKDB_THREADS is '²' — set it to a whole number of threads (1, 2, "
+        "…), or unset it to use every core\n",
+    ),
+    (
         ["sql", "SELECT nope FROM runs", "--lake", "{lake}"],
         {},
         1,
