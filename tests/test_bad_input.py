@@ -994,40 +994,15 @@ CASES: list[tuple[list[str], dict[str, str], int, str]] = [
             "                      ^\n"
         ),
     ),
-    (
-        ["sql", "SELECT 1", "--lake", "{lake}"],
-        {"FIOLAKE_DUCKDB_THREADS": "two"},
-        2,
-        "Error: FIOLAKE_DUCKDB_THREADS is 'two' — set it to a whole number of threads (1, 2, "
-        "…), or unset it to use every core\n",
-    ),
-    (
-        ["sql", "SELECT 1", "--lake", "{lake}"],
-        {"FIOLAKE_DUCKDB_THREADS": "0"},
-        2,
-        "Error: FIOLAKE_DUCKDB_THREADS is '0' — set it to a whole number of threads (1, 2, "
-        "…), or unset it to use every core\n",
-    ),
-    (
-        ["sql", "SELECT 1", "--lake", "{lake}"],
-        {"FIOLAKE_DUCKDB_THREADS": "-1"},
-        2,
-        "Error: FIOLAKE_DUCKDB_THREADS is '-1' — set it to a whole number of threads (1, 2, "
-        "…), or unset it to use every core\n",
-    ),
-    (
-        ["sql", "SELECT 1", "--lake", "{lake}"],
-        {"FIOLAKE_DUCKDB_THREADS": "1.5"},
-        2,
-        "Error: FIOLAKE_DUCKDB_THREADS is '1.5' — set it to a whole number of threads (1, 2, "
-        "…), or unset it to use every core\n",
-    ),
-    (
-        ["sql", "SELECT 1", "--lake", "{lake}"],
-        {"FIOLAKE_DUCKDB_THREADS": "²"},
-        2,
-        "Error: FIOLAKE_DUCKDB_THREADS is '²' — set it to a whole number of threads (1, 2, "
-        "…), or unset it to use every core\n",
+    *(
+        (
+            ["sql", "SELECT 1", "--lake", "{lake}"],
+            {"FIOLAKE_DUCKDB_THREADS": value},
+            2,
+            f"Error: FIOLAKE_DUCKDB_THREADS is {value!r} — set it to a whole number of threads "
+            "(1, 2, …), or unset it to use every core\n",
+        )
+        for value in ("two", "0", "-1", "1.5", "²")
     ),
     (
         ["sql", "SELECT nope FROM runs", "--lake", "{lake}"],
