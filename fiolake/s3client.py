@@ -140,9 +140,13 @@ def _botocore_session() -> botocore.session.Session:
     return session
 
 
-def s3_client(settings: S3Settings, *, retries: int = 3, timeout_s: float = 10.0) -> Any:
+def s3_client(settings: S3Settings, *, attempts: int = 4, timeout_s: float = 10.0) -> Any:
     """A boto3 S3 client for `settings` (path-style unless virtual-hosted is asked; TLS
-    verified against the CA bundle)."""
+    verified against the CA bundle) that sends each request at most `attempts` times.
+
+    `attempts` counts the first try: botocore's own `max_attempts` counts retries only,
+    so `max_attempts: 1` sends a request twice, and a conditional create whose answer was
+    lost comes back 412 from its own first try."""
     from botocore.config import Config
 
     return _botocore_session().create_client(
@@ -155,7 +159,7 @@ def s3_client(settings: S3Settings, *, retries: int = 3, timeout_s: float = 10.0
         verify=settings.ca_bundle if settings.ca_bundle else True,
         config=Config(
             s3={"addressing_style": "virtual" if settings.virtual_hosted else "path"},
-            retries={"max_attempts": retries, "mode": "standard"},
+            retries={"total_max_attempts": attempts, "mode": "standard"},
             connect_timeout=timeout_s,
             read_timeout=timeout_s,
             signature_version="s3v4",

@@ -144,8 +144,8 @@ class _Prober:
     """The probe's requests on one scratch prefix (`<lake prefix>probe/<random>/`)."""
 
     def __init__(self, store: S3Store, parallel: int):
-        # No retries: a retried create could read its own success as a 412 (or the reverse).
-        self.client = s3_client(store.settings, retries=1)
+        # One try per request: a retried create reads its own success as a 412.
+        self.client = s3_client(store.settings, attempts=1)
         self.store = store
         self.bucket = store.bucket
         self.scratch = f"{store.prefix}{layout.PROBE_PREFIX}{secrets.token_hex(8)}/"
@@ -246,6 +246,10 @@ class _Prober:
         with ThreadPoolExecutor(self.parallel) as pool:
             answers = list(pool.map(racer, range(self.parallel)))
         stored = self.read(key)
+        if stored is None and all(a.status is None for a in answers):
+            # No racer got an answer and none wrote the key: the store was out of reach
+            # (restarting, connections cut), which says nothing about conditional writes.
+            raise self._error(answers[0].error or RuntimeError("no answer"), key)
         winners = [i for i, a in enumerate(answers) if _is_2xx(a)]
         lost = sum(1 for a in answers if _lost(a))
         dropped = [i for i, a in enumerate(answers) if a.status is None]

@@ -131,7 +131,7 @@ def spark() -> Iterator[object]:
     """
     import shutil
 
-    from tests.spark_session import start_spark
+    from tests.spark_session import start_spark, stop_spark
 
     if shutil.which("java") is None:
         pytest.skip("Java is not installed: `make sysdeps` installs openjdk-17-jre-headless")
@@ -142,4 +142,4 @@ def spark() -> Iterator[object]:
     try:
         yield session
     finally:
-        session.stop()
+        stop_spark(session)

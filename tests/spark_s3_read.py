@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from fiolake.aggregator.lake import engines
-from tests.spark_session import start_spark
+from tests.spark_session import start_spark, stop_spark
 
 # Spark 4.2 ships Hadoop 3.5.0: the s3a connector of that version (it pulls in the AWS
 # SDK v2 bundle, ~650 MB, from Maven Central on first use; cached in ~/.ivy2.5.2).
@@ -47,7 +47,7 @@ def main(spec_path: str, out: str) -> None:
             spark.sql(engines.register_delta("spark", spec["lake"], table))
             pq.write_table(spark.table(table).toArrow(), Path(out) / f"{table}.parquet")
     finally:
-        spark.stop()
+        stop_spark(spark)
 
 
 if __name__ == "__main__":

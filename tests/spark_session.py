@@ -38,3 +38,33 @@ def start_spark(
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     return configure_spark_with_delta_pip(builder, extra_packages=packages).getOrCreate()
+
+
+def stop_spark(session: Any, timeout_s: float = 60.0) -> None:
+    """Stop `session` and its JVM, and wait until the JVM has exited.
+
+    `SparkSession.stop()` leaves the JVM running until the Python process that started it
+    exits (it waits for EOF on its stdin), so a session fixture's JVM outlived the test
+    session and was, by a race, reported by the hygiene check. Closing its stdin ends it.
+    """
+    import subprocess
+
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    session.stop()
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    if proc is None:
+        return
+    if proc.stdin is not None:
+        proc.stdin.close()
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

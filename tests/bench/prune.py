@@ -52,7 +52,7 @@ def duckdb_counts(root: Path) -> dict[str, int]:
 
 
 def spark_counts(root: Path) -> dict[str, int]:
-    from tests.spark_session import start_spark
+    from tests.spark_session import start_spark, stop_spark
 
     spark = start_spark("fiolake-bench-prune", driver_memory="2g")
     try:
@@ -60,7 +60,7 @@ def spark_counts(root: Path) -> dict[str, int]:
             spark.sql(engines.register_delta("spark", str(root), t))
         return {t: spark.table(t).count() for t in present(root)}
     finally:
-        spark.stop()
+        stop_spark(spark)
 
 
 def main() -> None:

@@ -75,6 +75,14 @@ class RunnerSlot:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def last_error(self) -> str:
+        """The last `Error: …` line of this runner's log ("" if none): why it exited."""
+        try:
+            lines = (self.root / "runner.log").read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return next((line for line in reversed(lines) if line.startswith("Error: ")), "")
+
     def fio_child(self) -> int | None:
         """Pid of the fio this runner is running right now, if any."""
         if not self.alive():
@@ -196,6 +204,11 @@ class Cluster:
                        AWS_SECRET_ACCESS_KEY=str(lake.secret_key))  # fmt: skip
         if slot.via_proxy:
             env["FIOLAKE_S3_ENDPOINT"] = f"https://127.0.0.1:{self.proxy.port}"
+        # One host lock and one probe cache per cluster (its runners are one "host"): the
+        # machine's defaults are shared with the other history test and the container
+        # tier's runners, whose fio runs would then take turns with these.
+        env["FIOLAKE_HOST_LOCK"] = str(self.root / "host.lock")
+        env["FIOLAKE_PROBE_CACHE"] = str(self.root / "store-probe.json")
         env["FIOLAKE_HISTORY"] = str(slot.history)
         env["FIOLAKE_PAUSE_FILE"] = str(slot.pause_file)
         env["FIOLAKE_KEYRING"] = str(slot.root / f"keyring-{slot.incarnation}.json")

@@ -153,7 +153,11 @@ class Nemesis:
                 idle = [s for s in self.cluster.slots if s.runner_id not in self._busy]
             for slot in idle:
                 if slot.proc is not None and not slot.alive():
-                    self.crashes.append(f"{slot.runner_id} exited {slot.proc.returncode}")
+                    why = slot.last_error()
+                    self.crashes.append(
+                        f"{slot.runner_id} exited {slot.proc.returncode}"
+                        + (f" ({why})" if why else "")
+                    )
                     self.cluster.start_runner(slot)
 
     # -- infrastructure faults --------------------------------------------------------

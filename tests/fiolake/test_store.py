@@ -19,7 +19,7 @@ def test_an_unreachable_endpoint_is_unavailable_not_denied() -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # closed again: nothing listens there
     settings = S3Settings(endpoint=f"https://127.0.0.1:{port}", access_key="a", secret_key="b")
-    store = S3Store("bucket", "", settings, client=s3_client(settings, retries=1, timeout_s=2))
+    store = S3Store("bucket", "", settings, client=s3_client(settings, attempts=1, timeout_s=2))
     with pytest.raises(StoreUnavailable, match=f"cannot reach https://127.0.0.1:{port}"):
         store.put("k", b"x")
 
@@ -40,7 +40,7 @@ def test_a_tls_session_cut_mid_handshake_is_unavailable_not_a_trust_failure() ->
 
     threading.Thread(target=hang_up, daemon=True).start()
     settings = S3Settings(endpoint=f"https://127.0.0.1:{port}", access_key="a", secret_key="b")
-    store = S3Store("bucket", "", settings, client=s3_client(settings, retries=1, timeout_s=2))
+    store = S3Store("bucket", "", settings, client=s3_client(settings, attempts=1, timeout_s=2))
     try:
         with pytest.raises(StoreUnavailable, match=f"cannot reach https://127.0.0.1:{port}"):
             store.put("k", b"x")
@@ -54,7 +54,7 @@ def test_missing_credentials_are_denied_with_the_fix(monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
     settings = S3Settings(endpoint="https://127.0.0.1:9")
-    store = S3Store("bucket", "", settings, client=s3_client(settings, retries=1, timeout_s=2))
+    store = S3Store("bucket", "", settings, client=s3_client(settings, attempts=1, timeout_s=2))
     with pytest.raises(AccessDenied, match="^no object-store credentials for s3://bucket — set"):
         store.put("k", b"x")
 

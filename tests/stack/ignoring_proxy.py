@@ -37,13 +37,15 @@ class Misbehaviour:
     whose path holds `where`; answer `refuse` (e.g. 501) to every conditional PUT instead
     of forwarding it; answer `refuse_if_match` (e.g. 412) to every PUT with If-Match, even
     the current ETag (a store whose ETags do not round-trip); hang up without an answer on
-    PUTs whose path holds `cut`."""
+    PUTs whose path holds `cut` (after forwarding them: the write lands) or `lose` (before:
+    the write never reaches the store, as while it restarts)."""
 
     drop: frozenset[str] = DROPPED
     where: str = ""
     refuse: int = 0
     refuse_if_match: int = 0
     cut: str = ""
+    lose: str = ""
 
 
 _REFUSAL = (
@@ -58,8 +60,9 @@ _FAILED = (
 
 
 def _handler(
-    upstream: str, ca: str, secrets: dict[str, str], region: str, how: Misbehaviour
-) -> type:
+    upstream: str, ca: str, secrets: dict[str, str], region: str, how: Misbehaviour,
+    seen: list[str],
+) -> type:  # fmt: skip
     session = requests.Session()
 
     class Handler(BaseHTTPRequestHandler):
@@ -69,11 +72,15 @@ def _handler(
             pass  # quiet: pytest shows the test's own output
 
         def _forward(self) -> None:
+            seen.append(f"{self.command} {self.path}")
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             auth = self.headers.get("Authorization", "")
             found = re.search(r"Credential=([^/]+)/", auth)
             key = found.group(1) if found else ""
+            if how.lose and self.command == "PUT" and how.lose in self.path:
+                self.close_connection = True  # never forwarded: the store did not see it
+                return
             conditional = any(k.lower() in DROPPED for k in self.headers)
             if how.refuse and conditional and self.command == "PUT":
                 self._answer(how.refuse, _REFUSAL.encode(), {"Content-Type": "application/xml"})
@@ -116,10 +123,12 @@ def _handler(
 def ignoring_proxy(
     upstream: str, ca: Path, cert: Path, key: Path, secrets: dict[str, str],
     how: Misbehaviour = Misbehaviour(), region: str = "us-east-1",
+    seen: list[str] | None = None,
 ) -> Iterator[str]:  # fmt: skip
     """Serve the proxy on a free 127.0.0.1 port, misbehaving as `how` says (default: drop
-    both headers from every request); yields its https:// endpoint."""
-    handler = _handler(upstream, str(ca), secrets, region, how)
+    both headers from every request); yields its https:// endpoint. Each request that
+    reaches the proxy is appended to `seen` as "METHOD /path?query"."""
+    handler = _handler(upstream, str(ca), secrets, region, how, [] if seen is None else seen)
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -204,7 +204,7 @@ def test_wrong_ca_bundle_fails_tls_verification(stack: StackEnv) -> None:
     wrong = stack.state_dir / "tls" / "bootstrap-ca.crt"
     creds = stack.roles["admin"]
     settings = S3Settings(stack.endpoint, str(wrong), creds.access_key, creds.secret_key)
-    store = S3Store(stack.bucket, "", settings, client=s3_client(settings, retries=1))
+    store = S3Store(stack.bucket, "", settings, client=s3_client(settings, attempts=1))
     with pytest.raises(StoreError, match=r"^TLS verification of https://127.0.0.1:\d+ failed \("):
         store.head("jobs/anything.json")
 
