@@ -30,9 +30,9 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 # command name -> (module, attribute, one-line help shown by `fiolake --help`)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": ("fiolake.cli.local", "run", "Run fio job files locally and store results."),
-    "validate": ("fiolake.cli.local", "validate", "Check job files against the policy."),
+    "validate": ("fiolake.cli.jobfiles", "validate", "Check job files against the policy."),
     "import": ("fiolake.cli.importing", "import_", "Bring fio results made elsewhere in."),
-    "profiles": ("fiolake.cli.local", "profiles", "List the shipped fio profiles."),
+    "profiles": ("fiolake.cli.jobfiles", "profiles", "List the shipped fio profiles."),
     "sql": ("fiolake.cli.analysis", "sql", "Query the lake with SQL (DuckDB)."),
     "compare": ("fiolake.cli.comparisons", "compare", "Ratios of backends or runs, decided."),
     "trend": ("fiolake.cli.timeline", "trend", "A metric over time, change points marked."),
