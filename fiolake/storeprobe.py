@@ -20,6 +20,7 @@ A store passing them is remembered per endpoint + bucket for `VERDICT_TTL` in a 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -320,15 +321,23 @@ def cached_report(
 
 
 def _remember(store: S3Store, report: ProbeReport, cache_file: Path) -> None:
-    """Record a passing verdict (atomically: runners on one machine may start together)."""
-    data = _load(cache_file)
-    data[_cache_key(store)] = {k: v for k, v in report.as_json().items() if k != "cached"}
+    """Record a passing verdict. Runners on one machine start together, each probing its
+    own endpoint: the read-modify-replace holds a lock on the cache's folder, so one
+    runner's entry is never replaced by another's copy read before it was written."""
+    entry = {k: v for k, v in report.as_json().items() if k != "cached"}
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=cache_file.parent, prefix=f".{cache_file.name}.")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=1)
-        os.replace(tmp, cache_file)
+        folder = os.open(cache_file.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(folder, fcntl.LOCK_EX)
+            data = _load(cache_file)
+            data[_cache_key(store)] = entry
+            fd, tmp = tempfile.mkstemp(dir=cache_file.parent, prefix=f".{cache_file.name}.")
+            with os.fdopen(fd, "w") as fh:
+                json.dump(data, fh, indent=1)
+            os.replace(tmp, cache_file)
+        finally:
+            os.close(folder)  # and with it the lock
     except OSError:
         pass  # an unwritable cache costs a probe next time, nothing else
 
