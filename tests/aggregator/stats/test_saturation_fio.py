@@ -33,6 +33,9 @@ REPS = 3
 
 pytestmark = [
     pytest.mark.slow,  # 9 runs of a 6-load sweep: ~90 s
+    # Latency at load is what other work on the host changes most: beside three busy
+    # workers (load 12) the same tmpfs came out 3.4x "better" at p99 <= 1 ms than itself.
+    pytest.mark.alone,
     pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio"),
 ]
 
