@@ -113,11 +113,13 @@ def _container_of(box: Compose, runner_id: str) -> str:
 
 
 def test_a_runner_killed_mid_job_loses_nothing_and_duplicates_nothing(box: Compose) -> None:
-    campaign = publish(box, "random-reads", "--runtime", "8", "--size", "8M")
+    # 30 s of fio outlasts the status and inspect calls before the kill: with 8 s, at load
+    # 8-12, the victim had finished and committed the job itself before it was killed.
+    campaign = publish(box, "random-reads", "--runtime", "30", "--size", "8M")
     victim = _running_job(box, campaign, 60)
     killed = _container_of(box, victim["runner"])
     podman("kill", killed)  # SIGKILL: no goodbye, the lease just stops being renewed
-    rows = wait_states(box, campaign, {"ok", "failed", "interrupted"}, 120)
+    rows = wait_states(box, campaign, {"ok", "failed", "interrupted"}, 180)
     assert [r["state"] for r in rows] == ["ok"], rows
     assert rows[0]["runner"] != victim["runner"]  # the other replica, after the lease
     runs = json.loads(
