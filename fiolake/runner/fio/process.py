@@ -166,6 +166,8 @@ def run_fio(
             eta = _EtaReader(proc.stdout, _throttled(on_progress, expected_s))
             eta.start()
         watchdog = _supervise(proc, deadline_s, grace_s, should_stop, tick_s)
+        if proc.returncode is not None and proc.returncode < 0:
+            end_job_processes(outdir)  # fio was killed: its job processes may not have been
         if eta is not None:
             eta.join(timeout=5)
     finished = datetime.now(UTC)
@@ -255,12 +257,50 @@ def _supervise(
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     # fio forks one process per job; SIGKILL to the parent alone leaves them running
-    # (seen with io_submit_mode=offload stuck in fio 3.33). fio leads its own session.
+    # (seen with io_submit_mode=offload stuck in fio 3.33). fio leads its own session, but
+    # each job process calls setsid(): run_fio's end_job_processes ends those.
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     proc.kill()
+
+
+def end_job_processes(outdir: Path, timeout_s: float = 5.0) -> None:
+    """SIGKILL the job processes a killed fio left running in `outdir`, and wait until
+    none is left.
+
+    fio forks a process per job, and each calls setsid(): a SIGKILL to fio's parent process
+    (from outside, the OOM killer, or `_kill_group`) leaves them running, reparented, until
+    their runtime ends, holding the target's files (a `--mkfs` mount then cannot be
+    unmounted, nor the device claimed again) and the host lock fio inherited. They are
+    found by what they share: the name fio and the run's own working directory."""
+    target = os.path.realpath(outdir)
+    deadline = time.monotonic() + timeout_s
+    while left := _job_processes(target):
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.01)  # no event says "exited" for a process that is not our child
+
+
+def _job_processes(cwd: str) -> list[int]:
+    """Live (not zombie) fio processes whose working directory is `cwd`."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if (proc / "comm").read_text().strip() != "fio":
+                continue
+            state = (proc / "stat").read_text().rpartition(")")[2].split()[0]
+            if state != "Z" and os.readlink(proc / "cwd") == cwd:
+                found.append(int(proc.name))
+        except (OSError, IndexError):
+            continue
+    return found
 
 
 def deadline_for(expected_s: float) -> float:

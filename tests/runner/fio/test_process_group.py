@@ -1,0 +1,74 @@
+"""fiolake.runner.fio.process when fio is killed from outside: nothing of it runs on."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from fiolake.runner.fio.process import _job_processes, run_fio
+
+pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="needs fio")
+
+# Two job processes that would run for a minute, gently (rate-limited, psync).
+JOB = """[global]
+directory={data}
+size=1M
+bs=4k
+ioengine=psync
+rw=randread
+rate_iops=50
+time_based=1
+runtime=60
+[a]
+[b]
+"""
+
+
+def _workers(parent: int) -> int:
+    """How many child processes `parent` has (fio's job processes, once they started)."""
+    count = 0
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (proc / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        count += int(fields[1]) == parent
+    return count
+
+
+def test_a_fio_killed_from_outside_leaves_no_job_process_running(tmp_path: Path) -> None:
+    """SIGKILL to fio's parent process alone (the OOM killer, an operator) leaves its job
+    processes running (each in a session of its own); run_fio ends them before it returns."""
+    (tmp_path / "data").mkdir()
+    job = tmp_path / "job.fio"
+    job.write_text(JOB.format(data=tmp_path / "data"))
+    killed: list[int] = []
+
+    def kill_parent_once_jobs_run() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not killed:
+            for proc in Path("/proc").glob("[0-9]*"):
+                try:
+                    fields = (proc / "stat").read_text().rpartition(")")[2].split()
+                    name = (proc / "comm").read_text().strip()
+                except OSError:
+                    continue
+                pid = int(proc.name)
+                if name == "fio" and int(fields[1]) == os.getpid() and _workers(pid) >= 2:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                    break
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_parent_once_jobs_run, daemon=True)
+    killer.start()
+    run = run_fio(job, tmp_path, deadline_s=120, expected_s=60)
+    killer.join(5)
+    assert killed and run.exit_code == -signal.SIGKILL
+    assert _job_processes(os.path.realpath(tmp_path)) == []
