@@ -36,7 +36,7 @@ from fiolake.signing import LocalSigner, public_key_path
 from fiolake.units import parse_duration, parse_size
 from tests.aggregator import lakegen
 from tests.runner.loopdev import NEEDS, can_loop, devices_in_every_state, sha256
-from tests.stack.ignoring_proxy import Misbehaviour, ignoring_proxy
+from tests.stack.ignoring_proxy import Misbehaviour, in_front_of
 
 TINY = "[t]\nrw=randread\nbs=4k\nsize=1M\nioengine=psync\ndirect=1\nruntime=1\ntime_based=1\n"
 JOBS = {
@@ -2302,14 +2302,11 @@ def server_places(stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[d
     root.auth.token.revoke(revoked)
     other_ca = ensure_bootstrap_tls(tmp_path_factory.mktemp("other-ca"), ["127.0.0.1"])[0]
     time.sleep(2)  # the 1 s token is past its TTL
-    certs = stack.state_dir / "minio-certs"
-    tls = (stack.endpoint, stack.ca_bundle, certs / "public.crt", certs / "private.key")
-    keys = {creds.access_key: creds.secret_key for creds in stack.roles.values()}
     places = {"endpoint": stack.endpoint, "other_ca": str(other_ca), "expired": expired,
               "revoked": revoked, "bucket": stack.bucket}  # fmt: skip
     with ExitStack() as proxies:
         for name, how in STORES_THAT_FAIL.items():
-            places[name] = proxies.enter_context(ignoring_proxy(*tls, keys, how))
+            places[name] = proxies.enter_context(in_front_of(stack, how))
         yield places
 
 

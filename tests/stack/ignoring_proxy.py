@@ -14,7 +14,7 @@ import re
 import ssl
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -23,6 +23,8 @@ import requests
 from botocore.auth import S3SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
+
+from fiolake.stack.env import StackEnv
 
 DROPPED = frozenset({"if-none-match", "if-match"})
 # Re-made by the signer or by requests itself.
@@ -141,3 +143,14 @@ def ignoring_proxy(
     finally:
         server.shutdown()
         server.server_close()
+
+
+def in_front_of(
+    stack: StackEnv, how: Misbehaviour = Misbehaviour(), seen: list[str] | None = None
+) -> AbstractContextManager[str]:
+    """`ignoring_proxy` in front of `stack`'s MinIO, with its certificate and every role's
+    keys (the proxy signs again with the secret of the key a client used)."""
+    certs = stack.state_dir / "minio-certs"
+    keys = {creds.access_key: creds.secret_key for creds in stack.roles.values()}
+    return ignoring_proxy(stack.endpoint, stack.ca_bundle, certs / "public.crt",
+                          certs / "private.key", keys, how, seen=seen)  # fmt: skip

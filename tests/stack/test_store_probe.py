@@ -18,7 +18,7 @@ from fiolake.errors import StoreUnavailable
 from fiolake.stack.env import StackEnv
 from fiolake.store import LocalStore, S3Store
 from fiolake.storeprobe import VERDICT_TTL, cached_report, check_store, probe, require_safe_store
-from tests.stack.ignoring_proxy import Misbehaviour, ignoring_proxy
+from tests.stack.ignoring_proxy import Misbehaviour, in_front_of
 
 STEPS = ["create", "second create", "stale If-Match", "current If-Match", "parallel creates"]
 FIX = (
@@ -130,18 +130,10 @@ def test_lake_check_store_refuses_the_ignoring_store_with_exit_2(
     assert _left(stack, lake) == []
 
 
-def _misbehaving(stack: StackEnv, how: Misbehaviour, seen: list[str] | None = None):  # noqa: ANN202
-    """`ignoring_proxy` in front of the stack's MinIO with its certificate and keys."""
-    certs = stack.state_dir / "minio-certs"
-    secrets_ = {c.access_key: c.secret_key for c in stack.roles.values()}
-    tls = (certs / "public.crt", certs / "private.key")
-    return ignoring_proxy(stack.endpoint, stack.ca_bundle, *tls, secrets_, how, seen=seen)
-
-
 def test_a_lost_answer_in_the_race_is_never_a_win(stack: StackEnv) -> None:
     """Every racer's answer is cut after MinIO took its PUT: none of them is a 2xx, and
     the probe still finds the one winner by reading the key back."""
-    with _misbehaving(stack, Misbehaviour(drop=frozenset(), cut="/race")) as endpoint:
+    with in_front_of(stack, Misbehaviour(drop=frozenset(), cut="/race")) as endpoint:
         lake = _lake(stack, endpoint)
         report = probe(lake)
     assert report.passed, report.steps
@@ -158,7 +150,7 @@ def test_a_create_whose_answer_was_lost_is_sent_once_and_is_no_verdict(stack: St
     runner restarted during a network fault used to stop for good). Sent once, the probe
     has no answer to judge: the store is unavailable (a runner waits and probes again)."""
     seen: list[str] = []
-    with _misbehaving(stack, Misbehaviour(drop=frozenset(), cut="/sequential"), seen) as endpoint:
+    with in_front_of(stack, Misbehaviour(drop=frozenset(), cut="/sequential"), seen) as endpoint:
         lake = _lake(stack, endpoint)
         with pytest.raises(StoreUnavailable, match=rf"^{lake.prefix}probe/[0-9a-f]+/sequential: "
                            rf"cannot reach https://127\.0\.0\.1:\d+"):  # fmt: skip
@@ -172,7 +164,7 @@ def test_a_race_that_reaches_no_store_is_no_verdict(stack: StackEnv) -> None:
     """No racer's create reaches MinIO (hung up before forwarding, as while it restarts):
     the key is absent and nobody answered. That says nothing about conditional writes, so
     the probe raises StoreUnavailable instead of calling the store unsafe."""
-    with _misbehaving(stack, Misbehaviour(drop=frozenset(), lose="/race")) as endpoint:
+    with in_front_of(stack, Misbehaviour(drop=frozenset(), lose="/race")) as endpoint:
         lake = _lake(stack, endpoint)
         with pytest.raises(StoreUnavailable, match=rf"^{lake.prefix}probe/[0-9a-f]+/race: "
                            rf"cannot reach https://127\.0\.0\.1:\d+"):  # fmt: skip
