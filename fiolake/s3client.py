@@ -210,7 +210,7 @@ def s3_error(exc: Exception, key: str, *, url: str, endpoint: str, bucket: str) 
     )
     if isinstance(exc, SSLError) and "CERTIFICATE_VERIFY_FAILED" not in str(exc):
         # A TLS session cut mid-answer (EOF, reset): the network failed, not trust.
-        return StoreUnavailable(f"{key}: cannot reach {endpoint}: {exc}")
+        return _unreachable(key, endpoint, exc)
     if isinstance(exc, SSLError):
         why = re.search(r"certificate verify failed: ([^(]+?)\s*\(", str(exc))
         return StoreError(
@@ -255,5 +255,13 @@ def s3_error(exc: Exception, key: str, *, url: str, endpoint: str, bucket: str) 
             'AWS_SECRET_ACCESS_KEY (for the local stack: eval "$(fiolake stack env)")'
         )
     if isinstance(exc, transport):
-        return StoreUnavailable(f"{key}: cannot reach {endpoint}: {exc}")
+        return _unreachable(key, endpoint, exc)
     return StoreError(f"{key}: {exc}")
+
+
+def _unreachable(key: str, endpoint: str, exc: Exception) -> StoreUnavailable:
+    return StoreUnavailable(
+        f"{key}: cannot reach {endpoint}: {exc} — check that the object store runs there "
+        "and FIOLAKE_S3_ENDPOINT names it (the local stack: `fiolake stack up`); "
+        "runners wait and retry on their own"
+    )

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from time import monotonic
+
 import click
 
 from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import connect
 from fiolake.cli.output import emit
 from fiolake.layout import TABLES
+from fiolake.units import human_ns
+
+
+def _took(started: float) -> str:
+    """' in 1.25 s': how long a lake command worked, for the line that says it finished
+    (a lake grows every night: an operator watches this figure grow with it)."""
+    return f" in {human_ns((monotonic() - started) * 1e9)}"
 
 
 @click.group()
@@ -58,6 +67,7 @@ def compact(lake: str, tables: tuple[str, ...], grace: str, wait: bool) -> None:
     from fiolake.units import parse_duration
 
     store = Settings.from_env(lake=lake).writable_store()
+    started = monotonic()
     report = run_compaction(
         store,
         tables=tables or TABLES,
@@ -66,12 +76,17 @@ def compact(lake: str, tables: tuple[str, ...], grace: str, wait: bool) -> None:
         on_wait=lambda why: click.echo(f"waiting: {why}", err=True),
     )
     if report.generation is None:
-        click.echo("nothing to compact: every committed run is already compacted", err=True)
+        click.echo(
+            "nothing to compact: every committed run is already compacted "
+            f"(checked{_took(started)})",
+            err=True,
+        )
     else:
         runs = sum(m.new_runs for m in report.merged)
         click.echo(
             f"generation {report.generation}: appended {runs} run(s) × table to "
-            f"{len(report.merged)} Delta table(s); {report.commits} commit(s) indexed",
+            f"{len(report.merged)} Delta table(s); {report.commits} commit(s) indexed"
+            f"{_took(started)}",
             err=True,
         )
         if report.migrated:
@@ -125,13 +140,15 @@ def prune(lake: str, keep: float) -> None:
     from fiolake.timetext import iso_utc
 
     store = Settings.from_env(lake=lake).writable_store()
+    started = monotonic()
     report = prune_timeseries(store, timedelta(seconds=keep))
     # The cutoff is a UTC day; said as the instant it starts, so no one reads local time.
     cutoff = datetime.combine(report.cutoff, time(), tzinfo=UTC)
     click.echo(
         f"deleted {report.deleted_rows} timeseries row(s) of runs started before "
         f"{iso_utc(cutoff, 'minutes')}; {report.rows} row(s) kept"
-        + (f"; generation {report.generation}" if report.generation is not None else ""),
+        + (f"; generation {report.generation}" if report.generation is not None else "")
+        + f"; done{_took(started)}",
         err=True,
     )
 
@@ -164,14 +181,21 @@ def check(lake: str, fmt: str, store_probe: bool, recheck: bool) -> None:
         raise click.UsageError("--recheck goes with --store — add --store")
     from fiolake.aggregator.lake.check import check_lake
 
+    started = monotonic()
     with connect(lake, kept_rows=False) as handle:  # the lake's own files, not copies
         problems = check_lake(handle)
         runs = handle.snapshot.commits.num_rows
     if not problems:
-        click.echo(f"ok: {runs} committed run(s), nothing missing", err=True)
+        click.echo(
+            f"ok: {runs} committed run(s), nothing missing (checked{_took(started)})", err=True
+        )
         return
     rows = [(p.job_id, p.run_id, p.status, p.problem) for p in problems]
     emit(["job_id", "run_id", "status", "problem"], rows, fmt)
+    click.echo(
+        f"{len(problems)} problem(s) in {runs} committed run(s) (checked{_took(started)})",
+        err=True,
+    )
     raise click.exceptions.Exit(1)
 
 

@@ -54,12 +54,19 @@ def _vault_errors(action: str, addr: str, need: str, client: Any = None) -> Iter
             msg = f"Vault refused to {action} (permission denied): the token needs {need}"
         raise FiolakeError(msg) from exc
     except hvac.exceptions.InvalidPath as exc:
-        raise FiolakeError(f"Vault cannot {action}: no such key or mount at {addr}") from exc
+        raise FiolakeError(
+            f"Vault cannot {action}: no such key or mount at {addr} — check "
+            "FIOLAKE_TRANSIT_KEY and that the transit engine is mounted (the local stack: "
+            "`fiolake stack up` creates both)"
+        ) from exc
     except requests.exceptions.SSLError as exc:
-        msg = f"TLS to Vault at {addr} failed ({exc}); set VAULT_CACERT to its CA file"
+        msg = f"TLS to Vault at {addr} failed ({exc}) — set VAULT_CACERT to its CA file"
         raise FiolakeError(msg) from exc
     except requests.exceptions.RequestException as exc:
-        raise FiolakeError(f"cannot reach Vault at {addr} to {action}: {exc}") from exc
+        raise FiolakeError(
+            f"cannot reach Vault at {addr} to {action}: {exc} — check that Vault/OpenBao "
+            "runs there and VAULT_ADDR names it (the local stack: `fiolake stack up`)"
+        ) from exc
     except hvac.exceptions.VaultError as exc:
         raise FiolakeError(f"Vault failed to {action}: {exc}") from exc
 

@@ -20,8 +20,12 @@ def test_an_unreachable_endpoint_is_unavailable_not_denied() -> None:
         port = sock.getsockname()[1]  # closed again: nothing listens there
     settings = S3Settings(endpoint=f"https://127.0.0.1:{port}", access_key="a", secret_key="b")
     store = S3Store("bucket", "", settings, client=s3_client(settings, attempts=1, timeout_s=2))
-    with pytest.raises(StoreUnavailable, match=f"cannot reach https://127.0.0.1:{port}"):
+    with pytest.raises(StoreUnavailable, match=f"cannot reach https://127.0.0.1:{port}") as got:
         store.put("k", b"x")
+    assert str(got.value).endswith(  # what to do about it, after the what
+        " — check that the object store runs there and FIOLAKE_S3_ENDPOINT names it (the "
+        "local stack: `fiolake stack up`); runners wait and retry on their own"
+    )
 
 
 def test_a_tls_session_cut_mid_handshake_is_unavailable_not_a_trust_failure() -> None:

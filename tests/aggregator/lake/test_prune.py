@@ -114,7 +114,7 @@ def test_cli_prune(tmp_path: Path) -> None:
     # The cutoff day as the UTC instant it starts (fiolake.timetext's spelling).
     assert re.fullmatch(
         r"deleted 6 timeseries row\(s\) of runs started before \d{4}-\d\d-\d\dT00:00Z; "
-        r"3 row\(s\) kept; generation 2\n",
+        r"3 row\(s\) kept; generation 2; done in \d+\.\d\d (ms|s)\n",
         res.stderr,
     ), res.stderr
     res = CliRunner().invoke(cli, [*args, "ninety"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -121,6 +122,8 @@ def test_lake_check_passes_gtod_reduce_and_names_what_is_missing(tmp_path: Path)
         assert res.exit_code == 0, res.output
     res = CliRunner().invoke(cli, ["lake", "check", "--lake", str(lake)])
     assert res.exit_code == 0, res.output
+    took = r"\(checked in \d+\.\d\d (ms|s)\)"
+    assert re.fullmatch(rf"ok: 2 committed run\(s\), nothing missing {took}\n", res.stderr)
     with connect(str(lake)) as handle:
         (run_id,) = handle.con.sql("SELECT run_id FROM runs WHERE profile = 'plain'").fetchone()
         (gtod,) = handle.con.sql("SELECT count(*) FROM percentiles p JOIN runs USING (run_id) "
@@ -132,3 +135,4 @@ def test_lake_check_passes_gtod_reduce_and_names_what_is_missing(tmp_path: Path)
     assert res.exit_code == 1
     (line,) = res.stdout.splitlines()[1:]
     assert line.endswith(f",{run_id},ok,no percentiles rows though 1 results row(s) have latencies")
+    assert re.fullmatch(rf"1 problem\(s\) in 2 committed run\(s\) {took}\n", res.stderr)

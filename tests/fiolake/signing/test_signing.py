@@ -367,8 +367,12 @@ def test_unreachable_vault_is_a_clear_error() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # bound, never listening: connection refused
         addr = f"http://127.0.0.1:{port}"
-        with pytest.raises(FiolakeError, match=f"^cannot reach Vault at {addr} to sign"):
+        with pytest.raises(FiolakeError, match=f"^cannot reach Vault at {addr} to sign") as got:
             VaultSigner(addr, "token").sign(MESSAGE)
+        assert str(got.value).endswith(
+            " — check that Vault/OpenBao runs there and VAULT_ADDR names it "
+            "(the local stack: `fiolake stack up`)"
+        )
         with pytest.raises(FiolakeError, match=f"^cannot reach Vault at {addr} to read"):
             vault_key_refresher(addr, "token")("vault:manifests:v1")
 
@@ -419,6 +423,18 @@ def test_vault_tokens_are_least_privilege(stack) -> None:  # noqa: ANN001
     assert str(exc.value) == (
         f"Vault refused to read transit key '{key}' (permission denied): "
         f"the token needs `read` on transit/keys/{key}"
+    )
+
+
+@pytest.mark.stack
+def test_an_unknown_transit_key_names_the_setting_to_check(stack) -> None:  # noqa: ANN001
+    admin = stack.roles["admin"].vault_token  # may read any key: what is missing is the key
+    with pytest.raises(FiolakeError) as exc:
+        vault_key_refresher(stack.vault_addr, admin, "no-such-key", stack.vault_cacert)("")
+    assert str(exc.value) == (
+        f"Vault cannot read transit key 'no-such-key': no such key or mount at "
+        f"{stack.vault_addr} — check FIOLAKE_TRANSIT_KEY and that the transit engine is "
+        "mounted (the local stack: `fiolake stack up` creates both)"
     )
 
 
