@@ -82,11 +82,15 @@ demo: setup ## the main job: run the default suite locally and show the summary
 # run after the rest, by themselves, where the other workers' load cannot blur them.
 # `make test TEST_WORKERS=0` runs the main phase serially. mypy runs beside, as in test-fast.
 TEST_WORKERS ?= 4
+# Every test's CPU goes to build/test-cpu.tsv (tests/cpu_ledger.py); the run ends with
+# the test files that cost most: on two cores, CPU over two bounds the wall time below.
 test: setup lint lint-imports ## everything: lint, layers, types, then every tier
-	@mkdir -p build; $(BIN)/mypy > build/typecheck.log 2>&1 & mypy=$$!; \
+	@mkdir -p build; rm -f build/test-cpu.tsv; export PYTEST_CPU_LEDGER=$(CURDIR)/build/test-cpu.tsv; \
+	$(BIN)/mypy > build/typecheck.log 2>&1 & mypy=$$!; \
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not alone"; tests=$$?; \
 	$(BIN)/pytest -q -m alone || tests=1; \
 	wait $$mypy; types=$$?; cat build/typecheck.log; \
+	$(BIN)/python -m tests.cpu_ledger build/test-cpu.tsv 12 || true; \
 	[ $$tests -eq 0 ] && [ $$types -eq 0 ]
 
 # Three workers on two cores: the fast tier waits on fio's timers as much as it computes

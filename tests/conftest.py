@@ -26,6 +26,7 @@ from fiolake.stack.process import free_ports
 # scheduling: how `make test`'s parallel workers share the groups (tests/scheduling.py).
 pytest_plugins = [
     "tests.hygiene",
+    "tests.cpu_ledger",
     "tests.versitygw",
     "tests.fio_versions",
     "tests.scheduling",
