@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import requests
 
+from fiolake.children import kill_group
 from fiolake.config import Settings
 from fiolake.errors import FiolakeError
 
@@ -69,8 +69,7 @@ def go_install(what: str, name: str, package: str, then: str) -> Path:
         except BaseException:
             # Interrupted (Ctrl-C, a test's timeout): the build must not go on orphaned,
             # compiling beside the next one (issue 40: five at once on two cores).
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            kill_group(proc)  # reaps without Popen's lock, which the interrupt may hold
             raise
         errors.seek(0)
         output = errors.read()

@@ -8,6 +8,7 @@ file for progress, and asks `should_stop` (a lost lease) once per tick.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
@@ -21,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
+from fiolake.children import kill_group, reap
 from fiolake.errors import FioError
 from fiolake.runner.fio.binary import FIO_INSTALL_HINT
 
@@ -239,31 +241,19 @@ def _supervise(
                     proc.send_signal(signal.SIGINT)
                     interrupted_at = now
             elif now - interrupted_at >= grace_s:
-                _kill_group(proc)
-                fired = "sigkill" if fired == "sigint" else fired
-                proc.wait()
-                return fired
+                # fio leads its own session; each job process calls setsid(), and
+                # run_fio's end_job_processes ends those.
+                kill_group(proc)
+                return "sigkill" if fired == "sigint" else fired
     except BaseException:
-        # KeyboardInterrupt or a crash of ours: never leave fio running unattended.
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                _kill_group(proc)
-                proc.wait()
+        # KeyboardInterrupt or a crash of ours: never leave fio running unattended. The
+        # interrupt may have left Popen's wait lock held: reap without it (children).
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGINT)
+            if reap(proc, grace_s) is None:
+                kill_group(proc)
         raise
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    # fio forks one process per job; SIGKILL to the parent alone leaves them running
-    # (seen with io_submit_mode=offload stuck in fio 3.33). fio leads its own session, but
-    # each job process calls setsid(): run_fio's end_job_processes ends those.
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.kill()
 
 
 def end_job_processes(outdir: Path, timeout_s: float = 5.0) -> None:
@@ -271,7 +261,7 @@ def end_job_processes(outdir: Path, timeout_s: float = 5.0) -> None:
     none is left.
 
     fio forks a process per job, and each calls setsid(): a SIGKILL to fio's parent process
-    (from outside, the OOM killer, or `_kill_group`) leaves them running, reparented, until
+    (from outside, the OOM killer, or our own `kill_group`) leaves them running, reparented, until
     their runtime ends, holding the target's files (a `--mkfs` mount then cannot be
     unmounted, nor the device claimed again) and the host lock fio inherited. They are
     found by what they share: the name fio and the run's own working directory."""
