@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -435,6 +436,10 @@ def test_missing_minio_without_go_says_how_to_get_it(
         ensure_minio()
 
 
+# `alone`: it failed twice in the main phase of a fresh-clone `make test` (the build not
+# stopped 60 s after SIGINT, nothing on stderr) and never by itself, also under CPU hogs.
+# The cause is not known; a next failure prints what /proc shows of the build.
+@pytest.mark.alone
 def test_an_interrupted_minio_build_leaves_no_compiler_running(tmp_path: Path) -> None:
     """Ctrl-C (or a test's timeout) while `go install` builds MinIO stops go and what it
     started, instead of leaving them compiling alone. `go` is a stand-in that starts a
@@ -454,7 +459,47 @@ def test_an_interrupted_minio_build_leaves_no_compiler_running(tmp_path: Path) -
         time.sleep(0.05)
     pid = int(child.read_text())
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        _, err = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        # Twice in a fresh-clone `make test` (never alone, never under CPU hogs) the build
+        # had not stopped 60 s after the SIGINT, with nothing on its stderr. Keep what
+        # says why: where it waits, its signal masks, what it still runs.
+        evidence = _process_evidence(proc.pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)  # the stand-in go and its child
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"the interrupted build did not exit within 60 s:\n{evidence}")
     assert proc.returncode != 0 and b"KeyboardInterrupt" in err
     stat = Path(f"/proc/{pid}/stat")
     assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"  # killed
+
+
+def _process_evidence(pid: int) -> str:
+    """A process and its descendants as /proc shows them: state, signal masks, the kernel
+    function it waits in, its kernel stack (root reads it) and its command line."""
+    lines = []
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        proc = Path(f"/proc/{current}")
+        try:
+            status = dict(line.split(":", 1) for line in (proc / "status").read_text().splitlines())
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        keys = ("State", "PPid", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt", "Threads")
+        lines.append(f"pid {current}: {cmdline}")
+        lines.append("  " + ", ".join(f"{k} {status.get(k, '?').strip()}" for k in keys))
+        for name in ("wchan", "stack"):
+            try:
+                lines.append(f"  {name}: {(proc / name).read_text().strip()[:600]}")
+            except OSError:
+                pass
+        for task in (proc / "task").iterdir():
+            try:
+                todo += [int(c) for c in (task / "children").read_text().split()]
+            except OSError:
+                pass
+    return "\n".join(lines)
