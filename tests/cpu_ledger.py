@@ -6,7 +6,9 @@ subprocesses, builds). `python -m tests.cpu_ledger FILE` sums them by test file.
 On two cores the wall time of `make test` is bounded below by its CPU over two, so this,
 not `--durations`, says what to make cheaper. Servers a session fixture starts (MinIO,
 OpenBao) are reaped at the end, so their CPU is not in any test's line: the ledger's
-total falls short of `time make test` by about that much.
+total falls short of `time make test` by about that much. A child's CPU is charged when
+it is reaped: pytest tears a file's module fixtures down in the next file's first setup,
+so what they started lands there.
 
 Lines are appended with one write each (O_APPEND, under PIPE_BUF): xdist's workers
 share the file safely.
