@@ -4,9 +4,9 @@
 only then enters the `try` that releases it: a KeyboardInterrupt between the two leaves
 the lock held, and every later `proc.wait()` then blocks forever. Measured here: of 200
 processes interrupted inside such a wait loop, 2 hung in the clean-up's `proc.wait()`;
-reaping with `os.waitpid`, which takes no lock, 0 of 200. (A test saw it: an interrupted
-MinIO build did not exit in 60 s.) So the clean-up after an interruption reaps here; the
-standard library has no lock-free wait, and this is a few lines.
+reaping with `os.waitpid`, which takes no lock, 0 of 200. So the clean-up after an
+interruption reaps here; the standard library has no lock-free wait, and this is a few
+lines.
 """
 
 from __future__ import annotations
