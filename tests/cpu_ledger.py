@@ -36,8 +36,8 @@ def _cpu() -> tuple[float, float]:
 class _Phase:
     """One phase of one test: the clocks at its start, a ledger line at its end."""
 
-    def __init__(self, item: pytest.Item, phase: str):
-        self.item, self.phase = item, phase
+    def __init__(self, item: pytest.Item, phase: str, path: str):
+        self.item, self.phase, self.path = item, phase, path  # the ledger when it began
         self.wall, (self.own, self.children) = time.monotonic(), _cpu()
 
     def write(self) -> None:
@@ -45,7 +45,7 @@ class _Phase:
         fields = (self.item.nodeid, self.phase, time.monotonic() - self.wall,
                   own - self.own, children - self.children)  # fmt: skip
         line = "\t".join(f"{f:.3f}" if isinstance(f, float) else f for f in fields)
-        fd = os.open(str(LEDGER), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, (line + "\n").encode())
         finally:
@@ -55,7 +55,7 @@ class _Phase:
 def _ledgered(item: pytest.Item, phase: str) -> Generator[None, object, object]:
     if LEDGER is None:
         return (yield)
-    timing = _Phase(item, phase)
+    timing = _Phase(item, phase, LEDGER)
     try:
         return (yield)
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -51,3 +52,19 @@ def test_each_phase_is_charged_its_own_and_its_childrens_cpu(
     table = cpu_ledger.summary(ledger).splitlines()
     assert table[1].endswith("test_spend.py") and table[-1].endswith("all 1 files")
     assert float(table[1].split()[0]) >= 0.58
+
+
+def test_a_phase_writes_to_the_ledger_it_began_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ledger unset while a phase ran (a test that patched it, undone in its teardown)
+    still gets that phase's line — once written to a file named `None` in the checkout."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cpu_ledger, "LEDGER", str(tmp_path / "cpu.tsv"))
+    phase = cpu_ledger._ledgered(SimpleNamespace(nodeid="t.py::t"), "teardown")  # type: ignore[arg-type]
+    next(phase)
+    monkeypatch.setattr(cpu_ledger, "LEDGER", None)
+    with pytest.raises(StopIteration):
+        phase.send(None)
+    assert (tmp_path / "cpu.tsv").read_text().startswith("t.py::t\tteardown\t")
+    assert not (tmp_path / "None").exists()
