@@ -8,7 +8,6 @@ file for progress, and asks `should_stop` (a lost lease) once per tick.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import re
@@ -248,11 +247,9 @@ def _supervise(
     except BaseException:
         # KeyboardInterrupt or a crash of ours: never leave fio running unattended. The
         # interrupt may have left Popen's wait lock held: reap without it (children).
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGINT)
-            if reap(proc, grace_s) is None:
-                kill_group(proc)
+        proc.send_signal(signal.SIGINT)  # nothing once it has exited (or been reaped)
+        if reap(proc, grace_s) is None:
+            kill_group(proc)
         raise
 
 
