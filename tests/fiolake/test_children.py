@@ -12,14 +12,7 @@ from pathlib import Path
 import pytest
 
 from fiolake.children import kill_group, reap
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+from fiolake.stack.process import pid_alive
 
 
 def _group(tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
@@ -46,7 +39,7 @@ def test_a_wait_lock_left_held_by_an_interrupt_does_not_hang_the_clean_up(tmp_pa
         done.join(10)
         assert not done.is_alive(), "kill_group blocked on Popen's wait lock"
         assert proc.returncode == -9
-        assert not _alive(sleeper)  # the whole group, not just the leader
+        assert not pid_alive(sleeper)  # the whole group, not just the leader
     finally:
         proc._waitpid_lock.release()  # type: ignore[attr-defined]
 

@@ -38,6 +38,7 @@ from fiolake.stack.local import load_stack, restart_minio, stack_down, stack_sta
 from fiolake.stack.process import free_ports, port_free
 from fiolake.store import S3Store
 from tests.aggregator import lakegen
+from tests.proc_evidence import process_evidence
 
 pytestmark = pytest.mark.stack
 
@@ -470,7 +471,7 @@ def test_an_interrupted_minio_build_leaves_no_compiler_running(tmp_path: Path) -
     except subprocess.TimeoutExpired:
         # Keep what says why: where it waits, its signal masks, what it still runs (that is
         # how an inherited ignored SIGINT was found).
-        evidence = _process_evidence(proc.pid)
+        evidence = process_evidence(proc.pid)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(os.getpgid(pid), signal.SIGKILL)  # the stand-in go and its child
         proc.kill()
@@ -479,32 +480,3 @@ def test_an_interrupted_minio_build_leaves_no_compiler_running(tmp_path: Path) -
     assert proc.returncode != 0 and b"KeyboardInterrupt" in err
     stat = Path(f"/proc/{pid}/stat")
     assert not stat.exists() or stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"  # killed
-
-
-def _process_evidence(pid: int) -> str:
-    """A process and its descendants as /proc shows them: state, signal masks, the kernel
-    function it waits in, its kernel stack (root reads it) and its command line."""
-    lines = []
-    todo = [pid]
-    while todo:
-        current = todo.pop()
-        proc = Path(f"/proc/{current}")
-        try:
-            status = dict(line.split(":", 1) for line in (proc / "status").read_text().splitlines())
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        keys = ("State", "PPid", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt", "Threads")
-        lines.append(f"pid {current}: {cmdline}")
-        lines.append("  " + ", ".join(f"{k} {status.get(k, '?').strip()}" for k in keys))
-        for name in ("wchan", "stack"):
-            try:
-                lines.append(f"  {name}: {(proc / name).read_text().strip()[:600]}")
-            except OSError:
-                pass
-        for task in (proc / "task").iterdir():
-            try:
-                todo += [int(c) for c in (task / "children").read_text().split()]
-            except OSError:
-                pass
-    return "\n".join(lines)

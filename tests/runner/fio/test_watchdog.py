@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from fiolake.runner.fio.process import run_fio
+from fiolake.stack.process import pid_alive
 
 
 def _stubborn_fio(tmp_path: Path) -> tuple[Path, Path]:
@@ -24,13 +25,6 @@ def _stubborn_fio(tmp_path: Path) -> tuple[Path, Path]:
     return fio, child
 
 
-def _gone(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
-    except OSError:
-        return True
-
-
 def test_past_the_deadline_sigint_then_sigkill_to_the_group(tmp_path: Path) -> None:
     fio, child = _stubborn_fio(tmp_path)
     started = time.monotonic()
@@ -39,7 +33,7 @@ def test_past_the_deadline_sigint_then_sigkill_to_the_group(tmp_path: Path) -> N
     took = time.monotonic() - started
     assert run.watchdog == "sigkill" and run.exit_code == -signal.SIGKILL
     assert 1.0 <= took < 10, took  # the deadline, then the grace: not before, not long after
-    assert _gone(int(child.read_text()))  # what fio started went with it
+    assert not pid_alive(int(child.read_text()))  # what fio started went with it
 
 
 def test_an_interrupt_of_fiolake_ends_fio_before_it_is_raised_again(tmp_path: Path) -> None:
@@ -56,4 +50,4 @@ def test_an_interrupt_of_fiolake_ends_fio_before_it_is_raised_again(tmp_path: Pa
                 grace_s=0.5, fio=str(fio), should_stop=interrupt_once_fio_runs,
                 tick_s=0.05)  # fmt: skip
     assert time.monotonic() - started < 10
-    assert _gone(int(child.read_text()))
+    assert not pid_alive(int(child.read_text()))

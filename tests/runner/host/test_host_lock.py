@@ -16,6 +16,7 @@ import pytest
 
 from fiolake.runner.host.contention import other_fio_pids
 from fiolake.runner.host.lock import HostLock, between_solo_runs
+from tests.proc_evidence import process_evidence
 from tests.runner.conftest import LakeEnv, lock_is_held, sql, wait_for
 
 SHORT = """\
@@ -158,11 +159,7 @@ def test_kill_9_of_the_holder_frees_the_lock_once_its_fio_is_gone(tmp_path: Path
 
 def _evidence(fio: int, log: Path, work: Path) -> str:
     """What explains a fio gone too early: its state, the holder's log, fio's own output."""
-    try:
-        state = Path(f"/proc/{fio}/status").read_text()
-    except OSError:
-        state = "(no /proc entry: exited and reaped)\n"
-    found = [f"fio {fio}:\n{state}", f"holder's stderr:\n{log.read_text(errors='replace')}"]
+    found = [process_evidence(fio), f"holder's stderr:\n{log.read_text(errors='replace')}"]
     for path in sorted(work.rglob("*")):
         if path.is_file() and path.suffix in (".stderr", ".json", ".fio"):
             found.append(f"{path.relative_to(work)}:\n{path.read_text(errors='replace')[-3000:]}")
