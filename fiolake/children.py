@@ -40,13 +40,38 @@ def reap(proc: subprocess.Popen[Any], timeout_s: float | None = None) -> int | N
     return proc.returncode
 
 
-def kill_group(proc: subprocess.Popen[Any]) -> None:
-    """SIGKILL the process group `proc` leads (started with `start_new_session`) and reap
-    `proc`. While unreaped, its pid cannot have been reused, so the signal reaches only
-    what it started."""
-    if proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGKILL)  # a leader that left its group
+def kill_group(proc: subprocess.Popen[Any], timeout_s: float = 10.0) -> list[int]:
+    """SIGKILL the process group `proc` leads (started with `start_new_session`), reap
+    `proc`, and wait until no member of the group is left alive; the pids still alive
+    after `timeout_s` (none, short of a process stuck in the kernel). While unreaped, the
+    leader's pid cannot have been reused, so the signal reaches only what it started."""
+    if proc.returncode is not None:
+        return []  # reaped: its pid, and so its group id, may belong to another process now
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signal.SIGKILL)  # a leader that left its group
     reap(proc)
+    # A SIGKILL is only queued: a member dies once the kernel next schedules it, which on
+    # a busy host comes after the leader has been reaped. The caller's next step (the
+    # device or the lock again) must not meet a member still running.
+    deadline = time.monotonic() + timeout_s
+    while (left := group_members(proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.01)  # no event says "exited" for a process that is not our child
+    return left
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes in process group `pgid`."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as fh:
+                fields = fh.read().rpartition(")")[2].split()
+        except OSError:
+            continue  # exited meanwhile
+        if fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+            found.append(int(entry.name))
+    return found

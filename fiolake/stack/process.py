@@ -57,6 +57,8 @@ def pid_alive(pid: int) -> bool:
         return True
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False  # exited and reaped since the signal check
     except OSError:
         return True
     return stat.rsplit(")", 1)[-1].split()[0] != "Z"

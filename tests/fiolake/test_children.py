@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fiolake.children import kill_group, reap
+from fiolake.children import group_members, kill_group, reap
 from fiolake.stack.process import pid_alive
 
 
@@ -75,3 +75,24 @@ def test_a_child_reaped_elsewhere_is_gone_and_never_signalled(
     monkeypatch.setattr(os, "kill", lambda pid, sig: sent.append((pid, sig)))
     kill_group(proc)
     assert sent == [] and proc.returncode == 0  # known gone: nothing is signalled
+
+
+def test_kill_group_returns_once_no_member_is_left_and_names_one_that_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    proc, sleeper = _group(tmp_path)
+    assert sorted(group_members(proc.pid)) == sorted([proc.pid, sleeper])
+    # A member the SIGKILL has not reached yet (on a busy host it dies only once the
+    # kernel schedules it): here the group signal is withheld, so only the leader dies.
+    monkeypatch.setattr(os, "killpg", lambda pgid, sig: None)
+    started = time.monotonic()
+    try:
+        assert kill_group(proc, timeout_s=0.3) == [sleeper]
+        assert 0.3 <= time.monotonic() - started < 5  # it waited for the member
+    finally:
+        os.kill(sleeper, 9)
+    monkeypatch.undo()
+    (tmp_path / "again").mkdir()
+    proc, sleeper = _group(tmp_path / "again")
+    assert kill_group(proc) == [] and group_members(proc.pid) == []
+    assert not pid_alive(sleeper)

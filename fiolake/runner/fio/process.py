@@ -166,9 +166,13 @@ def run_fio(
             # One progress line per ETA line, at fio's own once-a-second cadence.
             eta = _EtaReader(proc.stdout, _throttled(on_progress, expected_s))
             eta.start()
-        watchdog = _supervise(proc, deadline_s, grace_s, should_stop, tick_s)
-        if proc.returncode is not None and proc.returncode < 0:
-            end_job_processes(outdir)  # fio was killed: its job processes may not have been
+        try:
+            watchdog = _supervise(proc, deadline_s, grace_s, should_stop, tick_s)
+        finally:
+            # Also when an interrupt is on its way up: the caller next releases the
+            # device and the host lock, which a job process must not outlive.
+            if proc.returncode is not None and proc.returncode < 0:
+                end_job_processes(outdir)  # fio was killed: its job processes may not be
         if eta is not None:
             eta.join(timeout=5)
     finished = datetime.now(UTC)
