@@ -51,7 +51,10 @@ def _vault_errors(action: str, addr: str, need: str, client: Any = None) -> Iter
                 '--role <role>)")'
             )
         else:
-            msg = f"Vault refused to {action} (permission denied): the token needs {need}"
+            msg = (
+                f"Vault refused to {action} (permission denied) — give the token a policy "
+                f"with {need}"
+            )
         raise FiolakeError(msg) from exc
     except hvac.exceptions.InvalidPath as exc:
         raise FiolakeError(
@@ -84,7 +87,10 @@ def _read_public_keys(client: Any, addr: str, key_name: str, mount: str) -> dict
         resp = client.secrets.transit.read_key(key_name, mount_point=mount)
     data = resp["data"]
     if data.get("type") != "ed25519":
-        raise FiolakeError(f"transit key {key_name!r} is {data.get('type')}, not ed25519")
+        raise FiolakeError(
+            f"transit key {key_name!r} is {data.get('type')}, not ed25519 — create a key "
+            "with type=ed25519 and name it in FIOLAKE_TRANSIT_KEY"
+        )
     # OpenBao already omits versions below min_decryption_version; filter anyway so a
     # server that lists them cannot resurrect a retired key.
     floor = max(int(data.get("min_decryption_version") or 0), 1)

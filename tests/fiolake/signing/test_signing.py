@@ -412,8 +412,8 @@ def test_vault_tokens_are_least_privilege(stack) -> None:  # noqa: ANN001
     with pytest.raises(FiolakeError) as exc:
         VaultSigner(stack.vault_addr, runner, key, stack.vault_cacert).sign(MESSAGE)
     assert str(exc.value) == (
-        f"Vault refused to sign with transit key '{key}' (permission denied): "
-        f"the token needs `update` on transit/sign/{key}"
+        f"Vault refused to sign with transit key '{key}' (permission denied) — "
+        f"give the token a policy with `update` on transit/sign/{key}"
     )
     # Public keys are not secret: the publisher reads them to name its signatures' keys.
     assert vault_key_refresher(stack.vault_addr, publisher, key, stack.vault_cacert)("")
@@ -421,8 +421,8 @@ def test_vault_tokens_are_least_privilege(stack) -> None:  # noqa: ANN001
     with pytest.raises(FiolakeError) as exc:
         vault_key_refresher(stack.vault_addr, analyst, key, stack.vault_cacert)("")
     assert str(exc.value) == (
-        f"Vault refused to read transit key '{key}' (permission denied): "
-        f"the token needs `read` on transit/keys/{key}"
+        f"Vault refused to read transit key '{key}' (permission denied) — "
+        f"give the token a policy with `read` on transit/keys/{key}"
     )
 
 
@@ -435,6 +435,19 @@ def test_an_unknown_transit_key_names_the_setting_to_check(stack) -> None:  # no
         f"Vault cannot read transit key 'no-such-key': no such key or mount at "
         f"{stack.vault_addr} — check FIOLAKE_TRANSIT_KEY and that the transit engine is "
         "mounted (the local stack: `fiolake stack up` creates both)"
+    )
+
+
+@pytest.mark.stack
+def test_a_transit_key_of_another_type_names_the_type_to_create(stack) -> None:  # noqa: ANN001
+    root = _vault(stack, stack.root_token)
+    name = f"ecdsa-{secrets.token_hex(4)}"
+    root.secrets.transit.create_key(name, key_type="ecdsa-p256")
+    with pytest.raises(FiolakeError) as exc:
+        vault_key_refresher(stack.vault_addr, stack.root_token, name, stack.vault_cacert)("")
+    assert str(exc.value) == (
+        f"transit key '{name}' is ecdsa-p256, not ed25519 — create a key with type=ed25519 "
+        "and name it in FIOLAKE_TRANSIT_KEY"
     )
 
 
