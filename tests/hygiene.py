@@ -8,6 +8,10 @@ left behind and fails the run (exit status 1, the list on the terminal) if anyth
   made since the start by a process of ours: a watcher thread looks at each new segment's
   process twice a second while the session runs (by the time the check runs, a leaked
   segment's process is usually gone); one whose process was never seen counts as ours;
+- semaphore temp files (`/dev/shm/sem.XXXXXX`) made since the start: glibc's sem_open
+  writes one and links it to the semaphore's name, so a process killed in between (a
+  libfaketime runner under kill -9 while it opens its semaphore) abandons it. It carries no
+  owner, so what is new since the start counts;
 - loop devices whose backing file is under the session's base temporary directory;
 - mounts whose target is under it, or whose source is one of those loop devices;
 - podman containers of the suite's compose projects started from this checkout (label
@@ -27,9 +31,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +43,10 @@ import pytest
 
 SHM = Path("/dev/shm")
 FAKETIME_SEGMENTS = ("faketime_shm_", "sem.faketime_sem_")  # + the pid that made them
+# glibc's sem_open temp name: "sem." + 6 of [A-Za-z0-9] (__gen_tempname).
+SEM_TEMP = re.compile(r"sem\.[A-Za-z0-9]{6}")
+# A temp file lives microseconds while sem_open runs; one older than this was abandoned.
+SEM_TEMP_ABANDONED_S = 10.0
 CONTAINER_PREFIXES = ("fiolake-ct-",)  # tests/container/conftest.compose_project
 CONTAINER_MARKS = ("kube-play",)  # the kube-played pods of tests/container
 WORKING_DIR_LABEL = "com.docker.compose.project.working_dir"
@@ -51,6 +61,7 @@ class Snapshot:
 
     faketime: frozenset[str] = frozenset()  # segment file names in /dev/shm
     containers: frozenset[str] = frozenset()  # podman container ids
+    sem_temps: frozenset[str] = frozenset()  # glibc sem_open temp file names in /dev/shm
 
 
 @dataclass
@@ -102,6 +113,31 @@ def faketime_segments() -> set[str]:
         return set()
 
 
+def sem_temps() -> set[str]:
+    """glibc's sem_open temp files in /dev/shm now (`sem.XXXXXX`)."""
+    try:
+        return {p.name for p in SHM.iterdir() if SEM_TEMP.fullmatch(p.name)}
+    except OSError:
+        return set()
+
+
+def remove_abandoned_sem_temps(since: float) -> list[str]:
+    """Unlink the sem_open temp files made at or after `since` (a time.time()) and older
+    than SEM_TEMP_ABANDONED_S: a libfaketime runner killed inside sem_open left them, and
+    no process can still be using one. Their names."""
+    removed = []
+    now = time.time()
+    for name in sem_temps():
+        try:
+            made = (SHM / name).stat().st_mtime
+        except FileNotFoundError:
+            continue  # linked and unlinked by a sem_open that finished
+        if since <= made <= now - SEM_TEMP_ABANDONED_S:
+            (SHM / name).unlink(missing_ok=True)
+            removed.append(name)
+    return removed
+
+
 def _segment_pid(name: str) -> int:
     return int(name.rsplit("_", 1)[1]) if name.rsplit("_", 1)[1].isdigit() else 0
 
@@ -131,7 +167,7 @@ def _containers() -> list[dict[str, object]]:
 def snapshot() -> Snapshot:
     """What is there before the session: faketime segments and podman containers."""
     ids = frozenset(str(c.get("Id", "")) for c in _containers())
-    return Snapshot(frozenset(faketime_segments()), ids)
+    return Snapshot(frozenset(faketime_segments()), ids, frozenset(sem_temps()))
 
 
 def leftovers(session: Session, before: Snapshot) -> list[str]:
@@ -142,6 +178,8 @@ def leftovers(session: Session, before: Snapshot) -> list[str]:
         alive = Path(f"/proc/{pid}").exists()
         if session.owns_process(pid) if alive else session.seen.get(pid, True):
             out.append(f"libfaketime segment {SHM / name}")
+    for name in sorted(sem_temps() - before.sem_temps):
+        out.append(f"semaphore temp file {SHM / name} (a process killed inside sem_open)")
     loops = _json(["losetup", "--json", "--list"])
     ours = set()
     for dev in loops.get("loopdevices", []) if isinstance(loops, dict) else []:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import signal
+import string
 import subprocess
 import sys
 import threading
@@ -100,6 +102,42 @@ def test_faketime_segments_of_another_sessions_process_are_not_blamed(tmp_path: 
     finally:
         for proc in (ours, theirs):
             hygiene.remove_faketime_segments(proc.pid)
+
+
+def _sem_temp_name() -> str:
+    alphabet = string.ascii_letters + string.digits
+    while (name := "sem." + "".join(secrets.choice(alphabet) for _ in range(6))) and (
+        hygiene.SHM / name
+    ).exists():
+        pass
+    return name
+
+
+def test_an_abandoned_sem_open_temp_file_is_named_and_removed_once_old(tmp_path: Path) -> None:
+    """What glibc's sem_open leaves when its process is killed between writing the temp
+    file and linking it (planted: the kill cannot be timed into that window). The check
+    names a new one; the clean-up removes one made since it started and older than
+    SEM_TEMP_ABANDONED_S, never one still fresh (a sem_open may be running) or older."""
+    before = hygiene.snapshot()
+    since = time.time() - 120
+    ages = {"abandoned": 60.0, "fresh": 0.0, "before the cluster": 180.0}
+    planted = {label: hygiene.SHM / _sem_temp_name() for label in ages}
+    try:
+        for label, path in planted.items():
+            path.write_bytes(bytes(32))
+            os.utime(path, (time.time() - ages[label],) * 2)
+        session = hygiene.Session((tmp_path,), tmp_path)
+        names = {p.name for p in planted.values()}
+        found = [f for f in hygiene.leftovers(session, before) if any(n in f for n in names)]
+        assert found == sorted(
+            f"semaphore temp file {p} (a process killed inside sem_open)" for p in planted.values()
+        )
+        removed = set(hygiene.remove_abandoned_sem_temps(since)) & names
+        assert removed == {planted["abandoned"].name}
+        assert planted["fresh"].exists() and planted["before the cluster"].exists()
+    finally:
+        for path in planted.values():
+            path.unlink(missing_ok=True)
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["alone", "xdist"])

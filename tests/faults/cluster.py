@@ -32,7 +32,7 @@ from fiolake.stack.local import restart_minio, stack_down, stack_up
 from fiolake.stack.process import free_ports
 from fiolake.store import ObjectStore, S3Store
 from tests.faults.proxy import FaultyProxy
-from tests.hygiene import remove_faketime_segments
+from tests.hygiene import remove_abandoned_sem_temps, remove_faketime_segments
 from tests.versitygw import VersityServer
 
 BACKEND = "faults"
@@ -135,6 +135,7 @@ class Cluster:
         self._runners = runners
         self._lock = threading.Lock()
         self.publisher_history = root / "publisher.jsonl"
+        self.started_at = time.time()
 
     # -- lifecycle -------------------------------------------------------------------
     def start(self) -> None:
@@ -175,6 +176,8 @@ class Cluster:
             # never unlinks them: every runner it ran in is reaped by now.
             for pid in slot.faked:
                 remove_faketime_segments(pid)
+        # A runner killed inside libfaketime's sem_open leaves glibc's temp file.
+        remove_abandoned_sem_temps(self.started_at)
         if self.proxy is not None:
             self.proxy.close()
         if self.versitygw is not None:
