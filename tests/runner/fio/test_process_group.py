@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -79,10 +80,13 @@ def test_a_fio_killed_from_outside_leaves_no_job_process_running(tmp_path: Path)
 
     killer = threading.Thread(target=kill_parent_once_jobs_run, daemon=True)
     killer.start()
-    run = run_fio(job, tmp_path, deadline_s=120, expected_s=60)
-    killer.join(5)
-    assert killed and run.exit_code == -signal.SIGKILL
-    assert _job_processes(os.path.realpath(tmp_path)) == []
+    try:
+        run = run_fio(job, tmp_path, deadline_s=120, expected_s=60)
+        killer.join(5)
+        assert killed and run.exit_code == -signal.SIGKILL
+        assert _job_processes(os.path.realpath(tmp_path)) == []
+    finally:
+        _kill_what_is_left(tmp_path)
 
 
 def test_an_interrupt_that_has_to_kill_fio_leaves_no_job_process_running(tmp_path: Path) -> None:
@@ -99,8 +103,18 @@ def test_an_interrupt_that_has_to_kill_fio_leaves_no_job_process_running(tmp_pat
         stopped.append(pid)
         raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
-        run_fio(job, tmp_path, deadline_s=120, expected_s=60, grace_s=0.5,
-                should_stop=interrupt_with_fio_stopped, tick_s=0.05)  # fmt: skip
-    assert stopped
-    assert _job_processes(os.path.realpath(tmp_path)) == []
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_fio(job, tmp_path, deadline_s=120, expected_s=60, grace_s=0.5,
+                    should_stop=interrupt_with_fio_stopped, tick_s=0.05)  # fmt: skip
+        assert stopped
+        assert _job_processes(os.path.realpath(tmp_path)) == []
+    finally:
+        _kill_what_is_left(tmp_path)  # a failure must not leave a stopped fio (seen: 40 min)
+
+
+def _kill_what_is_left(outdir: Path) -> None:
+    """SIGKILL every fio still working in `outdir` (a stopped one too)."""
+    for pid in _job_processes(os.path.realpath(outdir)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
