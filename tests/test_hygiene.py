@@ -113,11 +113,18 @@ def _sem_temp_name() -> str:
     return name
 
 
-def test_an_abandoned_sem_open_temp_file_is_named_and_removed_once_old(tmp_path: Path) -> None:
+def test_an_abandoned_sem_open_temp_file_is_named_and_removed_once_old(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What glibc's sem_open leaves when its process is killed between writing the temp
     file and linking it (planted: the kill cannot be timed into that window). The check
     names a new one; the clean-up removes one made since it started and older than
-    SEM_TEMP_ABANDONED_S, never one still fresh (a sem_open may be running) or older."""
+    SEM_TEMP_ABANDONED_S, never one still fresh (a sem_open may be running) or older.
+    Planted in a directory of the test's own: a fault cluster stopping in another worker
+    cleans the real /dev/shm, and would take the planted files from under the test."""
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    monkeypatch.setattr(hygiene, "SHM", shm)
     before = hygiene.snapshot()
     since = time.time() - 120
     ages = {"abandoned": 60.0, "fresh": 0.0, "before the cluster": 180.0}
