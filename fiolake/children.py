@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 
@@ -67,11 +68,19 @@ def group_members(pgid: int) -> list[int]:
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as fh:
-                fields = fh.read().rpartition(")")[2].split()
-        except OSError:
-            continue  # exited meanwhile
-        if fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+        fields = stat_fields(Path(entry.path))
+        # fields[0] is field 3 (state), fields[2] field 5 (pgrp); None: exited meanwhile.
+        if fields is not None and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
             found.append(int(entry.name))
     return found
+
+
+def stat_fields(pid_dir: Path) -> list[str] | None:
+    """The fields of /proc/<pid>/stat after the command name, from field 3 (state) on;
+    None when the process is gone. The name (field 2) may hold spaces and ')': the fields
+    are what follows the last ')'."""
+    try:
+        text = (pid_dir / "stat").read_text()
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[1].split()

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO
 
-from fiolake.children import kill_group, reap
+from fiolake.children import kill_group, reap, stat_fields
 from fiolake.errors import FioError
 from fiolake.runner.fio.binary import FIO_INSTALL_HINT
 
@@ -286,10 +286,10 @@ def _job_processes(cwd: str) -> list[int]:
         try:
             if (proc / "comm").read_text().strip() != "fio":
                 continue
-            state = (proc / "stat").read_text().rpartition(")")[2].split()[0]
-            if state != "Z" and os.readlink(proc / "cwd") == cwd:
+            fields = stat_fields(proc)
+            if fields and fields[0] != "Z" and os.readlink(proc / "cwd") == cwd:
                 found.append(int(proc.name))
-        except (OSError, IndexError):
+        except OSError:
             continue
     return found
 

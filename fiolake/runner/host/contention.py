@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fiolake.children import stat_fields
 from fiolake.runner.host import othercpu
 
 # Thresholds above which a run is flagged as not alone.
@@ -48,7 +49,7 @@ def read_cpu_times(stat: Path = Path("/proc/stat")) -> CpuTimes | None:
 
 
 def _parent(pid: int) -> int | None:
-    fields = othercpu.stat_fields(Path(f"/proc/{pid}"))
+    fields = stat_fields(Path(f"/proc/{pid}"))
     return None if fields is None else int(fields[1])  # field 4, ppid
 
 

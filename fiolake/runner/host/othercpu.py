@@ -23,6 +23,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from fiolake.children import stat_fields
+
 PF_KTHREAD = 0x00200000  # include/linux/sched.h
 
 
@@ -32,17 +34,6 @@ class ProcTimes:
 
     own: int  # utime + stime
     reaped: int  # cutime + cstime: its children that exited and were waited for
-
-
-def stat_fields(pid_dir: Path) -> list[str] | None:
-    """The fields of /proc/<pid>/stat after the command name, from field 3 (state) on;
-    None when the process is gone. The name (field 2) may hold spaces and ')': the fields
-    are what follows the last ')'."""
-    try:
-        text = (pid_dir / "stat").read_text()
-    except OSError:
-        return None
-    return text.rsplit(")", 1)[1].split()
 
 
 def _read(pid_dir: Path) -> ProcTimes | None:
