@@ -1,7 +1,7 @@
 """IOPS at a latency SLO on real fio: a short open-loop rate_iops sweep (4 KiB random
 reads, poisson arrivals, iodepth 32, O_DIRECT) on tmpfs against a disk directory, and on
 tmpfs twice. tmpfs takes far more load within p50 ≤ 20 µs: the ratio's CI excludes 1
-upwards; the same target twice is never better or worse.
+upwards; the same target twice is better or worse no more than chance allows.
 
 The SLO is on the median: a disk's O_DIRECT round trip is tens of µs at any load, while
 tmpfs answers in about a µs until its CPUs saturate (tens of thousands of IOPS here).
@@ -30,6 +30,7 @@ JOB = (
 )
 SHM = Path("/dev/shm")
 REPS = 3
+A_A_FLOOR = 0.005  # the p below which one target twice is not chance (see the A/A test)
 
 pytestmark = [
     pytest.mark.slow,  # 9 runs of a 6-load sweep: ~90 s
@@ -76,10 +77,21 @@ def test_tmpfs_takes_more_load_than_a_disk_within_the_slo(lake: Path) -> None:
 
 
 @pytest.mark.parametrize("slo", ["p50<=20us", "p99<=1ms"])
-def test_the_same_target_twice_is_never_better_or_worse(lake: Path, slo: str) -> None:
+def test_the_same_target_twice_differs_only_by_chance(lake: Path, slo: str) -> None:
     found = saturation(lake, "--backend", "tmpfs", "--backend", "tmpfs-again",
                        "--baseline", "tmpfs", "--slo", slo)  # fmt: skip
     again = next(r for r in found if r["backend"] == "tmpfs-again")
     print("\n" + slo + " " + json.dumps({k: again[k] for k in ("iops_at_slo", "status",
-          "ratio", "ratio_ci_low", "ratio_ci_high", "verdict")}))  # fmt: skip
-    assert again["verdict"] in ("equivalent", "inconclusive")
+          "ratio", "ratio_ci_low", "ratio_ci_high", "p_adjusted", "verdict")}))  # fmt: skip
+    # One target twice is the null hypothesis, so Welch's p is uniform: at alpha 0.05 a
+    # `better` or `worse` comes by chance in one sweep of twenty per SLO (903d304's fresh-
+    # clone run: tmpfs-again 0.884x [0.788, 0.991], worse). What this test must catch is a
+    # gross systematic difference (another backend's runs pooled, a unit mixed up): that
+    # drives p towards 0, where chance goes below 0.005 once in 200 sweeps. A subtle bias
+    # is beyond one sweep of 3 runs a side (Welch on ~4 degrees of freedom): tmpfs-again's
+    # IOPS scaled by 0.6 in the product came out at p 0.0012 once and 0.041 once. The
+    # rate of chance verdicts is Welch's own (test_stats.py checks it against scipy).
+    p = again["p_adjusted"]
+    assert again["verdict"] in ("equivalent", "inconclusive") or (
+        isinstance(p, float) and p >= A_A_FLOOR
+    ), again
