@@ -158,8 +158,7 @@ def preflight(prepared: PreparedJob) -> Preflight:
 def _parse_only(canonical_text: str, fio: str) -> None:
     # fio takes ~0.2 s to start; a runner sees the same job file many times, and a
     # refusal raises (exceptions are not cached), so only passes are remembered.
-    with tempfile.TemporaryDirectory(prefix="fiolake-parse-") as tmp:
-        policy.fio_parse_only(canonical_text, Path(tmp), fio=fio)
+    policy.fio_parse_only(canonical_text, fio=fio)
 
 
 def execute(

@@ -220,19 +220,19 @@ def expected_seconds(job: JobFile) -> float:
     return total + group
 
 
-def fio_parse_only(canonical_text: str, workdir: Path, fio: str) -> None:
+def fio_parse_only(canonical_text: str, fio: str) -> None:
     """Second gate: fio (an absolute path from `fio_binary.find_fio`) parses the canonical
-    file (written to workdir/job.fio).
+    file, given on its standard input (`fio --parse-only -`).
 
-    Runs with a clean environment (PATH=/usr/bin:/bin only) and cwd=workdir; PolicyError
-    carries fio's message when it refuses the file.
+    Runs with a clean environment (PATH=/usr/bin:/bin only) and cwd=/; PolicyError
+    carries fio's message when it refuses the file. Nothing is written: a temporary
+    directory for the file was left behind by every runner killed while fio parsed.
     """
-    path = Path(workdir) / "job.fio"
-    path.write_text(canonical_text, encoding="utf-8")
     try:
         proc = subprocess.run(
-            [fio, "--parse-only", path.name],
-            cwd=workdir,
+            [fio, "--parse-only", "-"],
+            input=canonical_text,
+            cwd="/",
             env={"PATH": "/usr/bin:/bin"},
             capture_output=True,
             text=True,

@@ -56,7 +56,7 @@ def test_profile_is_valid_and_parses_in_fio(name: str, tmp_path: Path) -> None:
         if (name, section.name) != ("precondition-fill", "fill-sequential"):
             assert opts.get("time_based") == "1", section.name
     prepared = apply_overrides(job, runtime_s=None, size_bytes=None)
-    fio_parse_only(canonical_job_file(prepared, target_dir=tmp_path), tmp_path, find_fio().path)
+    fio_parse_only(canonical_job_file(prepared, target_dir=tmp_path), find_fio().path)
 
 
 def test_default_suite_takes_about_90_seconds() -> None:

@@ -449,8 +449,8 @@ def test_canonical_job_file_passes_fio_parse_only(tmp_path: Path) -> None:
         "[seq read]\n"
         "ioengine=psync\nbs=4k\nrw=read\nsize=1m\nstonewall=1\nruntime=2\n"
     )
-    fio_parse_only(canonical, tmp_path, find_fio().path)
-    assert (tmp_path / "job.fio").read_text() == canonical
+    fio_parse_only(canonical, find_fio().path)  # raises PolicyError if fio refuses it
+    assert not target.exists()  # parsing writes nothing, not even fio's directory
 
 
 def test_canonical_refuses_unusable_paths(tmp_path: Path) -> None:
@@ -467,33 +467,33 @@ def test_fio_parse_only_reports_what_fio_rejects(tmp_path: Path) -> None:
     # hipri is allowed, but psync has no such option: only fio knows that.
     job = check_job_file("[a]\nioengine=psync\nrw=read\nsize=1m\nhipri=1\n")
     with pytest.raises(PolicyError) as info:
-        fio_parse_only(canonical_job_file(job, target_dir=tmp_path), tmp_path, find_fio().path)
+        fio_parse_only(canonical_job_file(job, target_dir=tmp_path), find_fio().path)
     assert info.value.violations == [
         "fio --parse-only: Bad option <hipri=1>",
         "fio --parse-only: Did you mean prio?",
         "fio --parse-only: fio: job a dropped",
     ]
     with pytest.raises(FioError, match="cannot start .*no-fio: No such file"):
-        fio_parse_only("[a]\n", tmp_path, fio=str(tmp_path / "no-fio"))
+        fio_parse_only("[a]\n", fio=str(tmp_path / "no-fio"))
 
 
 def test_fio_parse_only_runs_with_a_clean_environment(tmp_path: Path) -> None:
     # A stand-in for fio that records what it was given (the real fio can't show its env).
+    seen_file = tmp_path / "seen.txt"
     spy = tmp_path / "spy-fio"
-    spy.write_text('#!/bin/sh\npwd > seen.txt\nenv >> seen.txt\necho "$@" >> seen.txt\n')
+    spy.write_text(f'#!/bin/sh\n{{ pwd; env; echo "$@"; cat; }} > {seen_file}\n')
     spy.chmod(0o755)
-    work = tmp_path / "work"
-    work.mkdir()
     os.environ["FIOLAKE_TEST_SECRET"] = "hunter2"
     try:
-        fio_parse_only("[a]\n", work, fio=str(spy))
+        fio_parse_only("[a]\nrw=read\n", fio=str(spy))
     finally:
         del os.environ["FIOLAKE_TEST_SECRET"]
-    seen = (work / "seen.txt").read_text()
-    assert seen.splitlines()[0] == str(work)
-    assert "PATH=/usr/bin:/bin" in seen.splitlines()
-    assert "hunter2" not in seen and "HOME=" not in seen
-    assert seen.splitlines()[-1] == "--parse-only job.fio"
+    seen = seen_file.read_text().splitlines()
+    assert seen[0] == "/"
+    assert "PATH=/usr/bin:/bin" in seen
+    assert "hunter2" not in "\n".join(seen) and not any(s.startswith("HOME=") for s in seen)
+    # the file comes on stdin: no temporary file for a killed runner to leave behind
+    assert seen[-3:] == ["--parse-only -", "[a]", "rw=read"]
 
 
 def test_expected_seconds_follows_stonewalls() -> None:
