@@ -12,6 +12,9 @@ left behind and fails the run (exit status 1, the list on the terminal) if anyth
   writes one and links it to the semaphore's name, so a process killed in between (a
   libfaketime runner under kill -9 while it opens its semaphore) abandons it. It carries no
   owner, so what is new since the start counts;
+- output directories of killed runs (`<tmp>/fiolake-r-…`, runner.rundirs: lock free)
+  whose noted data directory is under the session's base temporary directory: the next
+  run removes them, but a test that kills a run must not leave it to the next session;
 - loop devices whose backing file is under the session's base temporary directory;
 - mounts whose target is under it, or whose source is one of those loop devices;
 - podman containers of the suite's compose projects started from this checkout (label
@@ -40,6 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from fiolake.runner import rundirs
 
 SHM = Path("/dev/shm")
 FAKETIME_SEGMENTS = ("faketime_shm_", "sem.faketime_sem_")  # + the pid that made them
@@ -180,6 +185,9 @@ def leftovers(session: Session, before: Snapshot) -> list[str]:
             out.append(f"libfaketime segment {SHM / name}")
     for name in sorted(sem_temps() - before.sem_temps):
         out.append(f"semaphore temp file {SHM / name} (a process killed inside sem_open)")
+    for outdir, data_dir in rundirs.abandoned(min_age_s=0):
+        if data_dir is not None and session.owns_path(str(data_dir)):
+            out.append(f"output directory {outdir} of a killed run (its data in {data_dir})")
     loops = _json(["losetup", "--json", "--list"])
     ours = set()
     for dev in loops.get("loopdevices", []) if isinstance(loops, dict) else []:

@@ -1,9 +1,11 @@
 """What /proc shows of a process and its descendants, for a test's failure message when
 a process outlived (or left before) what it should have: how the causes of such failures
-were found (an inherited ignored SIGINT showed in SigIgn)."""
+were found (an inherited ignored SIGINT showed in SigIgn); and waiting for one to do so."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -35,3 +37,11 @@ def process_evidence(pid: int) -> str:
             except OSError:
                 pass
     return "\n".join(lines)
+
+
+def wait_until(what: str, check: Callable[[], object], timeout_s: float = 30) -> None:
+    """Poll `check` every 50 ms until it is true; fail naming `what` after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting until {what}"
+        time.sleep(0.05)

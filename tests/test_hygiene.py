@@ -12,16 +12,19 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 import signal
 import string
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from fiolake.runner import rundirs
 from tests import hygiene
 from tests.faults.cluster import LIBFAKETIME
 from tests.runner.loopdev import NEEDS, can_loop, loop_device, mounted
@@ -64,6 +67,24 @@ def test_the_check_names_every_kind_of_leftover(tmp_path: Path) -> None:
         hygiene.remove_faketime_segments(gone.pid)
     assert not any(path.exists() for path in shm)
     assert _mine(hygiene.leftovers(session, before), tmp_path, {gone.pid, sleeper.pid}) == []
+
+
+def test_a_killed_runs_output_directory_is_named_and_a_live_ones_is_not(tmp_path: Path) -> None:
+    session = hygiene.Session((tmp_path,), tmp_path)
+    before = hygiene.snapshot()
+    data_dir = rundirs.data_dir_for(tmp_path, "r-20261128T000000-0123456789")
+    # planted where runs put them (the temporary directory), one per kind
+    killed = Path(tempfile.mkdtemp(prefix="fiolake-r-20261128T000000-0123456789-"))
+    (killed / rundirs.LOCK_NAME).touch()  # no one holds it: its run was killed
+    rundirs.note_data_dir(killed, data_dir)
+    try:
+        with rundirs.run_output_dir("r-20261128T000001-0123456789", None) as live:
+            rundirs.note_data_dir(live.path, rundirs.data_dir_for(tmp_path, "r-x"))
+            found = [f for f in hygiene.leftovers(session, before) if "fiolake-r-" in f]
+        assert found == [f"output directory {killed} of a killed run (its data in {data_dir})"]
+    finally:
+        shutil.rmtree(killed)
+    assert [f for f in hygiene.leftovers(session, before) if "fiolake-r-" in f] == []
 
 
 @pytest.mark.skipif(LIBFAKETIME is None, reason="libfaketime is missing — run `make sysdeps`")

@@ -7,29 +7,22 @@ tables go is the caller's business (see runner.lake_writer).
 from __future__ import annotations
 
 import functools
-import io
 import shutil
-import tarfile
-import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
-
-from fiolake import schema
-from fiolake.errors import FioError, FiolakeError
+from fiolake.errors import FiolakeError
 from fiolake.ids import new_run_id
-from fiolake.jobhash import effective_job_sha256
+from fiolake.runner import rundirs
+from fiolake.runner.collect import LOG_PREFIX, collect, section_runtime_s
 from fiolake.runner.fio.binary import FioBinary, find_fio
-from fiolake.runner.fio.process import FioRun, Progress, deadline_for, run_fio
+from fiolake.runner.fio.process import Progress, deadline_for, run_fio
 from fiolake.runner.host import blockinfo, contention, sysinfo, target
 from fiolake.runner.host.lock import SHARED_FLAG, HostLock
 from fiolake.runner.outcome import (
     RunOutcome,
     RunRequest,
-    base_run_row,
-    empty_tables,
     failed_outcome,
     outcome_without_fio,
     rejected_outcome,
@@ -37,13 +30,7 @@ from fiolake.runner.outcome import (
     stopped_outcome,
 )
 from fiolake.runner.policy import check as policy
-from fiolake.runner.report import logs as fio_logs
-from fiolake.runner.report import results as fio_output
-from fiolake.runner.report.tables import report_tables
-from fiolake.units import seconds_or_none
-from fiolake.workload import workload_sha256
 
-LOG_PREFIX = "fio"
 # The record of an attempt lives in runner.outcome; callers keep using these names here.
 __all__ = [
     "CHECK_DIR",
@@ -116,7 +103,9 @@ def check_job(
     job = policy.check_job_file(text, caps, block)
     if reshape is not None:
         job = reshape(job)
-    capped = frozenset(s.name for s in job.jobs if runtime_s is None and not _runtime_s(s.options))
+    capped = frozenset(
+        s.name for s in job.jobs if runtime_s is None and not section_runtime_s(s.options)
+    )
     job = policy.apply_overrides(
         job, runtime_s=runtime_s, size_bytes=size_bytes, caps=caps, block=block
     )
@@ -132,10 +121,6 @@ def check_job(
 def with_request(checked: CheckedJob, request: RunRequest) -> PreparedJob:
     """`checked` to run under `request` (the same job file's identity and target)."""
     return PreparedJob(checked.job, checked.expected_s, checked.capped_jobs, request=request)
-
-
-def _runtime_s(options: Mapping[str, str]) -> float | None:
-    return seconds_or_none(options.get("runtime", ""))
 
 
 def preflight(prepared: PreparedJob) -> Preflight:
@@ -219,43 +204,47 @@ def _execute(
     env_cols = _environment(prepared, binary, block, waited_ms)
     if isinstance(env_cols, str):
         return outcome_without_fio(request, run_id, "failed", env_cols)
-    outdir = Path(tempfile.mkdtemp(prefix=f"fiolake-{run_id}-", dir=workdir))
+    rundirs.remove_abandoned(workdir)  # what killed attempts left (runner.rundirs)
     # fio's data files go in a per-run subdirectory we remove afterwards (none on a device).
-    data_dir = shared_dir or Path(request.target_dir) / f".fiolake-{run_id}"
-    try:
+    data_dir = shared_dir or rundirs.data_dir_for(request.target_dir, run_id)
+    with rundirs.run_output_dir(run_id, workdir) as rundir:
+        outdir = rundir.path
         try:
-            if block is None:
-                data_dir.mkdir(parents=True, exist_ok=shared_dir is not None)
-        except OSError as exc:
-            reason = f"cannot create fio's directory in {request.target_dir}: {exc}"
-            return outcome_without_fio(request, run_id, "failed", reason)
-        canonical = policy.canonical_job_file(
-            prepared.job, target_dir=data_dir, log_prefix=LOG_PREFIX, block=block
-        )
-        job_path = outdir / "job.fio"
-        job_path.write_text(canonical)
-        monitor = contention.Monitor().start()
-        try:
-            fio_run = run_fio(
-                job_path,
-                outdir,
-                deadline_s=deadline_for(prepared.expected_s),
-                expected_s=prepared.expected_s,
-                grace_s=grace_s,
-                fio=binary.path,
-                on_progress=on_progress,
-                should_stop=should_stop,
-                before_start=before_start,
-                pass_fds=host_lock.fds() if host_lock is not None else (),
+            try:
+                if block is None:
+                    if shared_dir is None:
+                        rundirs.note_data_dir(outdir, data_dir)
+                    data_dir.mkdir(parents=True, exist_ok=shared_dir is not None)
+            except OSError as exc:
+                reason = f"cannot create fio's directory in {request.target_dir}: {exc}"
+                return outcome_without_fio(request, run_id, "failed", reason)
+            canonical = policy.canonical_job_file(
+                prepared.job, target_dir=data_dir, log_prefix=LOG_PREFIX, block=block
             )
+            job_path = outdir / "job.fio"
+            job_path.write_text(canonical)
+            locks = (rundir.lock_fd, *(host_lock.fds() if host_lock is not None else ()))
+            monitor = contention.Monitor().start()
+            try:
+                fio_run = run_fio(
+                    job_path,
+                    outdir,
+                    deadline_s=deadline_for(prepared.expected_s),
+                    expected_s=prepared.expected_s,
+                    grace_s=grace_s,
+                    fio=binary.path,
+                    on_progress=on_progress,
+                    should_stop=should_stop,
+                    before_start=before_start,
+                    pass_fds=locks,  # held until fio and its job processes are gone
+                )
+            finally:
+                alone = monitor.stop()
+            flags = _alone_flags(alone, env_cols, shared=host_lock is None)
+            return collect(prepared, run_id, env_cols, canonical, fio_run, outdir, flags)
         finally:
-            alone = monitor.stop()
-        flags = _alone_flags(alone, env_cols, shared=host_lock is None)
-        return _collect(prepared, run_id, env_cols, canonical, fio_run, outdir, flags)
-    finally:
-        if shared_dir is None and block is None:
-            shutil.rmtree(data_dir, ignore_errors=True)
-        shutil.rmtree(outdir, ignore_errors=True)
+            if shared_dir is None and block is None:
+                shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def _environment(
@@ -301,113 +290,3 @@ def device_environment(device: str, fio: FioBinary) -> dict[str, object]:
     cols.update(fio_version=fio.version, fio_path=fio.path, target_dir=device, target_kind="device")
     cols.update(blockinfo.identity(Path(device)).runs_columns())
     return cols
-
-
-def _collect(
-    prepared: PreparedJob,
-    run_id: str,
-    env_cols: dict[str, object],
-    canonical: str,
-    fio_run: FioRun,
-    outdir: Path,
-    flags: list[str],
-) -> RunOutcome:
-    request = prepared.request
-    text = fio_run.output_text
-    raw = {
-        "fio.json": text.encode(),
-        "job.fio": canonical.encode(),
-        "stderr.txt": fio_run.stderr.encode(),
-        "logs.tar.gz": _archive(fio_logs.log_files(outdir, LOG_PREFIX)),
-    }
-    row = base_run_row(request, run_id)
-    row.update(env_cols)
-    row.update(
-        canonical_job_file=canonical,
-        effective_job_sha256=effective_job_sha256(canonical, request.gang_size),
-        workload_sha256=workload_sha256(canonical, request.gang_size),
-        fio_argv=fio_run.argv,
-        started_at=fio_run.started_at,
-        finished_at=fio_run.finished_at,
-        exit_code=fio_run.exit_code,
-        watchdog=fio_run.watchdog,
-    )
-    tables = empty_tables(row)
-    errors = _read_report(prepared, run_id, fio_run, outdir, tables)
-    if _cut_short(prepared, tables["results"]):
-        flags = [*flags, "cut-short"]
-    if fio_run.watchdog == "interrupted":
-        row.update(status="interrupted", flags=flags, error="stopped by a signal to fiolake")
-        tables["runs"] = schema.to_table("runs", [row])
-        why = "stopped by a signal to fiolake"
-        return RunOutcome(run_id, "interrupted", why, fio_run.started_at, tables, raw, fio_run)
-    errors = _run_errors(fio_run, errors)
-    status = "failed" if errors else "ok"
-    error = "; ".join(errors) or None
-    row.update(status=status, error=error, flags=flags)
-    tables["runs"] = schema.to_table("runs", [row])
-    return RunOutcome(run_id, status, error, fio_run.started_at, tables, raw, fio_run)
-
-
-def _read_report(
-    prepared: PreparedJob, run_id: str, fio_run: FioRun, outdir: Path, tables: dict[str, pa.Table]
-) -> list[str]:
-    """fio's JSON report (and the logs beside it) into `tables`; the errors it names, or
-    that there was no report."""
-    try:
-        report = fio_output.parse_fio_json(fio_run.output_text)
-    except FioError as exc:
-        detail = (fio_run.stderr.strip() or str(exc))[:2000]
-        return [f"fio exited {fio_run.exit_code} without a JSON report: {detail}"]
-    sections = [(section.name, section.options) for section in prepared.job.jobs]
-    tables.update(
-        report_tables(
-            report,
-            run_id=run_id,
-            backend=prepared.request.backend,
-            job_options=prepared.job.options_for,
-            sections=sections,
-            log_dir=outdir,
-            log_prefixes=(LOG_PREFIX,),
-        )
-    )
-    return fio_output.job_errors(report)
-
-
-def _run_errors(fio_run: FioRun, errors: list[str]) -> list[str]:
-    """`errors` plus what the watchdog and fio's exit code say, and fio's stderr when
-    anything went wrong."""
-    errors = list(errors)
-    if fio_run.watchdog:
-        errors.append(f"watchdog stopped fio ({fio_run.watchdog})")
-    elif fio_run.exit_code not in (0, None) and not errors:
-        errors.append(f"fio exited {fio_run.exit_code}: {fio_run.stderr.strip()[:2000]}")
-    if errors and fio_run.stderr.strip():
-        # fio 3.33 writes io_u errors (e.g. ENOSPC) to stderr, not into --output.
-        errors.append(f"fio stderr: {fio_run.stderr.strip()[-1500:]}")
-    return errors
-
-
-def _cut_short(prepared: PreparedJob, results: pa.Table) -> bool:
-    """Did fio stop a job at the runtime the policy injected, before its work was done?
-
-    A job that is not time_based ends when its work is done; if it ran for the whole
-    injected cap instead, the cap ended it.
-    """
-    for row in results.select(["job_name", "job_runtime_ms"]).to_pylist():
-        name = row["job_name"]
-        if name not in prepared.capped_jobs or row["job_runtime_ms"] is None:
-            continue
-        options = prepared.job.options_for(name)
-        cap_s = _runtime_s(options) or 0
-        if options.get("time_based", "0") == "0" and row["job_runtime_ms"] >= cap_s * 1000 * 0.99:
-            return True
-    return False
-
-
-def _archive(paths: list[Path]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for path in paths:
-            tar.add(path, arcname=path.name)
-    return buf.getvalue()

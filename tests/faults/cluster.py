@@ -215,6 +215,10 @@ class Cluster:
         env["FIOLAKE_HISTORY"] = str(slot.history)
         env["FIOLAKE_PAUSE_FILE"] = str(slot.pause_file)
         env["FIOLAKE_KEYRING"] = str(slot.root / f"keyring-{slot.incarnation}.json")
+        # A runner killed mid-run leaves its output directory (runner.rundirs) where the
+        # next incarnation sweeps it: in the cluster's own directory, not the machine's /tmp.
+        (self.root / "tmp").mkdir(exist_ok=True)
+        env["TMPDIR"] = str(self.root / "tmp")
         return env
 
     def start_runner(self, slot: RunnerSlot) -> None:

@@ -7,13 +7,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from fiolake.errors import UsageProblem
+from fiolake.runner import rundirs
 from fiolake.runner.host import mkfs
+from tests.proc_evidence import wait_until
 from tests.runner.loopdev import loop_device, requires_loop
 
 LONG = "[w]\nrw=randwrite\nbs=4k\nsize=8m\nioengine=psync\nruntime=60\ntime_based=1\n"
@@ -55,13 +56,6 @@ def _measuring(pid: int) -> bool:
     return False
 
 
-def _until(what: str, check: object, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"timed out waiting until {what}"
-        time.sleep(0.05)
-
-
 @requires_loop
 def test_nothing_stays_mounted_after_a_sigkill_of_fiolake_run(tmp_path: Path) -> None:
     (tmp_path / "long.fio").write_text(LONG)
@@ -70,22 +64,28 @@ def test_nothing_stays_mounted_after_a_sigkill_of_fiolake_run(tmp_path: Path) ->
         argv = [sys.executable, "-m", "fiolake", "run", str(tmp_path / "long.fio"),
                 "--device", str(dev), "--destroy-data", "--mkfs", "ext4",
                 "--lake", str(tmp_path / "lake"), "--share-host"]  # fmt: skip
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        tmp = tmp_path / "tmp"  # where the run's output directory goes (runner.rundirs)
+        tmp.mkdir()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env={**os.environ, "TMPDIR": str(tmp)})  # fmt: skip
         try:
-            _until("fio measures on the mounted file system", lambda: _measuring(proc.pid))
+            wait_until("fio measures on the mounted file system", lambda: _measuring(proc.pid))
             assert mounted_anywhere(dev), "fio runs, so the file system is mounted"
             [stale] = mkfs.MOUNT_ROOT.glob(f"{proc.pid}-*")
         finally:
             proc.kill()
             proc.wait()
         # fio ends with fiolake (PR_SET_PDEATHSIG); the namespace, and its mount, with both
-        _until("no namespace mounts the device", lambda: not mounted_anywhere(dev))
+        wait_until("no namespace mounts the device", lambda: not mounted_anywhere(dev))
         # the kernel shuts the file system down after the namespace went: free soon after
-        _until("the device is free for anyone again", lambda: free(dev))
+        wait_until("the device is free for anyone again", lambda: free(dev))
         # the next start removes the mount point the killed run left
         assert stale.is_dir()
         assert stale in mkfs.remove_stale()
         assert not stale.exists()
+        # and its output directory, once its lock is free (fio, holding it too, has gone)
+        [outdir] = tmp.glob("fiolake-r-*")
+        assert rundirs.remove_abandoned(tmp, min_age_s=0) == [outdir]
 
 
 def test_options_go_to_every_file_system_or_to_the_one_they_name() -> None:
@@ -135,7 +135,7 @@ def test_a_run_that_ends_early_unmounts_its_file_system(
     done: list[int] = []
 
     def end_it() -> None:
-        _until("fio measures", lambda: _measuring(os.getpid()))
+        wait_until("fio measures", lambda: _measuring(os.getpid()))
         if stop == "SIGTERM":
             os.kill(os.getpid(), signal.SIGTERM)
             done.append(os.getpid())
