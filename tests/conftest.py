@@ -24,12 +24,14 @@ from fiolake.stack.process import free_ports
 # fio_versions: fio releases built from ../shared/fio-src for the fio-version tier, in
 # the background from the end of collection when that tier is selected.
 # scheduling: how `make test`'s parallel workers share the groups (tests/scheduling.py).
+# heavy: the tests over the fast tier's CPU budget, marked from tests/heavy.txt.
 pytest_plugins = [
     "tests.hygiene",
     "tests.cpu_ledger",
     "tests.versitygw",
     "tests.fio_versions",
     "tests.scheduling",
+    "tests.heavy",
 ]
 
 # One DuckDB thread per lake connection, in this process and those its tests start, unless
