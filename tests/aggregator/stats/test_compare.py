@@ -1,4 +1,8 @@
-"""Comparison engine: known distributions give known verdicts; numbers equal plain SQL."""
+"""Comparison engine: known distributions give known verdicts; numbers equal plain SQL.
+
+scipy.stats and statsmodels, the oracles, are imported inside the tests that use them:
+~1 s of import in each process that collects this file (four in `make test-fast`).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from scipy import stats as scipy_stats
-from statsmodels.stats.multitest import multipletests
 
 from fiolake.aggregator.lake.lake import connect
 from fiolake.aggregator.rows.filters import RunFilter
@@ -134,6 +136,9 @@ def test_a_a_no_difference_is_declared_after_adjustment(tmp_path: Path) -> None:
 
 
 def test_one_row_equals_an_independent_scipy_computation(tmp_path: Path) -> None:
+    from scipy import stats as scipy_stats
+    from statsmodels.stats.multitest import multipletests
+
     root = seeded_lake(tmp_path, 12, 0.1, seed=3, label=lambda i: "a" if i < 6 else "b")
     sql = """SELECT r.backend, x.iops FROM results x JOIN runs r USING (run_id)
              WHERE x.job_name = 'job1' AND x.direction = 'write' ORDER BY r.run_id"""

@@ -1,4 +1,8 @@
-"""A lake written by real fio (`fiolake run`): compare agrees with hand-written SQL."""
+"""A lake written by real fio (`fiolake run`): compare agrees with hand-written SQL.
+
+scipy.stats and statsmodels, the oracles, are imported inside the tests that use them:
+~1 s of import in each process that collects this file (four in `make test-fast`).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from scipy import stats as scipy_stats
 
 from fiolake.aggregator.lake.check import check_lake
 from fiolake.aggregator.lake.lake import connect
@@ -33,6 +36,8 @@ HAND = """
 
 @pytest.mark.slow
 def test_two_backends_three_repetitions(tmp_path: Path) -> None:
+    from scipy import stats as scipy_stats
+
     lake = tmp_path / "lake"
     for backend in ("disk-a", "disk-b"):
         target = tmp_path / backend

@@ -1,4 +1,8 @@
-"""The statistics module against scipy and statsmodels, on fixed seeds."""
+"""The statistics module against scipy and statsmodels, on fixed seeds.
+
+scipy.stats and statsmodels, the oracles, are imported inside the tests that use them:
+~1 s of import in each process that collects this file (four in `make test-fast`).
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,13 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats as scipy_stats
-from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.power import TTestIndPower
 
 from fiolake.aggregator.stats import stats
 
 
 def test_ratio_and_ci_are_welch_on_logs() -> None:
+    from scipy import stats as scipy_stats
+
     rng = np.random.default_rng(1)
     base, other = rng.lognormal(0, 0.1, 6) * 100, rng.lognormal(0, 0.1, 4) * 250
     got = stats.compare_logs(base, other)
@@ -40,6 +43,8 @@ def test_tost_is_the_90_percent_ci_inside_the_bounds() -> None:
 
 
 def test_holm_matches_statsmodels_and_fdr_is_scipys_bh() -> None:
+    from statsmodels.stats.multitest import multipletests
+
     rng = np.random.default_rng(3)
     for size in (1, 2, 7, 40):
         p = list(rng.uniform(0, 0.2, size))
@@ -51,11 +56,15 @@ def test_holm_matches_statsmodels_and_fdr_is_scipys_bh() -> None:
 
 
 def test_bh_keeps_ties_and_order_like_statsmodels() -> None:
+    from statsmodels.stats.multitest import multipletests
+
     p = [0.01, 0.04, 0.04, 0.03, 0.5, 0.01, 1.0]
     assert stats.adjust(p, "fdr") == pytest.approx(list(multipletests(p, method="fdr_bh")[1]))
 
 
 def test_pooled_t_is_scipys_ttest_ind() -> None:
+    from scipy import stats as scipy_stats
+
     rng = np.random.default_rng(4)
     for n_left, n_right in ((2, 2), (3, 9), (15, 15)):
         left, right = rng.normal(0, 1, n_left), rng.normal(0.5, 2, n_right)
@@ -77,6 +86,8 @@ def test_the_statistics_never_import_scipy_stats() -> None:
 
 
 def test_reps_for_power_grows_with_noise_and_shrinks_with_effect() -> None:
+    from statsmodels.stats.power import TTestIndPower
+
     assert stats.reps_for_power(0.02, 0.05) < stats.reps_for_power(0.1, 0.05)
     assert stats.reps_for_power(0.1, 0.2) < stats.reps_for_power(0.1, 0.05)
     # the noncentral-t solution, as statsmodels solves it (rounded up to whole runs)
@@ -88,6 +99,8 @@ def test_reps_for_power_grows_with_noise_and_shrinks_with_effect() -> None:
 
 
 def test_reps_to_confirm_the_observed_ratio_is_the_power_solution_at_it() -> None:
+    from statsmodels.stats.power import TTestIndPower
+
     for sd_log, ratio in ((0.1, 0.85), (0.1, 1.3), (0.05, 0.97)):
         expected = TTestIndPower().solve_power(
             effect_size=abs(math.log(ratio)) / sd_log, alpha=0.05, power=0.8
