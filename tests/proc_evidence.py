@@ -45,3 +45,34 @@ def wait_until(what: str, check: Callable[[], object], timeout_s: float = 30) ->
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting until {what}"
         time.sleep(0.05)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(c) for t in Path(f"/proc/{pid}/task").iterdir()
+                for c in (t / "children").read_text().split()]  # fmt: skip
+    except OSError:
+        return []
+
+
+def fio_job_writes(pid: int) -> bool:
+    """Whether a fio job process below process `pid` (a fio whose parent is fio) has
+    written yet: fio has forked its jobs and is past its start.
+
+    A test that kills fiolake waits for this, not for fio to appear: fio's SIGTERM
+    handler (fiolake's parent-death signal to it) calls malloc, so a SIGTERM landing
+    while fio forks a job deadlocks fio for good (fio 3.33: sig_int -> log_info ->
+    malloc under fork's arena locks; seen 2026-11-28)."""
+    stack = [(pid, False)]
+    while stack:
+        current, parent_is_fio = stack.pop()
+        try:
+            is_fio = Path(f"/proc/{current}/comm").read_text().strip() == "fio"
+            if is_fio and parent_is_fio:
+                io = Path(f"/proc/{current}/io").read_text().split()
+                if int(io[io.index("wchar:") + 1]) > 0:
+                    return True
+        except (OSError, ValueError):
+            continue
+        stack += [(child, is_fio) for child in _children(current)]
+    return False

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from fiolake.runner import rundirs
-from tests.proc_evidence import process_evidence, wait_until
+from tests.proc_evidence import fio_job_writes, process_evidence, wait_until
 from tests.runner.conftest import lock_is_held
 
 LONG = "[w]\nrw=randwrite\nbs=4k\nsize=4m\nioengine=psync\nruntime=60\ntime_based=1\n"
@@ -98,7 +98,9 @@ def test_the_next_run_removes_what_a_sigkilled_run_left(tmp_path: Path) -> None:
                                 start_new_session=True)  # fmt: skip
     try:
         try:
-            wait_until("fio writes its data file", lambda: any(target.glob(".fiolake-r-*/w.*")))
+            # once fio's job process writes, not when the data file appears (then fio
+            # forks the job, where a SIGTERM deadlocks it: tests.proc_evidence)
+            wait_until("fio's job process writes", lambda: fio_job_writes(proc.pid))
         except AssertionError as exc:
             evidence = f"{log.read_text()}\n{process_evidence(proc.pid)}"
             raise AssertionError(f"{exc}\n{evidence}") from None

@@ -14,7 +14,7 @@ import pytest
 from fiolake.errors import UsageProblem
 from fiolake.runner import rundirs
 from fiolake.runner.host import mkfs
-from tests.proc_evidence import wait_until
+from tests.proc_evidence import fio_job_writes, wait_until
 from tests.runner.loopdev import loop_device, requires_loop
 
 LONG = "[w]\nrw=randwrite\nbs=4k\nsize=8m\nioengine=psync\nruntime=60\ntime_based=1\n"
@@ -70,6 +70,8 @@ def test_nothing_stays_mounted_after_a_sigkill_of_fiolake_run(tmp_path: Path) ->
                                 env={**os.environ, "TMPDIR": str(tmp)})  # fmt: skip
         try:
             wait_until("fio measures on the mounted file system", lambda: _measuring(proc.pid))
+            # past fio's fork of the job, where our SIGTERM would deadlock it (proc_evidence)
+            wait_until("fio's job process writes", lambda: fio_job_writes(proc.pid))
             assert mounted_anywhere(dev), "fio runs, so the file system is mounted"
             [stale] = mkfs.MOUNT_ROOT.glob(f"{proc.pid}-*")
         finally:
