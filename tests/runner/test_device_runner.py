@@ -23,6 +23,7 @@ from fiolake.runner.host import device
 from fiolake.runner.policy.check import BlockTarget
 from fiolake.signing import Keyring
 from fiolake.store import LocalStore
+from tests.proc_evidence import fio_job_writes, wait_until
 from tests.runner.conftest import LakeEnv, sql
 from tests.runner.loopdev import loop_device, requires_loop
 from tests.signed_jobs import publish_signed
@@ -167,21 +168,24 @@ def test_a_runner_with_mkfs_runs_dir_jobs_on_the_file_system_it_made(
 def test_a_runner_with_mkfs_killed_mid_run_leaves_nothing_mounted(
     local_lake: LakeEnv, tmp_path: Path
 ) -> None:
-    from tests.runner.host.test_mkfs import _measuring, _until, free, mounted_anywhere
+    from tests.runner.host.test_mkfs import _measuring, free, mounted_anywhere
 
     (tmp_path / "long.fio").write_text(LONG)
     local_lake.publish(tmp_path / "long.fio", "--backend", "fs")
     with loop_device(tmp_path / "disk.img", sparse=True) as dev:
-        env = {**os.environ, **local_lake.runner}
+        (tmp_path / "tmp").mkdir()  # the killed run's output directory (runner.rundirs)
+        env = {**os.environ, **local_lake.runner, "TMPDIR": str(tmp_path / "tmp")}
         argv = [sys.executable, "-m", "fiolake", "runner", "--backend", "fs", "--device",
                 str(dev), "--destroy-data", "--mkfs", "ext4", "--spool-dir",
                 str(tmp_path / "spool"), "--share-host"]  # fmt: skip
         proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            _until("fio measures on the runner's file system", lambda: _measuring(proc.pid), 60)
+            wait_until("fio measures on the runner's file system", lambda: _measuring(proc.pid), 60)
+            # past fio's fork of the job, where our SIGTERM would deadlock it (proc_evidence)
+            wait_until("fio's job process writes", lambda: fio_job_writes(proc.pid))
             assert mounted_anywhere(dev)
         finally:
             proc.kill()
             proc.wait()
-        _until("no namespace mounts the device", lambda: not mounted_anywhere(dev))
-        _until("the device is free for anyone again", lambda: free(dev))
+        wait_until("no namespace mounts the device", lambda: not mounted_anywhere(dev))
+        wait_until("the device is free for anyone again", lambda: free(dev))
