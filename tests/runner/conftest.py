@@ -70,7 +70,10 @@ class LakeEnv:
         """A runner process (under `wrapper`, e.g. faketime, when given)."""
         target = self.tmp / f"target-{name}"
         log = open(self.tmp / f"runner-{name}.log", "w")  # noqa: SIM115 - closed with the process
-        env = {**os.environ, **self.runner}
+        # A runner killed mid-run leaves its output directory (runner.rundirs) in TMPDIR:
+        # the lake's own, where the next runner sweeps it, not the machine's /tmp.
+        (self.tmp / "tmp").mkdir(exist_ok=True)
+        env = {**os.environ, **self.runner, "TMPDIR": str(self.tmp / "tmp")}
         proc = subprocess.Popen(
             [
                 *wrapper,
