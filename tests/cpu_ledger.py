@@ -20,7 +20,7 @@ import os
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -80,15 +80,22 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, object, object
     return (yield from _ledgered(item, "teardown"))
 
 
+def phases(path: Path) -> Iterator[tuple[str, float, float]]:
+    """Each line of the ledger as (node id, wall seconds, CPU seconds: its own and its
+    children's)."""
+    for line in path.read_text().splitlines():
+        nodeid, _phase, wall, own, children = line.split("\t")
+        yield nodeid, float(wall), float(own) + float(children)
+
+
 def summary(path: Path, top: int = 25) -> str:
     """The ledger summed by test file, most CPU first, with the total."""
     cpu: dict[str, float] = defaultdict(float)
     wall: dict[str, float] = defaultdict(float)
-    for line in path.read_text().splitlines():
-        nodeid, _phase, w, own, children = line.split("\t")
+    for nodeid, spent_wall, spent_cpu in phases(path):
         name = nodeid.split("::", 1)[0]
-        cpu[name] += float(own) + float(children)
-        wall[name] += float(w)
+        cpu[name] += spent_cpu
+        wall[name] += spent_wall
     total = sum(cpu.values())
     out = [f"{'CPU s':>8} {'share':>6} {'wall s':>8}  test file"]
     for name in sorted(cpu, key=cpu.__getitem__, reverse=True)[:top]:

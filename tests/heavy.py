@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import cpu_ledger
+
 BUDGET_S = 0.4
 LIST = Path(__file__).with_name("heavy.txt")
 HEADER = (
@@ -39,9 +41,8 @@ def listed(path: Path | None = None) -> set[str]:
 def over_budget(ledger: Path, budget_s: float = BUDGET_S) -> set[str]:
     """The tests a CPU ledger charged more than `budget_s` (setup, call and teardown)."""
     cpu: dict[str, float] = defaultdict(float)
-    for line in ledger.read_text().splitlines():
-        nodeid, _phase, _wall, own, children = line.split("\t")
-        cpu[nodeid] += float(own) + float(children)
+    for nodeid, _wall, spent in cpu_ledger.phases(ledger):
+        cpu[nodeid] += spent
     return {nodeid for nodeid, spent in cpu.items() if spent > budget_s}
 
 

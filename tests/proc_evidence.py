@@ -31,11 +31,7 @@ def process_evidence(pid: int) -> str:
                 lines.append(f"  {name}: {(proc / name).read_text().strip()[:600]}")
             except OSError:
                 pass
-        for task in (proc / "task").iterdir():
-            try:
-                todo += [int(c) for c in (task / "children").read_text().split()]
-            except OSError:
-                pass
+        todo += children(current)
     return "\n".join(lines)
 
 
@@ -47,12 +43,15 @@ def wait_until(what: str, check: Callable[[], object], timeout_s: float = 30) ->
         time.sleep(0.05)
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(c) for t in Path(f"/proc/{pid}/task").iterdir()
-                for c in (t / "children").read_text().split()]  # fmt: skip
-    except OSError:
-        return []
+def children(pid: int) -> list[int]:
+    """The child processes of `pid`, from each of its threads (empty once it is gone)."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            out += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return out
 
 
 def fio_job_writes(pid: int) -> bool:
@@ -74,5 +73,5 @@ def fio_job_writes(pid: int) -> bool:
                     return True
         except (OSError, ValueError):
             continue
-        stack += [(child, is_fio) for child in _children(current)]
+        stack += [(child, is_fio) for child in children(current)]
     return False

@@ -33,6 +33,7 @@ from fiolake.stack.process import free_ports
 from fiolake.store import ObjectStore, S3Store
 from tests.faults.proxy import FaultyProxy
 from tests.hygiene import remove_abandoned_sem_temps, remove_faketime_segments
+from tests.proc_evidence import children
 from tests.versitygw import VersityServer
 
 BACKEND = "faults"
@@ -87,7 +88,7 @@ class RunnerSlot:
         """Pid of the fio this runner is running right now, if any."""
         if not self.alive():
             return None
-        for pid in _children(self.proc.pid):
+        for pid in children(self.proc.pid):
             try:
                 if Path(f"/proc/{pid}/comm").read_text().strip() == "fio":
                     return pid
@@ -102,16 +103,6 @@ class RunnerSlot:
         except (OSError, AttributeError):
             return False
         return stat.rsplit(")", 1)[1].split()[0] == "T"
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            out += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return out
 
 
 class Cluster:
