@@ -15,8 +15,11 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 
@@ -39,6 +42,31 @@ def reap(proc: subprocess.Popen[Any], timeout_s: float | None = None) -> int | N
         else:
             time.sleep(0.01)  # no event for "a child exited" short of SIGCHLD handlers
     return proc.returncode
+
+
+@contextlib.contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C that lands inside the block until the block ends, then raise it.
+
+    For starting a child the caller must clean up after: a KeyboardInterrupt inside
+    `Popen(...)` (after the fork, while it waits to hear that exec worked) or before the
+    result is assigned leaves the child running with nobody holding its pid. Seen: two
+    fresh-clone suites whose Ctrl-C came just as the stand-in `go` started, each leaving
+    it and its child running. Python runs signal handlers only in the main thread, so
+    elsewhere nothing is deferred (no KeyboardInterrupt can land there); a SIGINT that is
+    ignored or has its default action is left as it is."""
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+        yield
+        return
+    held: list[FrameType | None] = []
+    signal.signal(signal.SIGINT, lambda _signum, frame: held.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held:
+            previous(signal.SIGINT, held[0])
 
 
 def kill_group(proc: subprocess.Popen[Any], timeout_s: float = 10.0) -> list[int]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import requests
 
-from fiolake.children import kill_group
+from fiolake.children import kill_group, sigint_deferred
 from fiolake.config import Settings
 from fiolake.errors import FiolakeError
 
@@ -51,15 +51,17 @@ def go_install(what: str, name: str, package: str, then: str) -> Path:
     log.info("building %s %s into %s (once, about 2-3 minutes)", what, package, binary)
     started = time.monotonic()
     with tempfile.TemporaryFile("w+") as errors:
-        proc = subprocess.Popen(  # noqa: S603
-            [go, "install", package],
-            env=env,
-            stdout=errors,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,  # its own group: go and its compilers stop together
-        )
+        proc = None
         try:
+            with sigint_deferred():  # a Ctrl-C as go starts waits until `proc` is set
+                proc = subprocess.Popen(  # noqa: S603
+                    [go, "install", package],
+                    env=env,
+                    stdout=errors,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    start_new_session=True,  # its own group: go and its compilers stop together
+                )
             while True:
                 try:
                     proc.wait(timeout=30)
@@ -69,7 +71,8 @@ def go_install(what: str, name: str, package: str, then: str) -> Path:
         except BaseException:
             # Interrupted (Ctrl-C, a test's timeout): the build must not go on orphaned,
             # compiling beside the next one (issue 40: five at once on two cores).
-            kill_group(proc)  # reaps without Popen's lock, which the interrupt may hold
+            if proc is not None:
+                kill_group(proc)  # reaps without Popen's lock, which the interrupt may hold
             raise
         errors.seek(0)
         output = errors.read()

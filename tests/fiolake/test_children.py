@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fiolake.children import group_members, kill_group, reap
+from fiolake.children import group_members, kill_group, reap, sigint_deferred
 from fiolake.stack.process import pid_alive
 
 
@@ -96,3 +97,36 @@ def test_kill_group_returns_once_no_member_is_left_and_names_one_that_stays(
     proc, sleeper = _group(tmp_path / "again")
     assert kill_group(proc) == [] and group_members(proc.pid) == []
     assert not pid_alive(sleeper)
+
+
+def test_a_ctrl_c_inside_sigint_deferred_is_raised_once_the_block_has_ended() -> None:
+    """What `ensure_minio` relies on: the child's Popen object is assigned before the
+    KeyboardInterrupt, so the clean-up can kill its group."""
+    handler = signal.getsignal(signal.SIGINT)
+    assigned = []
+    with pytest.raises(KeyboardInterrupt):
+        with sigint_deferred():
+            signal.raise_signal(signal.SIGINT)  # Python runs handlers right after this call
+            assigned.append("proc")
+    assert assigned == ["proc"]
+    assert signal.getsignal(signal.SIGINT) is handler
+    with sigint_deferred():  # no Ctrl-C: nothing raised, the handler back as it was
+        assigned.append("again")
+    assert assigned == ["proc", "again"] and signal.getsignal(signal.SIGINT) is handler
+
+
+def test_sigint_deferred_outside_the_main_thread_changes_nothing() -> None:
+    # signal.signal raises ValueError outside the main thread; no KeyboardInterrupt lands there
+    errors: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            with sigint_deferred():
+                pass
+        except BaseException as exc:  # noqa: BLE001 - the assertion below names it
+            errors.append(exc)
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join(10)
+    assert errors == []
