@@ -2,8 +2,9 @@
 
 Run by tests/aggregator/lake/test_spark_s3.py as `python -m tests.spark_s3_read SPEC OUT`:
 SPEC is a JSON file naming the endpoint, keys, a Java trust store holding the server's
-private CA, the lake URL (s3a://bucket/prefix) and the tables; OUT a folder that gets one
-Parquet file per table as Spark read it. A process of its own because the JVM's trust
+private CA (and the JDK's own CAs, for Maven Central) with its password, the lake URL
+(s3a://bucket/prefix) and the tables; OUT a folder that gets one Parquet file per table
+as Spark read it. A process of its own because the JVM's trust
 store and the hadoop-aws jar are fixed when Spark's JVM starts, and the session-wide
 `spark` fixture's JVM reads local lakes only.
 """
@@ -29,7 +30,7 @@ def main(spec_path: str, out: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     trust = (
         f"-Djavax.net.ssl.trustStore={spec['truststore']} "
-        "-Djavax.net.ssl.trustStorePassword=fiolake"
+        f"-Djavax.net.ssl.trustStorePassword={spec['truststore_password']}"
     )
     s3a = {
         "endpoint": spec["endpoint"],

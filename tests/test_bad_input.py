@@ -2349,14 +2349,14 @@ def test_server_side_bad_input_is_a_clear_error(
 
 @pytest.mark.stack
 @pytest.mark.slow
-# Run after the main phase, in a session of its own. It failed twice on 2026-11-27 (the end
-# of a serial session, then in the alone phase itself): after the 503s, TLS handshakes and
-# requests through the proxy stalled ~10 s each (an EOF, a 51 s store probe) and the job
-# was not committed within 120 s. The proxy then re-encrypted what it forwarded, one SSL
-# socket read and written from two threads; it now passes those connections through
-# untouched (tests/faults/proxy.py), and the probe took 1.1 s, the commit 11 s after the
-# 503s stopped — beside a four-worker `make test`.
-@pytest.mark.alone
+# It failed twice on 2026-11-27 (the end of a serial session, then in the `alone` phase):
+# after the 503s, TLS handshakes and requests through the proxy stalled ~10 s each (an
+# EOF, a 51 s store probe) and the job was not committed within 120 s. The proxy then
+# re-encrypted what it forwarded, one SSL socket read and written from two threads; it now
+# passes those connections through untouched (tests/faults/proxy.py), and the probe took
+# 1.1 s, the commit 11 s after the 503s stopped — beside a four-worker `make test`. So it
+# runs in the main phase again, where its minute of waiting costs no wall time (it was a
+# quarter of the `alone` phase: 63 of 257 s).
 def test_minio_answering_503_for_a_minute(stack, tmp_path: Path) -> None:  # noqa: ANN001
     """The CLI fails fast with a clear message; a runner waits and recovers."""
     import sys

@@ -27,16 +27,23 @@ from tests.versitygw import S3Server
 
 pytestmark = [pytest.mark.spark, pytest.mark.stack, pytest.mark.slow]
 TABLES = ["runs", "results", "timeseries", "percentiles", "commits"]  # what lakegen writes
+TRUSTSTORE_PASSWORD = "changeit"  # the JDK store's own, which the copy keeps
 
 
 def _truststore(ca: str, where: Path) -> Path:
+    """The JDK's own trust store plus the server's CA. Only the CA would do for the
+    server, but the same JVM fetches hadoop-aws and delta-spark from Maven Central on
+    first use, whose certificates (and on this workplace's machines a proxy's) only the
+    JDK's store holds: a fresh machine failed both tests so, PKIX path building failed."""
     keytool = shutil.which("keytool")
     if keytool is None:
         pytest.skip("keytool (Java) is not installed: `make sysdeps` installs openjdk-17")
+    cacerts = Path(keytool).resolve().parents[1] / "lib" / "security" / "cacerts"
     store = where / "trust.jks"
+    shutil.copyfile(cacerts, store)  # follows Debian's link to /etc/ssl/certs/java/cacerts
     subprocess.run(
         [keytool, "-importcert", "-noprompt", "-alias", "fiolake-ca", "-file", ca,
-         "-keystore", str(store), "-storepass", "fiolake"],
+         "-keystore", str(store), "-storepass", TRUSTSTORE_PASSWORD],
         check=True, capture_output=True,
     )  # fmt: skip
     return store
@@ -58,6 +65,7 @@ def test_spark_reads_the_delta_tables_on_each_s3_server(
         "access_key": settings.access_key,
         "secret_key": settings.secret_key,
         "truststore": str(_truststore(str(settings.ca_bundle), tmp_path)),
+        "truststore_password": TRUSTSTORE_PASSWORD,
         "lake": f"s3a://{s3_server.bucket}/{prefix}",
         "tables": TABLES,
     }
