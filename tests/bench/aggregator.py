@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import resource
 import secrets
 import shutil
 import statistics
@@ -68,7 +69,8 @@ DIRECTIONS = ("read", "write")
 SECONDS = 60
 PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99)
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
-SPACING = timedelta(seconds=864)  # 10,000 runs over 100 days
+SPACING = timedelta(seconds=864)  # 10,000 runs over 100 days (--runs-per-day 100)
+FLUSH_RUNS = 20_000  # runs held in memory before their rows go to the Delta tables
 
 
 def table(name: str, columns: dict[str, object], n: int) -> pa.Table:
@@ -85,11 +87,14 @@ def run_ids(first: int, count: int) -> list[str]:
     return [f"run-{i:06d}" for i in range(first, first + count)]
 
 
-def build_tables(first: int, count: int, rng: np.random.Generator) -> dict[str, pa.Table]:
-    """The runs, results, timeseries and percentiles tables for runs first .. first+count-1."""
+def build_tables(
+    first: int, count: int, rng: np.random.Generator, spacing: timedelta = SPACING
+) -> dict[str, pa.Table]:
+    """The runs, results, timeseries and percentiles tables for runs first .. first+count-1,
+    one run started every `spacing`."""
     idx = np.arange(first, first + count)
     ids = run_ids(first, count)
-    started = [T0 + SPACING * int(i) for i in idx]
+    started = [T0 + spacing * int(i) for i in idx]
     backend = [BACKENDS[i % len(BACKENDS)] for i in idx]
     runs = table(
         "runs",
@@ -189,8 +194,8 @@ def write_file(root: Path, key: str, data: bytes) -> None:
     path.write_bytes(data)
 
 
-def commit_bytes(i: int) -> bytes:
-    started = T0 + SPACING * i
+def commit_bytes(i: int, spacing: timedelta = SPACING) -> bytes:
+    started = T0 + spacing * i
     return Commit(
         f"job-{i:06d}",
         f"run-{i:06d}",
@@ -201,16 +206,16 @@ def commit_bytes(i: int) -> bytes:
     ).to_bytes()
 
 
-def build_compacted(root: Path, runs: int, placeholders: bool) -> int:
+def build_compacted(root: Path, runs: int, placeholders: bool, spacing: timedelta = SPACING) -> int:
     """The big lake, as `lake compact` leaves it (see the module docstring); returns the
-    generation written. The rows are appended to the Delta tables a month at a time (so
-    100,000 runs, 96 M timeseries rows, fit in memory), as a compaction interrupted before
-    its record leaves them; the markers and their commit-log entries are written as
-    runners write them; then `compact` itself finishes the job the way it does for a
-    user's lake: it finds those rows, rewrites a table of many files into few, and writes
-    the generation record in the current format."""
+    generation written. The rows are appended to the Delta tables a month at a time, or
+    every FLUSH_RUNS runs when a month holds more (so 96 M timeseries rows of 100,000 runs
+    fit in memory), as a compaction interrupted before its record leaves them; the markers
+    and their commit-log entries are written as runners write them; then `compact` itself
+    finishes the job the way it does for a user's lake: it finds those rows, rewrites a
+    table of many files into few, and writes the generation record in the current format."""
     rng = np.random.default_rng(7)
-    per_day = int(timedelta(days=1) / SPACING)
+    per_day = int(timedelta(days=1) / spacing)
     store = LocalStore(root)
     month: dict[str, list[pa.Table]] = {}
     current = None
@@ -222,12 +227,13 @@ def build_compacted(root: Path, runs: int, placeholders: bool) -> int:
 
     for first in range(0, runs, per_day):
         count = min(per_day, runs - first)
-        day = (T0 + SPACING * first).date()
-        if current is not None and f"{day:%Y-%m}" != current:
+        day = (T0 + spacing * first).date()
+        pending = sum(t.num_rows for t in month.get("runs", []))
+        if current is not None and (f"{day:%Y-%m}" != current or pending >= FLUSH_RUNS):
             flush()
         current = f"{day:%Y-%m}"
         ids = run_ids(first, count)
-        for name, data in build_tables(first, count, rng).items():
+        for name, data in build_tables(first, count, rng, spacing).items():
             dated = data.append_column("date", pa.array([day] * data.num_rows, pa.date32()))
             month.setdefault(name, []).append(dated)
             if placeholders:
@@ -245,9 +251,10 @@ def build_compacted(root: Path, runs: int, placeholders: bool) -> int:
     logged_by = datetime.now(UTC) - timedelta(hours=2)
     for i in range(runs):
         job_id = f"job-{i:06d}"
-        ended = T0 + SPACING * i + timedelta(seconds=SECONDS * len(JOBS))
-        write_file(root, layout.commit_key(job_id), commit_bytes(i))
-        write_file(root, layout.commit_log_key(min(ended, logged_by), job_id), commit_bytes(i))
+        ended = T0 + spacing * i + timedelta(seconds=SECONDS * len(JOBS))
+        marker = commit_bytes(i, spacing)
+        write_file(root, layout.commit_key(job_id), marker)
+        write_file(root, layout.commit_log_key(min(ended, logged_by), job_id), marker)
     report = compact(store, grace=timedelta(0))
     if report.generation is None or report.unlogged:
         raise RuntimeError(f"compaction of the synthetic lake did not vouch for it: {report}")
@@ -478,6 +485,16 @@ def main() -> None:
     parser.add_argument("--loose-runs", type=int, default=500)
     parser.add_argument("--keep", action="store_true", help="keep the lakes (prints where)")
     parser.add_argument(
+        "--runs-per-day",
+        type=int,
+        default=100,
+        help="history density: 100 spreads 10,000 runs over 100 days; a year of a 100-host "
+        "fleet (issue 44) is about 3,000",
+    )
+    parser.add_argument(
+        "--build-only", action="store_true", help="build and keep the big lake, measure nothing"
+    )
+    parser.add_argument(
         "--lake", type=Path, nargs="+", help="only measure these kept compacted lakes"
     )
     parser.add_argument(
@@ -500,11 +517,15 @@ def main() -> None:
     try:
         big, small = work / "compacted-lake", work / "loose-lake"
         start = time.perf_counter()
-        generation = build_compacted(big, args.runs, placeholders=True)
+        spacing = timedelta(days=1) / args.runs_per_day
+        generation = build_compacted(big, args.runs, placeholders=True, spacing=spacing)
         built = time.perf_counter() - start
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
         data = du(big / "compacted")
         shape = f"{args.runs} runs × {len(JOBS)} jobs × {len(DIRECTIONS)} directions"
-        print(f"synthetic lake: {shape}, {SECONDS} s timeseries; built in {built:.1f} s")
+        days = args.runs / args.runs_per_day
+        print(f"synthetic lake: {shape}, {SECONDS} s timeseries, {days:,.0f} days of history; "
+              f"built in {built:.1f} s, peak RSS {peak:.2f} GiB")  # fmt: skip
         rows = args.runs * len(JOBS) * len(DIRECTIONS)
         print(
             f"  rows: runs {args.runs:,}, results {rows:,}, timeseries {rows * SECONDS:,}, "
@@ -516,6 +537,9 @@ def main() -> None:
         )
         record = latest_generation(LocalStore(big))
         print(f"  compacted by `compact`: generation {generation}, record format {record.format}")
+        if args.build_only:
+            print(f"lake: {big}")
+            return
         local_big = measure("local, compacted", str(big))
 
         build_loose(small, args.loose_runs)

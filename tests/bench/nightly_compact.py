@@ -1,0 +1,131 @@
+"""Nightly compaction benchmark (issue 44): one night's runs compacted into lakes of
+different histories must cost the same.
+
+    .venv/bin/python -m tests.bench.nightly_compact --lake LAKE10K LAKE [--night-runs 3000]
+        [--nights 2]
+
+LAKE10K and LAKE are compacted lakes `tests.bench.aggregator --runs N --keep` built (10,000
+and 100,000 runs). Into each, night after night and the lakes alternating (drift on a
+shared machine reaches both alike), it writes one night of --night-runs runs the way
+runners write them (one Parquet file per table per run, then the commit marker and its
+commit-log entry) and times `compact` on it, counting what the compaction listed. It
+prints each compaction, then the median of each lake and its ratio to the first lake's:
+the goal is at most 1.2× from the smaller history to the larger. The lakes keep the
+nights they were given (each grows by nights × night-runs runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import statistics
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+if __package__ in (None, ""):  # run as a file: make the repository importable
+    sys.path[0] = str(Path(__file__).resolve().parents[2])
+
+from fiolake import layout
+from fiolake.aggregator.lake.compact import compact
+from fiolake.commits import Commit
+from fiolake.schema import parquet_bytes
+from fiolake.store import LocalStore
+from tests.bench.aggregator import JOBS, SECONDS, build_tables, listings, write_file
+
+FIRST_NIGHT_RUN = 50_000_000  # run numbers of added nights: beyond any lake the bench builds
+GOAL = 1.2
+
+
+def write_night(root: Path, first: int, count: int, night: datetime) -> None:
+    """`count` runs started one after another from `night`, as runners leave them: the
+    four tables' files, the marker, and the commit-log entry (keyed now: written since the
+    lake's last compaction, as a night's runs are)."""
+    rng = np.random.default_rng(first)
+    logged = datetime.now(UTC)
+    for k in range(count):
+        i = first + k
+        run_id, job_id = f"run-{i:08d}", f"job-{i:08d}"
+        started = night + timedelta(seconds=10 * k)
+        tables = build_tables(i, 1, rng)
+        runs = tables["runs"]
+        times = {"started_at": started, "finished_at": started + timedelta(seconds=SECONDS)}
+        for column, value in times.items():
+            at = runs.schema.get_field_index(column)
+            runs = runs.set_column(
+                at, runs.schema.field(at), pa.array([value], runs.schema.field(at).type)
+            )
+        ids = {"run_id": run_id, "job_id": job_id}
+        for name, data in {**tables, "runs": runs}.items():
+            for column, value in ids.items():
+                at = data.schema.get_field_index(column)
+                if at >= 0:
+                    field = data.schema.field(at)
+                    data = data.set_column(at, field, pa.array([value] * data.num_rows, field.type))
+            write_file(root, layout.result_key(name, started, run_id), parquet_bytes(data))
+        marker = Commit(job_id, run_id, f"night-{night:%Y%m%d}", "runner-0", "ok",
+                        started.isoformat()).to_bytes()  # fmt: skip
+        write_file(root, layout.commit_key(job_id), marker)
+        write_file(root, layout.commit_log_key(logged, job_id), marker)
+
+
+def compact_night(root: Path, profile: bool = False) -> tuple[float, dict[str, int]]:
+    """Seconds `compact` took on the lake at `root`, and what it listed; with `profile`,
+    also prints where the time went (cProfile, cumulative, the top 25)."""
+    profiler = cProfile.Profile() if profile else None
+    start = time.perf_counter()
+    with listings() as counts:
+        if profiler:
+            profiler.enable()
+        report = compact(LocalStore(root), grace=timedelta(0))
+        if profiler:
+            profiler.disable()
+    took = time.perf_counter() - start
+    if profiler:
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(25)
+    if report.generation is None:
+        raise RuntimeError(f"the night was not compacted into {root}: {report}")
+    return took, dict(counts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--lake", type=Path, nargs="+", required=True,
+                        help="kept compacted lakes, the smallest history first")  # fmt: skip
+    parser.add_argument("--night-runs", type=int, default=3000)
+    parser.add_argument("--nights", type=int, default=2)
+    parser.add_argument("--profile", action="store_true",
+                        help="profile the last night's compaction of each lake")  # fmt: skip
+    args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()}; {args.night_runs} runs a night, "
+          f"{len(JOBS)} jobs each")  # fmt: skip
+    took: dict[Path, list[float]] = {lake: [] for lake in args.lake}
+    night0 = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    for n in range(args.nights):
+        for j, lake in enumerate(args.lake):
+            first = FIRST_NIGHT_RUN + (n * len(args.lake) + j) * args.night_runs
+            start = time.perf_counter()
+            write_night(lake, first, args.night_runs, night0 - timedelta(days=args.nights - n))
+            written = time.perf_counter() - start
+            seconds, counts = compact_night(lake, args.profile and n == args.nights - 1)
+            took[lake].append(seconds)
+            print(f"night {n + 1} into {lake}: written in {written:.1f} s, compacted in "
+                  f"{seconds:.2f} s; {counts}")  # fmt: skip
+    base = statistics.median(took[args.lake[0]])
+    for lake, times in took.items():
+        median = statistics.median(times)
+        print(f"{lake}: compaction median {median:.2f} s, {median / base:.2f}× the first lake")
+    worst = max(statistics.median(t) for t in took.values()) / base
+    print(f"goal ≤ {GOAL}× from the first lake: {worst:.2f}× "
+          f"({'met' if worst <= GOAL else 'NOT met'})")  # fmt: skip
+    print(f"load average after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
