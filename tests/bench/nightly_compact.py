@@ -75,6 +75,15 @@ def write_night(root: Path, first: int, count: int, night: datetime) -> None:
         write_file(root, layout.commit_log_key(logged, job_id), marker)
 
 
+def free_block(root: Path, first: int, count: int) -> int:
+    """The first run number from `first` on, in steps of `count`, whose night an earlier
+    run of this bench did not add to the lake at `root` (the same ids again would add
+    nothing to compact)."""
+    while (root / layout.commit_key(f"job-{first:08d}")).exists():
+        first += count * 1000
+    return first
+
+
 def compact_night(root: Path, profile: bool = False) -> tuple[float, dict[str, int]]:
     """Seconds `compact` took on the lake at `root`, and what it listed; with `profile`,
     also prints where the time went (cProfile, cumulative, the top 25)."""
@@ -109,7 +118,8 @@ def main() -> None:
     night0 = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     for n in range(args.nights):
         for j, lake in enumerate(args.lake):
-            first = FIRST_NIGHT_RUN + (n * len(args.lake) + j) * args.night_runs
+            first = free_block(lake, FIRST_NIGHT_RUN + (n * len(args.lake) + j) * args.night_runs,
+                               args.night_runs)  # fmt: skip
             start = time.perf_counter()
             write_night(lake, first, args.night_runs, night0 - timedelta(days=args.nights - n))
             written = time.perf_counter() - start

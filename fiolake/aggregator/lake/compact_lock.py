@@ -123,9 +123,14 @@ class CompactionLock:
             self._renew_once()
 
     def fence(self) -> None:
-        """Raise LakeError unless the stored lock is still exactly ours (token and nonce)."""
-        current = _read(self.store)
+        """Raise LakeError unless the stored lock is still exactly ours (token and nonce).
+
+        Read under the guard the renewals take: a renewal between the read and the
+        comparison gave the lock a new nonce, and the holder then took its own renewal for
+        a takeover (seen compacting a night into a 1,000,000-run lake, whose listing
+        outlasts a renewal period)."""
         with self._guard:
+            current = _read(self.store)
             if self._lost is None and (
                 current is None
                 or current[0].token != self.body.token

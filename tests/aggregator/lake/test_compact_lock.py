@@ -3,6 +3,7 @@ two real `fiolake lake compact` processes started together on MinIO."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -19,7 +20,7 @@ from click.testing import CliRunner
 
 from fiolake import layout
 from fiolake.aggregator.lake import delta
-from fiolake.aggregator.lake.compact_lock import try_acquire
+from fiolake.aggregator.lake.compact_lock import CompactionLock, try_acquire
 from fiolake.cli import cli
 from fiolake.errors import CompactionBusy, LakeError
 from fiolake.store import LocalStore, ObjectStore, open_store
@@ -97,6 +98,40 @@ def _taken_once_expired(store: ObjectStore, within_s: float = 30.0):  # noqa: AN
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
+
+
+class _RenewsWhileFenceReads(LocalStore):
+    """A store whose read of the lock lets the holder's renewal run before it returns: the
+    interleaving that made a compactor fence itself off (a renewal landing between the
+    fence's read and its comparison)."""
+
+    lock: CompactionLock | None = None
+
+    def get(self, key: str):  # noqa: ANN201 - LocalStore.get's own
+        found = super().get(key)
+        if key == layout.COMPACTION_LOCK_KEY and self.lock is not None:
+            renewal = threading.Thread(target=self.lock._renew_once)
+            renewal.start()
+            renewal.join(0.5)  # done at once where fence leaves it free to run
+        return found
+
+
+def test_a_renewal_while_the_holder_fences_is_not_a_takeover(tmp_path: Path) -> None:
+    store = _RenewsWhileFenceReads(tmp_path / "lake")
+    lock = try_acquire(store)
+    try:
+        store.lock = lock
+        lock.fence()  # its own renewal in between: still its lock
+        store.lock = None
+        lock.fence()
+        assert lock.token == 1 and _read_lock(store)["nonce"] == lock.body.nonce
+    finally:
+        store.lock = None
+        lock.release()
+
+
+def _read_lock(store: ObjectStore) -> dict:
+    return json.loads(store.get(layout.COMPACTION_LOCK_KEY)[0])
 
 
 @pytest.mark.slow  # waits on real time or a real fio run (2-4 s): out of the fast tier
