@@ -76,9 +76,9 @@ def write_night(root: Path, first: int, count: int, night: datetime) -> None:
 
 
 def free_block(root: Path, first: int, count: int) -> int:
-    """The first run number from `first` on, in steps of `count`, whose night an earlier
-    run of this bench did not add to the lake at `root` (the same ids again would add
-    nothing to compact)."""
+    """The first run number from `first` on, in steps of 1,000 nights of `count` runs,
+    whose night an earlier run of this bench did not add to the lake at `root` (the same
+    ids again would add nothing to compact)."""
     while (root / layout.commit_key(f"job-{first:08d}")).exists():
         first += count * 1000
     return first
