@@ -22,6 +22,14 @@ from fiolake.timetext import now_iso
 log = logging.getLogger("fiolake.runner")
 
 
+def _is_job_key(key: str) -> bool:
+    try:
+        layout.parse_job_key(key)
+    except ValueError:
+        return False
+    return True
+
+
 class OpenJobs:
     """One runner's view of open jobs; remembers what it has seen committed."""
 
@@ -59,10 +67,15 @@ class OpenJobs:
                 prefix = layout.backend_campaign_prefix(backend, campaign_id)
             except ValueError:
                 continue
-            open_here = self._open_in(self.store.list(prefix))
+            listed = builtins.list(self.store.list(prefix))
+            open_here = self._open_in(listed)
             if open_here:
                 found += open_here
-            else:
+            elif any(_is_job_key(key) for key in listed):
+                # Done only when its manifests are there and all committed. A campaign
+                # listed with none is being published: a local lake makes its folder
+                # before the first file lands, and marking it done then left that job
+                # unrun for good (seen: `publish --wait` timed out on one).
                 self._mark_done(campaign_id)
         for child in self.store.list_children(layout.JOBS_PREFIX):
             if f"{layout.JOBS_PREFIX}{child}/" != layout.BY_BACKEND_PREFIX:

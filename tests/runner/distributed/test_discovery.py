@@ -148,3 +148,20 @@ def test_repetitions_are_planned_and_taken_interleaved(tmp_path: Path, signer: L
         taken = [job_id for _, job_id, _ in runner(store, signer, tmp_path, "a").open_jobs()]
         reps = [int(job_id.rsplit("-r", 1)[1]) for job_id in taken]
         assert reps == [0, 0, 1, 1, 2, 2], taken
+
+
+def test_a_campaign_still_being_published_is_not_marked_done(
+    tmp_path: Path, signer: LocalSigner
+) -> None:
+    """A local lake's campaign folder exists before its first manifest lands (LocalStore.put
+    makes the folder, then a temp file, then links it): a runner listing in between must
+    not call the campaign done, or its job never runs."""
+    store = LocalStore(tmp_path / "lake")
+    folder = tmp_path / "lake" / layout.backend_campaign_prefix("fast", "c-inflight")
+    folder.mkdir(parents=True)
+    (folder / ".c-inflight-p-fast-r0.json.x.tmp").write_bytes(b"")  # a put in flight
+    fast = runner(store, signer, tmp_path, "fast")
+    assert fast.open_jobs() == []
+    assert list(store.list(layout.done_prefix("fast"))) == []  # not marked done
+    publish(store, signer, "c-inflight", "fast", 1)
+    assert [campaign for campaign, _, _ in fast.open_jobs()] == ["c-inflight"]
