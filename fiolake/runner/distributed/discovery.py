@@ -22,12 +22,16 @@ from fiolake.timetext import now_iso
 log = logging.getLogger("fiolake.runner")
 
 
-def _is_job_key(key: str) -> bool:
-    try:
-        layout.parse_job_key(key)
-    except ValueError:
-        return False
-    return True
+def _manifests(keys: Iterable[str]) -> list[tuple[str, str, str]]:
+    """(campaign_id, job_id, key) of the manifests among listed `keys` (others skipped)."""
+    found = []
+    for key in keys:
+        try:
+            campaign_id, job_id = layout.parse_job_key(key)
+        except ValueError:
+            continue
+        found.append((campaign_id, job_id, key))
+    return found
 
 
 class OpenJobs:
@@ -67,11 +71,11 @@ class OpenJobs:
                 prefix = layout.backend_campaign_prefix(backend, campaign_id)
             except ValueError:
                 continue
-            listed = builtins.list(self.store.list(prefix))
-            open_here = self._open_in(listed)
+            manifests = _manifests(self.store.list(prefix))
+            open_here = self._open_in(manifests)
             if open_here:
                 found += open_here
-            elif any(_is_job_key(key) for key in listed):
+            elif manifests:
                 # Done only when its manifests are there and all committed. A campaign
                 # listed with none is being published: a local lake makes its folder
                 # before the first file lands, and marking it done then left that job
@@ -80,7 +84,9 @@ class OpenJobs:
         for child in self.store.list_children(layout.JOBS_PREFIX):
             if f"{layout.JOBS_PREFIX}{child}/" != layout.BY_BACKEND_PREFIX:
                 try:  # a campaign of the first layout: every backend's jobs, listed as before
-                    found += self._open_in(self.store.list(layout.campaign_prefix(child)))
+                    found += self._open_in(
+                        _manifests(self.store.list(layout.campaign_prefix(child)))
+                    )
                 except ValueError:
                     continue
         random.shuffle(found)  # runners spread over the backlog instead of racing for one job
@@ -88,14 +94,12 @@ class OpenJobs:
         return found
 
     # builtins.list: inside this class `list` names the method above.
-    def _open_in(self, keys: Iterable[str]) -> builtins.list[tuple[str, str, str]]:
-        """The jobs among manifest `keys` that have no commit marker (HEAD each once)."""
+    def _open_in(
+        self, manifests: Iterable[tuple[str, str, str]]
+    ) -> builtins.list[tuple[str, str, str]]:
+        """The jobs among `manifests` that have no commit marker (HEAD each once)."""
         out = []
-        for key in keys:
-            try:
-                campaign_id, job_id = layout.parse_job_key(key)
-            except ValueError:
-                continue
+        for campaign_id, job_id, key in manifests:
             if job_id in self._done:
                 continue
             if self.store.head(layout.commit_key(job_id)) is not None:
