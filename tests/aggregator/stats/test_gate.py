@@ -1,6 +1,6 @@
 """`fiolake gate`, known answer on real fio: an fsync-heavy 4 KiB write job on tmpfs
 (campaign A) against the same job file on a disk directory (B) is worse in p99 latency
-and IOPS — exit 1, a JUnit failure, a Markdown table; tmpfs again (C) against A passes."""
+and IOPS — exit 1, a JUnit failure, a Markdown table; tmpfs again (C) against A differs only by chance."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from junitparser import Failure, JUnitXml
 
 from fiolake.cli import cli
+from tests.aggregator.stats.chance import beyond_chance
 
 JOB = """[fsync-writes]
 rw=randwrite
@@ -107,10 +108,16 @@ def test_disk_after_tmpfs_fails_the_gate(lake: Path, tmp_path: Path) -> None:
     assert p99["verdict"] == "worse" and p99["ratio"] > 1.05 and p99["p_adjusted"] < 0.05
 
 
-def test_tmpfs_again_passes_and_the_default_baseline_is_the_newest_earlier(lake: Path) -> None:
+def test_tmpfs_again_differs_only_by_chance_and_the_default_baseline_is_the_newest_earlier(
+    lake: Path,
+) -> None:
     res = gate(lake, "--campaign", "C", "--baseline-campaign", "A", "--format", "json")
-    assert res.exit_code == 0, res.output
-    assert not [r for r in json.loads(res.stdout)["rows"] if r["verdict"] == "worse"]
+    rows = json.loads(res.stdout)["rows"]
+    # C and A are one target: a `worse` at alpha 0.05 comes by chance (CI at c39e449:
+    # lat_mean 1.065x [1.021, 1.112], p_adjusted 0.035), and then the gate must fail.
+    worse = [r for r in rows if r["verdict"] == "worse"]
+    assert res.exit_code == (1 if worse else 0), res.output
+    assert not beyond_chance(rows), res.output
     # Without --baseline-campaign: B, the newest campaign before C with the same job.
     res = gate(lake, "--campaign", "C", "--format", "json")
     assert json.loads(res.stdout)["baseline"] == "B"

@@ -19,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from fiolake.cli import cli
+from tests.aggregator.stats.chance import beyond_chance
 from tests.aggregator.stats.test_gate import run_campaign
 
 LOADS = (250, 1000, 4000, 16000, 64000, 256000)
@@ -30,7 +31,6 @@ JOB = (
 )
 SHM = Path("/dev/shm")
 REPS = 3
-A_A_FLOOR = 0.005  # the p below which one target twice is not chance (see the A/A test)
 
 pytestmark = [
     pytest.mark.slow,  # 9 runs of a 6-load sweep: ~90 s
@@ -91,7 +91,4 @@ def test_the_same_target_twice_differs_only_by_chance(lake: Path, slo: str) -> N
     # is beyond one sweep of 3 runs a side (Welch on ~4 degrees of freedom): tmpfs-again's
     # IOPS scaled by 0.6 in the product came out at p 0.0012 once and 0.041 once. The
     # rate of chance verdicts is Welch's own (test_stats.py checks it against scipy).
-    p = again["p_adjusted"]
-    assert again["verdict"] in ("equivalent", "inconclusive") or (
-        isinstance(p, float) and p >= A_A_FLOOR
-    ), again
+    assert not beyond_chance([again]), again
