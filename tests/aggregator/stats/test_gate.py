@@ -1,6 +1,7 @@
 """`fiolake gate`, known answer on real fio: an fsync-heavy 4 KiB write job on tmpfs
 (campaign A) against the same job file on a disk directory (B) is worse in p99 latency
-and IOPS — exit 1, a JUnit failure, a Markdown table; tmpfs again (C) against A differs only by chance."""
+and IOPS — exit 1, a JUnit failure, a Markdown table; tmpfs again (C) against A
+differs only by chance."""
 
 from __future__ import annotations
 
