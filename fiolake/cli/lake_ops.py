@@ -44,7 +44,12 @@ def lake() -> None:
     is_flag=True,
     help="If another compaction is running, wait for it instead of exiting 1.",
 )
-def compact(lake: str, tables: tuple[str, ...], grace: str, wait: bool) -> None:
+@click.option(
+    "--full-listing",
+    is_flag=True,
+    help="List every commit marker now, not only the commit log (done weekly by itself).",
+)
+def compact(lake: str, tables: tuple[str, ...], grace: str, wait: bool, full_listing: bool) -> None:
     """Append committed runs to the lake's Delta Lake tables (compacted/delta/).
 
     Any Delta reader (DuckDB delta_scan, polars, Spark, Trino) then sees exactly the
@@ -54,6 +59,12 @@ def compact(lake: str, tables: tuple[str, ...], grace: str, wait: bool) -> None:
     One compaction runs at a time (a lock object under compacted/): a second one exits
     1 with "compaction already running on <host> since <time>", or waits with --wait.
     A compactor killed mid-run leaves a lock that expires within a minute.
+
+    New commits are found in the commit log, so a night's compaction costs the same
+    in a year-old lake as in a new one. Once a week (or with --full-listing) it lists
+    every commit marker instead, to find commits without a log entry: those of runners
+    older than the log, or of one that died between its commit and its log entry.
+    Queries see such a run only after that listing.
 
     \b
     Examples:
@@ -74,19 +85,22 @@ def compact(lake: str, tables: tuple[str, ...], grace: str, wait: bool) -> None:
         grace=timedelta(seconds=parse_duration(grace, unit_required=True, allow_zero=True)),
         wait=wait,
         on_wait=lambda why: click.echo(f"waiting: {why}", err=True),
+        full_listing=full_listing,
     )
+    listing = "every commit marker listed" if report.full_listing else "commit log read"
+
     if report.generation is None:
         click.echo(
             "nothing to compact: every committed run is already compacted "
-            f"(checked{_took(started)})",
+            f"({listing}; checked{_took(started)})",
             err=True,
         )
     else:
         runs = sum(m.new_runs for m in report.merged)
         click.echo(
             f"generation {report.generation}: appended {runs} run(s) × table to "
-            f"{len(report.merged)} Delta table(s); {report.commits} commit(s) indexed"
-            f"{_took(started)}",
+            f"{len(report.merged)} Delta table(s); {report.commits} commit(s) indexed "
+            f"({listing}){_took(started)}",
             err=True,
         )
         if report.migrated:

@@ -60,8 +60,10 @@ class DeltaState:
     table: str  # a lake table, or "commits"
     version: int
     files: tuple[str, ...]  # object keys of the data files of that version
-    # Sorted run ids (job ids for commits) the table covers: their rows were appended (a
-    # run without rows here counts too; `lake prune` deletes rows, not the coverage).
+    # The run ids (job ids for commits) the table covers: their rows were appended (a run
+    # without rows here counts too; `lake prune` deletes rows, not the coverage). In the
+    # order compactions added them, each one's sorted: a night appends to a year's ids
+    # without sorting the year again (issue 44).
     key_array: pa.Array = field(hash=False)
     rows: int = 0
 
@@ -84,7 +86,8 @@ class DeltaState:
 
     @cached_property
     def keys(self) -> frozenset[str]:
-        """The covered ids as a set (compaction's bookkeeping; readers use `key_array`)."""
+        """The covered ids as a set (for asking id by id; readers and compaction use
+        `key_array`, in Arrow)."""
         return frozenset(self.key_array.to_pylist())
 
 
@@ -102,6 +105,10 @@ class Generation:
     # find later commits in the commit log instead of listing every marker.
     commits_listed_at: str | None = None
     delta: dict[str, DeltaState] = field(default_factory=dict)  # formats 2, 3: table -> state
+    # Store time when the newest compaction that listed every commit marker began (a
+    # compaction lists them only now and then: `compact.FULL_LISTING_EVERY`); None when
+    # none recorded it (a record written before this field).
+    markers_listed_at: str | None = None
     format: int = FORMAT
     keys_file: str | None = None  # format 3, as read: the covered-ids object the record names
     mended: bool = False  # read with its covered ids rebuilt: compaction writes a new one
@@ -168,6 +175,7 @@ class Generation:
             "created_at": self.created_at,
             "commits": self.commits,
             "commits_listed_at": self.commits_listed_at,
+            "markers_listed_at": self.markers_listed_at,
             "keys_file": keys_file,
             "delta": [
                 {
@@ -266,6 +274,7 @@ class Generation:
             None,
             body["commits"],
             commits_listed_at=body["commits_listed_at"],
+            markers_listed_at=body.get("markers_listed_at"),  # absent before issue 44
             delta=delta,
             format=body["format"],
             keys_file=body.get("keys_file"),

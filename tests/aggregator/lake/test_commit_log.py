@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from fiolake import layout
-from fiolake.aggregator.lake.compact import compact
+from fiolake.aggregator.lake.compact import FULL_LISTING_EVERY, _lists_every_marker, compact
 from fiolake.aggregator.lake.lake import connect
 from fiolake.aggregator.lake.snapshot import scan
 from fiolake.commits import COMMIT_LOG_SLACK, Commit, logged_job_ids
@@ -55,25 +56,54 @@ def test_commits_after_a_compaction_are_found_without_listing_markers(tmp_path: 
     assert committed_runs(tmp_path) == 7
 
 
-def test_a_marker_without_log_entry_is_found_by_the_next_compaction(tmp_path: Path) -> None:
-    store = LocalStore(tmp_path)
+def test_a_marker_without_log_entry_is_found_by_the_next_full_listing(tmp_path: Path) -> None:
+    store = ListingStore(tmp_path)
     add_runs(store, 0, 3)
-    compact(store, grace=timedelta(0))
+    assert compact(store, grace=timedelta(0)).full_listing  # the first lists every marker
     add_runs(store, 3, 1, log=False)  # a runner older than the log
-    assert committed_runs(tmp_path) == 3  # the documented gap, until the next compaction
+    assert committed_runs(tmp_path) == 3  # the documented gap, until a full listing
+    store.listed.clear()
     report = compact(store, grace=timedelta(0))
-    assert report.unlogged == 1
+    assert not report.full_listing and report.generation is None  # the log names nothing new
+    assert layout.COMMITS_PREFIX not in store.listed
+    report = compact(store, grace=timedelta(0), full_listing=True)  # as a week later
+    assert report.full_listing and report.unlogged == 1
     assert scan(store).compacted.commits_listed_at is None  # readers list every marker again
     add_runs(store, 4, 1, log=False)
     assert committed_runs(tmp_path) == 5
     add_runs(store, 5, 1)
     report = compact(store, grace=timedelta(0))
+    assert report.full_listing  # the generation does not vouch for the log: list in full
     assert report.unlogged == 1  # job-004: new since the last generation, never logged
     add_runs(store, 6, 1)
     report = compact(store, grace=timedelta(0))
-    assert report.unlogged == 0
+    assert report.full_listing and report.unlogged == 0
     assert scan(store).compacted.commits_listed_at is not None
-    assert committed_runs(tmp_path) == 7
+    add_runs(store, 7, 1)
+    store.listed.clear()
+    report = compact(store, grace=timedelta(0))
+    assert not report.full_listing and report.generation is not None
+    assert layout.COMMITS_PREFIX not in store.listed
+    assert committed_runs(tmp_path) == 8
+
+
+def test_a_full_listing_is_due_a_week_after_the_last(tmp_path: Path) -> None:
+    store = LocalStore(tmp_path)
+    add_runs(store, 0, 2)
+    compact(store, grace=timedelta(0))
+    gen = scan(store).compacted
+    listed = parse_iso(gen.markers_listed_at)
+    assert listed == parse_iso(gen.commits_listed_at)
+    week = FULL_LISTING_EVERY
+    assert not _lists_every_marker(gen, listed + week - timedelta(seconds=1), forced=False)
+    assert _lists_every_marker(gen, listed + week, forced=False)
+    assert _lists_every_marker(gen, listed, forced=True)
+    assert _lists_every_marker(replace(gen, markers_listed_at=None), listed, forced=False)
+    assert _lists_every_marker(replace(gen, commits_listed_at=None), listed, forced=False)
+    assert _lists_every_marker(None, listed, forced=False)
+    add_runs(store, 2, 1)
+    compact(store, grace=timedelta(0))  # from the log: the full listing's time is kept
+    assert scan(store).compacted.markers_listed_at == gen.markers_listed_at
 
 
 def test_runner_commit_writes_the_log_entry_once_per_winner(tmp_path: Path) -> None:

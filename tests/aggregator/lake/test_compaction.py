@@ -193,14 +193,17 @@ def test_cli_compact(tmp_path: Path) -> None:
     took = r" in \d+\.\d\d (ms|s)"
     assert re.fullmatch(
         r"generation 1: appended 44 run\(s\) × table to 4 Delta table\(s\); "
-        rf"11 commit\(s\) indexed{took}\n",
+        rf"11 commit\(s\) indexed \(every commit marker listed\){took}\n",
         res.stderr,
     ), res.stderr
     res = CliRunner().invoke(cli, ["lake", "compact", "--lake", str(tmp_path)])
     assert re.fullmatch(
-        rf"nothing to compact: every committed run is already compacted \(checked{took}\)\n",
+        r"nothing to compact: every committed run is already compacted "
+        rf"\(commit log read; checked{took}\)\n",
         res.stderr,
     ), res.stderr
+    res = CliRunner().invoke(cli, ["lake", "compact", "--lake", str(tmp_path), "--full-listing"])
+    assert "(every commit marker listed; checked in " in res.stderr, res.stderr
 
 
 ISSUE_23_COLUMNS = ("sequence", "role", "preconditioned_by", "host_lock_wait_ms")
