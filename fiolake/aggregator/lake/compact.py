@@ -141,14 +141,15 @@ def _new_rows(
             data = data.append_column("date", pa.array([day] * data.num_rows, pa.date32()))
         tables.append(data)
     merged = pa.concat_tables(tables, promote_options="permissive")
-    committed = snap.commits.column("run_id")
-    keep = committed.filter(pc.invert(pc.is_in(committed, value_set=covered)))
-    merged = merged.filter(pc.is_in(merged.column("run_id"), value_set=keep.combine_chunks()))
     new = {layout.parse_result_key(k)[2] for k in loose}  # type: ignore[index]
     if legacy:  # runs the merged files covered, rows or none (a rejected run has no results)
         earlier = snap.compacted.covered(table)  # type: ignore[union-attr]
         new |= set(earlier) - set(covered.to_pylist())
     new_ids = pa.array(sorted(new), pa.string())
+    # Only the rows of those runs: a loose file is one committed run's (`scan`), so the
+    # filter matters for the merged files of the earlier layout; against the new ids, not
+    # every committed run less the covered (two hash sets of a year's ids per table).
+    merged = merged.filter(pc.is_in(merged.column("run_id"), value_set=new_ids))
     if merged.num_rows == 0:  # runs without rows here (a rejected run has no results)
         return None, new_ids
     rows = _conform(table, merged.sort_by([("run_id", "ascending")]))
