@@ -153,7 +153,11 @@ class Generation:
         keys_key = layout.generation_keys_key(self.generation, token or uuid.uuid4().hex[:16])
         ids = pa.table(
             {
-                "table": pa.array([d.table for d in states for _ in range(len(d.key_array))]),
+                # Repeated in Arrow: a Python list of 8,000,000 names took 0.2 s at a year.
+                "table": pa.concat_arrays(
+                    [no_ids()]
+                    + [pa.repeat(d.table, len(d.key_array)).cast(pa.string()) for d in states]
+                ),
                 "key": self.ids_in_order(),
             }
         )

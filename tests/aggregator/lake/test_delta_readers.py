@@ -174,6 +174,19 @@ def test_many_appends_are_rewritten_and_vacuumed(tmp_path: Path, monkeypatch) ->
     assert isinstance(store, LocalStore)
 
 
+@pytest.mark.slow  # several compactions: seconds
+def test_only_small_files_count_towards_a_rewrite(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    store = build(tmp_path)
+    monkeypatch.setattr(delta, "MAX_FILES", 2)
+    monkeypatch.setattr(delta, "TARGET_FILE_BYTES", 2)  # every file is over half of it: full
+    for i in range(3):
+        lakegen.write_run(store, run_id=f"n{i}", job_id=f"n{i}")
+        compact(store, grace=timedelta(0))
+    with connect(str(tmp_path)) as lake:
+        assert len(lake.files["runs"]) == 3  # three appends, no rewrite: full files stay
+        assert lake.con.sql("SELECT count(*) FROM runs").fetchone() == (14,)
+
+
 def write_legacy_generation(store: ObjectStore) -> None:
     """Compact `store` the way fiolake did before Delta: merged files + a format-1 generation."""
     snap = scan(store)
