@@ -86,10 +86,7 @@ def _reusable(snap: Snapshot, new: list[str], tables: Sequence[str]) -> bool:
 def _copy(snap: Snapshot) -> Snapshot:
     # Callers own their snapshot's mutable parts; the cached one stays as scanned.
     loose = {k: dict(v) for k, v in snap.loose.items()}
-    fresh = replace(snap, loose=loose, warnings=list(snap.warnings))
-    if "run_ids" in snap.__dict__:  # computed already (cached_property): immutable, shared
-        fresh.__dict__["run_ids"] = snap.__dict__["run_ids"]
-    return fresh
+    return replace(snap, loose=loose, warnings=list(snap.warnings))
 
 
 def cached_scan(
