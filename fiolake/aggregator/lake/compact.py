@@ -17,7 +17,7 @@ merged files are folded into the Delta tables like per-run files.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 
 import pyarrow as pa
@@ -108,32 +108,46 @@ def _conform(table: str, data: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
+def _uncovered(snap: Snapshot, key: str, before: DeltaState | None, covered: pa.Array) -> pa.Array:
+    """The committed ids (`key`: the run_id or job_id column) that `covered` lacks, distinct
+    and sorted: runs with rows to append here and runs without (a rejected run has no
+    results), all to be covered. When the covered ids held the whole commit index, only
+    the commits since are looked up, a few among a year's (issue 44)."""
+    ids = snap.commits.column(key)
+    if before is not None and before.covers_index:
+        recent = ids.slice(snap.indexed_rows).combine_chunks()
+        # The year's covered ids scanned once against a hash set of the recent ones.
+        held = covered.filter(pc.is_in(covered, value_set=recent))
+        return _sorted_ids(recent.filter(pc.invert(pc.is_in(recent, value_set=held))))
+    return _sorted_ids(ids.filter(pc.invert(pc.is_in(ids, value_set=covered))))
+
+
 def _new_rows(
-    store: ObjectStore, snap: Snapshot, table: str, covered: pa.Array
-) -> tuple[pa.Table | None, pa.Array]:
-    """Rows to append to `table`: committed runs it lacks (`covered` holds the ids it
-    has). Also the ids of those runs (job ids for `commits`), sorted; a run without rows
-    here counts too. In Arrow: at 1,000,000 runs the covered ids as Python sets cost
-    seconds a table, where a night adds 3,000 (issue 44)."""
+    store: ObjectStore, snap: Snapshot, table: str, new: pa.Array
+) -> tuple[pa.Table | None, int]:
+    """Rows to append to `table`: those of the committed runs `new` names (job ids for
+    `commits`), from their loose files (or the merged files of the earlier layout). Also
+    how many runs' files were folded in (rows or none)."""
     if table == delta.COMMITS:
-        job_ids = snap.commits.column("job_id")
-        fresh = snap.commits.filter(pc.invert(pc.is_in(job_ids, value_set=covered)))
-        return (fresh if fresh.num_rows else None), _sorted_ids(fresh.column("job_id"))
+        fresh = snap.commits.filter(pc.is_in(snap.commits.column("job_id"), value_set=new))
+        return (fresh if fresh.num_rows else None), fresh.num_rows
     # The generation's covered runs are not among the loose files (`scan` leaves them
     # out); those an interrupted compaction appended may be.
-    listed = [
-        (key, day, run_id)
+    wanted = set(new.to_pylist())
+    loose = {
+        key: day
         for (t, day), runs in snap.loose.items()
         if t == table
         for run_id, key in runs.items()
-    ]
-    inside = pc.is_in(pa.array([r for _, _, r in listed], pa.string()), value_set=covered)
-    done = inside.to_pylist()
-    loose = {key: day for (key, day, _), in_table in zip(listed, done, strict=True) if not in_table}
+        if run_id in wanted
+    }
     legacy = snap.compacted.files(table) if snap.compacted and snap.compacted.legacy else []
+    folded = {layout.parse_result_key(k)[2] for k in loose}  # type: ignore[index]
+    if legacy:  # runs the merged files covered, rows or none
+        folded |= set(snap.compacted.covered(table)) & wanted  # type: ignore[union-attr]
     keys = legacy + sorted(loose)
     if not keys:
-        return None, no_ids()
+        return None, 0
     tables = []
     for key, data in zip(keys, read_all(store, keys), strict=True):
         if key in loose:  # per-run files get their `date` from their path
@@ -141,24 +155,20 @@ def _new_rows(
             data = data.append_column("date", pa.array([day] * data.num_rows, pa.date32()))
         tables.append(data)
     merged = pa.concat_tables(tables, promote_options="permissive")
-    new = {layout.parse_result_key(k)[2] for k in loose}  # type: ignore[index]
-    if legacy:  # runs the merged files covered, rows or none (a rejected run has no results)
-        earlier = snap.compacted.covered(table)  # type: ignore[union-attr]
-        new |= set(earlier) - set(covered.to_pylist())
-    new_ids = pa.array(sorted(new), pa.string())
     # Only the rows of those runs: a loose file is one committed run's (`scan`), so the
-    # filter matters for the merged files of the earlier layout; against the new ids, not
-    # every committed run less the covered (two hash sets of a year's ids per table).
-    merged = merged.filter(pc.is_in(merged.column("run_id"), value_set=new_ids))
+    # filter matters for the merged files of the earlier layout.
+    merged = merged.filter(pc.is_in(merged.column("run_id"), value_set=new))
     if merged.num_rows == 0:  # runs without rows here (a rejected run has no results)
-        return None, new_ids
+        return None, len(folded)
     rows = _conform(table, merged.sort_by([("run_id", "ascending")]))
-    return (workloads.filled(rows) if table == "runs" else rows), new_ids
+    return (workloads.filled(rows) if table == "runs" else rows), len(folded)
 
 
-def _sorted_ids(ids: pa.ChunkedArray) -> pa.Array:
+def _sorted_ids(ids: pa.Array | pa.ChunkedArray) -> pa.Array:
     """The distinct ids among `ids`, sorted, as one string array."""
-    unique = pc.unique(ids.combine_chunks())
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
+    unique = pc.unique(ids)
     return unique.take(pc.sort_indices(unique)).cast(pa.string())
 
 
@@ -168,7 +178,9 @@ def _state(
     """The table's state for the generation: the ids it covered, then the new ones (an
     append keeps the earlier order, so an unchanged table's state compares equal)."""
     files, rows = delta.data_files(store, dt, table)
-    return DeltaState(table, dt.version(), tuple(files), pa.concat_arrays([covered, new]), rows)
+    ids = pa.concat_arrays([covered, new])
+    # Every committed run is covered now: those `new` names were the ones it lacked.
+    return DeltaState(table, dt.version(), tuple(files), ids, rows, covers_index=True)
 
 
 def _compact_table(
@@ -185,14 +197,15 @@ def _compact_table(
         added = sorted(set(current) - set(before.files if before else ()))
         recovered = delta.keys_in(store, table, added) - set(covered.to_pylist())
         covered = pa.concat_arrays([covered, pa.array(sorted(recovered), pa.string())])
-    data, new = _new_rows(store, snap, table, covered)
+    new = _uncovered(snap, "job_id" if table == delta.COMMITS else "run_id", before, covered)
+    data, folded = _new_rows(store, snap, table, new) if len(new) else (None, 0)
     if data is not None:
         dt = delta.append(store, table, data, gen)
     if dt is None:
         return None, None
     delta.optimize(store, dt)
     state = _state(store, table, dt, covered, new)
-    merged = Merged(table, len(new), len(state.key_array), state.rows, state.version)
+    merged = Merged(table, folded, len(state.key_array), state.rows, state.version)
     return state, (merged if data is not None else None)
 
 
@@ -324,6 +337,10 @@ def _compact(
             states[table] = state
         if merged is not None:
             report.merged.append(merged)
+    if snap.commits.num_rows > snap.indexed_rows:  # the index grows: tables left out lag it
+        for table, state in states.items():
+            if table not in tables and table != delta.COMMITS and state.covers_index:
+                states[table] = replace(state, covers_index=False)
     changed = report.migrated or states != (prev.delta if prev else {})
     # A mended record, or one of format 2 (ids inline), is rewritten even with nothing new.
     changed = changed or (prev is not None and (prev.mended or prev.format == INLINE_KEYS_FORMAT))

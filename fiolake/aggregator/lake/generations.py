@@ -66,6 +66,11 @@ class DeltaState:
     # without sorting the year again (issue 44).
     key_array: pa.Array = field(hash=False)
     rows: int = 0
+    # Every run of the generation's commit index is covered (its rows appended, or it had
+    # none here): readers then look for loose files only among the commits since, instead
+    # of comparing a year's committed ids with a year's covered ids per table (issue 44).
+    # False for a table a compaction left out (`--table`), and in records before it.
+    covers_index: bool = False
 
     def __post_init__(self) -> None:
         # One representation, so that states compare by their ids (`compact` writes a new
@@ -188,6 +193,7 @@ class Generation:
                     "files": list(d.files),
                     "rows": d.rows,
                     "key_count": len(d.key_array),
+                    "covers_index": d.covers_index,
                 }
                 for _, d in sorted(self.delta.items())
             ],
@@ -268,7 +274,12 @@ class Generation:
         """The generation a format-2 or -3 body describes, with each table's ids."""
         delta = {
             d["table"]: DeltaState(
-                d["table"], d["version"], tuple(d["files"]), ids[d["table"]], d["rows"]
+                d["table"],
+                d["version"],
+                tuple(d["files"]),
+                ids[d["table"]],
+                d["rows"],
+                d.get("covers_index", False),
             )
             for d in body["delta"]
         }
@@ -351,7 +362,11 @@ def read_generation(
         }
 
     record = Generation.from_bytes(data, key, ids)
-    return (dataclasses.replace(record, mended=True) if mended else record), info
+    if not mended:
+        return record, info
+    # Ids read from the files lack the runs that had no rows there: no longer the index's.
+    states = {t: dataclasses.replace(d, covers_index=False) for t, d in record.delta.items()}
+    return dataclasses.replace(record, mended=True, delta=states), info
 
 
 def write_generation(store: ObjectStore, record: Generation) -> None:

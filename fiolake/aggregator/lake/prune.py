@@ -106,7 +106,9 @@ def _prune(store: ObjectStore, cutoff: date, lock: CompactionLock) -> PruneRepor
     files, rows = delta.data_files(store, dt, TABLE)
     if set(files) == set(before.files):
         return PruneReport(cutoff, deleted, rows, None)
-    state = DeltaState(TABLE, dt.version(), tuple(files), before.key_array, rows)
+    state = DeltaState(
+        TABLE, dt.version(), tuple(files), before.key_array, rows, before.covers_index
+    )
     gen = prev.generation + 1
     next_gen = dataclasses.replace(
         prev,
