@@ -8,8 +8,9 @@ with metric values chosen by the test.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -246,6 +247,18 @@ def write_campaign(
             run_ids.append(run_id)
             step += 1
     return run_ids
+
+
+class ListingStore(LocalStore):
+    """A local store that records every prefix it is asked to list."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.listed: list[str] = []
+
+    def list(self, prefix: str, *, start_after: str | None = None) -> Iterator[str]:
+        self.listed.append(prefix)
+        return super().list(prefix, start_after=start_after)
 
 
 def local_store(path: Any) -> LocalStore:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,18 +18,6 @@ from fiolake.timetext import parse_iso
 from tests.aggregator import lakegen
 
 
-class ListingStore(LocalStore):
-    """A local store that records every prefix it is asked to list."""
-
-    def __init__(self, root: Path) -> None:
-        super().__init__(root)
-        self.listed: list[str] = []
-
-    def list(self, prefix: str, *, start_after: str | None = None) -> Iterator[str]:
-        self.listed.append(prefix)
-        return super().list(prefix, start_after=start_after)
-
-
 def add_runs(store: LocalStore, first: int, count: int, *, log: bool = True) -> None:
     for i in range(first, first + count):
         lakegen.write_run(store, run_id=f"run-{i:03d}", job_id=f"job-{i:03d}", log=log)
@@ -41,7 +29,7 @@ def committed_runs(root: Path) -> int:
 
 
 def test_commits_after_a_compaction_are_found_without_listing_markers(tmp_path: Path) -> None:
-    store = ListingStore(tmp_path)
+    store = lakegen.ListingStore(tmp_path)
     add_runs(store, 0, 5)
     report = compact(store, grace=timedelta(0))
     assert report.unlogged == 0
@@ -57,7 +45,7 @@ def test_commits_after_a_compaction_are_found_without_listing_markers(tmp_path: 
 
 
 def test_a_marker_without_log_entry_is_found_by_the_next_full_listing(tmp_path: Path) -> None:
-    store = ListingStore(tmp_path)
+    store = lakegen.ListingStore(tmp_path)
     add_runs(store, 0, 3)
     assert compact(store, grace=timedelta(0)).full_listing  # the first lists every marker
     add_runs(store, 3, 1, log=False)  # a runner older than the log

@@ -3,7 +3,6 @@ among the commits since (issue 44), and a table a compaction left out stops clai
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -18,18 +17,6 @@ from tests.aggregator import lakegen
 WRITTEN = layout.TABLES[:4]  # the tables lakegen writes a file of for every run
 
 
-class ListingStore(LocalStore):
-    """A local store that records every prefix it is asked to list."""
-
-    def __init__(self, root: Path) -> None:
-        super().__init__(root)
-        self.listed: list[str] = []
-
-    def list(self, prefix: str, *, start_after: str | None = None) -> Iterator[str]:
-        self.listed.append(prefix)
-        return super().list(prefix, start_after=start_after)
-
-
 def runs_in(root: Path, table: str) -> int:
     with connect(str(root), snapshot_cache=None) as lake:
         return lake.con.sql(f"SELECT count(DISTINCT run_id) FROM {table}").fetchone()[0]
@@ -38,7 +25,7 @@ def runs_in(root: Path, table: str) -> int:
 def test_a_compacted_table_covers_runs_without_rows_and_readers_list_nothing(
     tmp_path: Path,
 ) -> None:
-    store = ListingStore(tmp_path)
+    store = lakegen.ListingStore(tmp_path)
     lakegen.write_run(store, run_id="ok1", job_id="j1")
     lakegen.write_run(store, run_id="rej", job_id="j2", status="rejected")  # no results rows
     compact(store, grace=timedelta(0))
