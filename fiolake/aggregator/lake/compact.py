@@ -134,15 +134,16 @@ def _new_rows(
     # The generation's covered runs are not among the loose files (`scan` leaves them
     # out); those an interrupted compaction appended may be.
     wanted = set(new.to_pylist())
-    loose = {
-        key: day
+    picked = [
+        (key, day, run_id)
         for (t, day), runs in snap.loose.items()
         if t == table
         for run_id, key in runs.items()
         if run_id in wanted
-    }
+    ]
+    loose = {key: day for key, day, _ in picked}
     legacy = snap.compacted.files(table) if snap.compacted and snap.compacted.legacy else []
-    folded = {layout.parse_result_key(k)[2] for k in loose}  # type: ignore[index]
+    folded = {run_id for _, _, run_id in picked}
     if legacy:  # runs the merged files covered, rows or none
         folded |= set(snap.compacted.covered(table)) & wanted  # type: ignore[union-attr]
     keys = legacy + sorted(loose)
@@ -318,10 +319,11 @@ def _compact(
 ) -> CompactionReport:
     # Taken before the listing: a marker it misses was written later, so its log entry
     # sorts after this instant (see fiolake.commits).
-    listed_at = iso_utc(store.server_time())
+    started = store.server_time()
+    listed_at = iso_utc(started)
     # A record whose covered ids were deleted is mended from the tables' files.
     ids = latest_generation(store, lambda table, files: _ids_in(store, table, files))
-    full = _lists_every_marker(ids, parse_iso(listed_at), full_listing)
+    full = _lists_every_marker(ids, started, full_listing)
     snap = scan(store, full_listing=full, indexed=read_index(store, ids))
     prev = snap.compacted
     report = CompactionReport(None, commits=snap.commits.num_rows, full_listing=full)

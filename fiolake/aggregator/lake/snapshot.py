@@ -258,7 +258,7 @@ def _table_keys(
     compacted = snap.compacted
     if compacted is None:
         return list(store.list(full)), None
-    state = None if compacted.legacy else compacted.delta.get(table)
+    state = compacted.delta.get(table)  # none in a record of the earlier layout
     if state is not None and state.covers_index:
         # Every run of the index is covered: only the commits since can have files to
         # read (comparing a year's committed ids with a year's covered ids per table was
