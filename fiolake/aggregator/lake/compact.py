@@ -303,8 +303,8 @@ def compact(
         and next(store.list(layout.COMMITS_PREFIX), None) is None
     ):
         # Nothing committed, nothing compacted: no lock to take either (taking it would
-        # create the lake where a mistyped --lake pointed).
-        return CompactionReport(None)
+        # create the lake where a mistyped --lake pointed). `commits/` was listed: empty.
+        return CompactionReport(None, full_listing=True)
     with compaction_lock(store, wait=wait, on_wait=on_wait) as lock:
         return _compact(store, tables, grace, hook, lock, full_listing)
 

@@ -14,6 +14,7 @@ def test_compact_of_a_missing_lake_writes_nothing(tmp_path: Path) -> None:
     res = CliRunner().invoke(cli, ["lake", "compact", "--lake", str(missing)])
     assert res.exit_code == 0, res.output
     assert "nothing to compact" in res.stderr
+    assert "(every commit marker listed; checked in " in res.stderr  # its empty commits/
     assert not missing.exists()
 
 
