@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -95,6 +96,7 @@ class LakeEnv:
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
+            start_new_session=True,  # stop_all ends what a wrapper started, too
         )
         self.procs.append(proc)
         if wrapper:
@@ -104,11 +106,24 @@ class LakeEnv:
     def runner_log(self, name: str) -> str:
         return (self.tmp / f"runner-{name}.log").read_text()
 
+    def exit_code(self, proc: subprocess.Popen, timeout: float) -> int:
+        """`proc`'s exit code; fails the test with every runner's log when it runs on
+        (a member hung is often another's doing)."""
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            logs = "\n".join(
+                f"--- {log.name} (last 4000 characters):\n{log.read_text()[-4000:]}"
+                for log in sorted(self.tmp.glob("runner-*.log"))
+            )
+            pytest.fail(f"a runner still ran after {timeout:g} s (pid {proc.pid})\n{logs}")
+
     def stop_all(self) -> None:
         for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGCONT)
-                proc.kill()
+            # the whole group: a wrapper's (faketime's) runner too, and a stopped one
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGCONT)
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         for proc in self.wrapped:  # a killed `faketime` leaves its segments (tests.hygiene)
             remove_faketime_segments(proc.pid)

@@ -8,9 +8,11 @@ file for progress, and asks `should_stop` (a lost lease) once per tick.
 
 from __future__ import annotations
 
-import ctypes
+import functools
+import logging
 import os
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -24,6 +26,8 @@ from typing import IO
 from fiolake.children import kill_group, reap, stat_fields
 from fiolake.errors import FioError
 from fiolake.runner.fio.binary import FIO_INSTALL_HINT
+
+log = logging.getLogger("fiolake.runner")
 
 OUTPUT_NAME = "fio.json"
 
@@ -99,23 +103,34 @@ def _throttled(on_progress: Callable[[Progress], None], expected_s: float) -> Ca
     return report
 
 
-_PR_SET_PDEATHSIG = 1
+def _dying_with_parent(argv: list[str], path: str) -> list[str]:
+    """`argv` (its program found on `path`) started by util-linux's setpriv, which sets
+    PR_SET_PDEATHSIG and execs it: fio gets SIGTERM when the thread that started it dies,
+    however it dies. SIGTERM, not SIGKILL: fio then stops its job processes and exits.
 
-
-def _die_with_parent(parent: int) -> Callable[[], None]:
-    """preexec_fn: fio gets SIGTERM when the thread that started it dies, however it dies.
-
-    SIGTERM, not SIGKILL: fio then stops its job processes and exits. If the parent died
-    before prctl took effect, the child is already orphaned and exits itself.
+    Not a preexec_fn: CPython runs that between fork and exec, which in a threaded runner
+    (heartbeat, gang watcher) can deadlock the child before fio starts, and Popen waits on
+    it for ever (CI: a gang member's child stuck in a lock libfaketime held at the fork,
+    while its heartbeat kept the slot alive; the Python docs call preexec_fn unsafe with
+    threads). Without setpriv (util-linux < 2.33) fio starts as it is; the watchdog still
+    bounds it while this process lives. FioError when the program is not found.
     """
-    libc = ctypes.CDLL(None, use_errno=True)
+    found = shutil.which(argv[0], path=path)
+    if found is None:
+        raise FioError(f"cannot start {argv[0]}: not found or not executable — {FIO_INSTALL_HINT}")
+    program = os.path.abspath(found)  # fio starts in its output directory
+    setpriv = _setpriv()
+    if setpriv is None:
+        return [program, *argv[1:]]
+    return [setpriv, "--pdeathsig", "TERM", "--", program, *argv[1:]]
 
-    def preexec() -> None:
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(1)
 
-    return preexec
+@functools.cache
+def _setpriv() -> str | None:
+    found = shutil.which("setpriv")
+    if found is None:
+        log.warning("setpriv (util-linux) not found: fio will not stop if fiolake is killed")
+    return found
 
 
 def clean_env(tmpdir: Path) -> dict[str, str]:
@@ -200,16 +215,16 @@ def _start(
     """fio started in `outdir` with the clean environment, in a session of its own (our
     Ctrl-C must not reach it twice), dying with this thread; stdout piped when `piped`
     (the ETA lines). FioError naming the install hint when it cannot start."""
+    env = clean_env(tmpdir)
     try:
         return subprocess.Popen(
-            argv,
+            _dying_with_parent(argv, env["PATH"]),
             cwd=outdir,
-            env=clean_env(tmpdir),
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE if piped else subprocess.DEVNULL,
             stderr=stderr_fh,
             start_new_session=True,
-            preexec_fn=_die_with_parent(os.getpid()),
             pass_fds=pass_fds,
         )
     except OSError as exc:

@@ -58,7 +58,7 @@ def test_gang_of_three_starts_together_and_commits_once(minio_lake: LakeEnv) -> 
         for i in range(3)
     ]
     for i, proc in enumerate(procs):
-        assert proc.wait(timeout=180) == 0, minio_lake.runner_log(f"m{i}")
+        assert minio_lake.exit_code(proc, 180) == 0, minio_lake.runner_log(f"m{i}")
     commit = _only_commit(minio_lake)
     assert commit.status == "ok" and commit.campaign_id == campaign
     assert len(commit.members) == 3 and commit.run_id == commit.members[0]
@@ -185,7 +185,7 @@ def test_member_with_its_clock_30s_off_starts_with_the_others(minio_lake: LakeEn
         )
     )
     for proc, name in zip(procs, ["m0", "m1", "skewed"], strict=True):
-        assert proc.wait(timeout=180) == 0, minio_lake.runner_log(name)
+        assert minio_lake.exit_code(proc, 180) == 0, minio_lake.runner_log(name)
     members = {m["runner"]: m for m in _members(minio_lake)}
     assert len(members) == 3 and _only_commit(minio_lake).status == "ok"
     # The faked member measured its clock 30 s ahead of the store's ...
@@ -229,7 +229,7 @@ def test_gang_that_never_fills_fails_with_only_k_of_n(minio_lake: LakeEnv) -> No
     assert waiting[0]["reason"] == "waiting for runners: 2 of 3 joined (attempt 1)"
     assert set(waiting[0]["runner"].split(",")) == {"m0", "m1"}
     for i, proc in enumerate(procs):
-        assert proc.wait(timeout=120) == 0, minio_lake.runner_log(f"m{i}")
+        assert minio_lake.exit_code(proc, 120) == 0, minio_lake.runner_log(f"m{i}")
     commit = _only_commit(minio_lake)
     assert commit.status == "failed"
     assert "only 2 of 3 runners of backend shared showed up within 15 s" in commit.reason

@@ -72,7 +72,7 @@ def test_published_jobs_are_run_and_committed_once(lake_env: LakeEnv) -> None:
     assert campaign.startswith("c-")
     assert [r["state"] for r in statuses(lake_env, campaign)] == ["pending"] * 4
     runner = lake_env.start_runner("r1", "b1", "--once")
-    assert runner.wait(timeout=60) == 0, lake_env.runner_log("r1")
+    assert lake_env.exit_code(runner, 60) == 0, lake_env.runner_log("r1")
     states = Counter(r["state"] for r in statuses(lake_env, campaign))
     assert states == {"ok": 2, "pending": 2}  # b2's jobs wait for a b2 runner
     # The store probe: once per runner start on an S3 lake (not per job), never on a local one.
@@ -88,7 +88,7 @@ def test_published_jobs_are_run_and_committed_once(lake_env: LakeEnv) -> None:
     report = compact(store, grace=timedelta(0))
     assert report.unlogged == 0 and latest_generation(store).commits_listed_at is not None
     runner = lake_env.start_runner("r2", "b2", "--once")
-    assert runner.wait(timeout=60) == 0, lake_env.runner_log("r2")
+    assert lake_env.exit_code(runner, 60) == 0, lake_env.runner_log("r2")
     assert len(scan(store).unindexed) == 2
     backends = sql(lake_env, "SELECT backend, count(*) AS n FROM runs GROUP BY 1 ORDER BY 1")
     assert backends == [{"backend": "b1", "n": 2}, {"backend": "b2", "n": 2}]
@@ -110,7 +110,7 @@ def test_three_runners_thirty_jobs_exactly_once(lake_env: LakeEnv) -> None:
         lake_env.start_runner(f"r{i}", "b", "--idle-exit", "3", "--poll", "0.2") for i in range(3)
     ]
     for i, proc in enumerate(procs):
-        assert proc.wait(timeout=240) == 0, lake_env.runner_log(f"r{i}")
+        assert lake_env.exit_code(proc, 240) == 0, lake_env.runner_log(f"r{i}")
     rows = statuses(lake_env, campaign)
     assert len(rows) == 30 and all(r["state"] == "ok" for r in rows)
     marks = commits(lake_env)
@@ -135,7 +135,7 @@ def test_killed_runner_job_is_rerun_after_lease_expiry(lake_env: LakeEnv) -> Non
     rescuer = lake_env.start_runner(
         "rescuer", "b", "--lease-ttl", "3", "--poll", "0.2", "--max-jobs", "1"
     )
-    assert rescuer.wait(timeout=90) == 0, lake_env.runner_log("rescuer")
+    assert lake_env.exit_code(rescuer, 90) == 0, lake_env.runner_log("rescuer")
     [row] = statuses(lake_env, campaign)
     assert row["state"] == "ok" and row["runner"] == "rescuer"
     assert len(commits(lake_env)) == 1
@@ -159,7 +159,7 @@ def test_stopped_runner_loses_lease_kills_fio_and_cannot_commit(lake_env: LakeEn
     sleeper.send_signal(signal.SIGCONT)
     wait_for(lambda: "was lost" in lake_env.runner_log("sleeper"), 15, "the loss to be noticed")
     assert "lease-lost" in lake_env.runner_log("sleeper")  # its fio was interrupted
-    assert other.wait(timeout=60) == 0, lake_env.runner_log("other")
+    assert lake_env.exit_code(other, 60) == 0, lake_env.runner_log("other")
     [row] = statuses(lake_env, campaign)
     assert row["state"] == "ok" and row["runner"] == "other" and row["epoch"] is None
     assert [c.runner for c in commits(lake_env)] == ["other"]
@@ -198,7 +198,7 @@ def test_refused_manifests_are_recorded_as_rejected(lake_env: LakeEnv) -> None:
     )
     time.sleep(1.5)
     runner = lake_env.start_runner("r", "b", "--once")
-    assert runner.wait(timeout=60) == 0, lake_env.runner_log("r")
+    assert lake_env.exit_code(runner, 60) == 0, lake_env.runner_log("r")
     rejected = {
         r["job_id"]: r["error"]
         for r in sql(lake_env, "SELECT job_id, error FROM runs WHERE status = 'rejected'")
@@ -236,7 +236,7 @@ def test_signed_but_dangerous_job_file_is_rejected_by_the_runner(local_lake: Lak
         store, manifests, LocalSigner.load(Path(local_lake.publisher["FIOLAKE_SIGNING_KEY"]))
     )
     runner = local_lake.start_runner("r", "b", "--once")
-    assert runner.wait(timeout=60) == 0
+    assert local_lake.exit_code(runner, 60) == 0, local_lake.runner_log("r")
     [row] = sql(local_lake, "SELECT status, error FROM runs")
     assert row["status"] == "rejected" and "exec_prerun" in row["error"]
     assert not pwned.exists()
@@ -261,7 +261,7 @@ def test_minio_restart_during_uploads_loses_and_doubles_nothing(minio_lake: Lake
     time.sleep(3)
     start_minio(stack.state_dir)
     for i, proc in enumerate(procs):
-        assert proc.wait(timeout=180) == 0, minio_lake.runner_log(f"r{i}")
+        assert minio_lake.exit_code(proc, 180) == 0, minio_lake.runner_log(f"r{i}")
     logs = "".join(minio_lake.runner_log(f"r{i}") for i in range(2))
     assert "retrying" in logs  # the outage was felt, and ridden out
     rows = wait_for(lambda: all_settled(minio_lake, campaign), 30, "every job to settle")
@@ -281,6 +281,6 @@ def test_sigterm_finishes_the_current_job_then_exits(local_lake: LakeEnv) -> Non
         lambda: any(r["state"] == "running" for r in statuses(local_lake, campaign)), 30, "a claim"
     )
     runner.send_signal(signal.SIGTERM)
-    assert runner.wait(timeout=60) == 0, local_lake.runner_log("r")
+    assert local_lake.exit_code(runner, 60) == 0, local_lake.runner_log("r")
     states = Counter(r["state"] for r in statuses(local_lake, campaign))
     assert states == {"ok": 1, "pending": 1}  # the running job committed, the next not started
