@@ -17,9 +17,9 @@ left behind and fails the run (exit status 1, the list on the terminal) if anyth
   run removes them, but a test that kills a run must not leave it to the next session;
 - loop devices whose backing file is under the session's base temporary directory;
 - mounts whose target is under it, or whose source is one of those loop devices;
-- podman containers of the suite's compose projects started from this checkout (label
-  `com.docker.compose.project.working_dir`), or named like the suite's (`fiolake-ct-…`,
-  `…-kube-play-…`) and made since the start;
+- podman containers named like the suite's (`fiolake-ct-…`, `…-kube-play-…`): those
+  whose compose label (`com.docker.compose.project.working_dir`) names this checkout, or,
+  unlabelled, made since the start; never a stack someone runs beside the tests;
 - processes (MinIO, OpenBao, runners, …) whose command line or environment names the
   session's base temporary directory — every test process inherits FIOLAKE_HOST_LOCK
   under it (tests/conftest.py), every `stack` fixture's state directory is in it.
@@ -164,6 +164,23 @@ def _json(argv: list[str]) -> object:
     return json.loads(done.stdout)
 
 
+def container_is_ours(c: dict[str, object], checkout: Path, before: frozenset[str]) -> bool:
+    """Whether podman container `c` (`podman ps --format json`) is this session's: named
+    like the suite's, and either labelled with this checkout or, unlabelled (kube-played),
+    made since the start. A stack someone runs beside the tests (`make demo`, a compose
+    project of this checkout or another's, another checkout's test session) is not."""
+    names = [str(n) for n in c.get("Names") or []]  # type: ignore[attr-defined]
+    suite_made = any(n.startswith(CONTAINER_PREFIXES) for n in names) or any(
+        mark in n for n in names for mark in CONTAINER_MARKS
+    )
+    if not suite_made:
+        return False
+    working_dir = (c.get("Labels") or {}).get(WORKING_DIR_LABEL)  # type: ignore[attr-defined]
+    if working_dir is not None:
+        return working_dir == str(checkout)
+    return str(c.get("Id", "")) not in before
+
+
 def _containers() -> list[dict[str, object]]:
     found = _json(["podman", "ps", "-a", "--format", "json"])
     return found if isinstance(found, list) else []
@@ -199,14 +216,9 @@ def leftovers(session: Session, before: Snapshot) -> list[str]:
         if session.owns_path(str(m.get("target") or "")) or m.get("source") in ours:
             out.append(f"mount {m['target']} (of {m['source']})")
     for c in _containers():
-        names = [str(n) for n in c.get("Names") or []]  # type: ignore[union-attr]
-        labels = c.get("Labels") or {}
-        from_here = labels.get(WORKING_DIR_LABEL) == str(session.checkout)  # type: ignore[union-attr]
-        suite_made = any(n.startswith(CONTAINER_PREFIXES) for n in names) or any(
-            mark in n for n in names for mark in CONTAINER_MARKS
-        )
-        if from_here or (suite_made and str(c.get("Id", "")) not in before.containers):
-            out.append(f"podman container {', '.join(names)} ({c.get('State', '?')})")
+        if container_is_ours(c, session.checkout, before.containers):
+            names = ", ".join(str(n) for n in c.get("Names") or [])  # type: ignore[union-attr]
+            out.append(f"podman container {names} ({c.get('State', '?')})")
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit() and session.owns_process(int(proc.name)):
             try:

@@ -196,3 +196,27 @@ def test_a_session_that_leaves_a_process_fails(
                                *workers)  # fmt: skip
     assert clean.ret == pytest.ExitCode.OK
     assert "left behind" not in clean.stdout.str()
+
+
+def test_only_the_suites_containers_from_this_checkout_or_new_unlabelled_ones_are_ours(
+    tmp_path: Path,
+) -> None:
+    """Containers as `podman ps -a --format json` lists them: a stack someone runs beside
+    the tests (a compose project of this checkout, another checkout's test session) is
+    never blamed."""
+    here, elsewhere = tmp_path / "checkout", tmp_path / "other-checkout"
+
+    def container(name: str, working_dir: Path | None, cid: str = "c1") -> dict[str, object]:
+        labels = {} if working_dir is None else {hygiene.WORKING_DIR_LABEL: str(working_dir)}
+        return {"Id": cid, "Names": [name], "Labels": labels, "State": "running"}
+
+    def ours(c: dict[str, object], before: frozenset[str] = frozenset()) -> bool:
+        return hygiene.container_is_ours(c, here, before)
+
+    assert ours(container("fiolake-ct-1a2b3c_minio_1", here))
+    assert not ours(container("fiolake-ct-1a2b3c_minio_1", elsewhere))  # another session's
+    assert not ours(container("fiolake_minio_1", here))  # a stack run from this checkout
+    played = container("fiolake-app-kube-play-pod-0-app", None)
+    assert ours(played)  # unlabelled: new since the start is all that tells
+    assert not ours(played, frozenset({"c1"}))
+    assert not ours(container("someone-elses-db", None))

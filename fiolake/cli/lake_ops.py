@@ -9,7 +9,9 @@ import click
 from fiolake.cli import format_option, lake_option
 from fiolake.cli.common import connect
 from fiolake.cli.output import emit
+from fiolake.errors import LakeError
 from fiolake.layout import TABLES
+from fiolake.store import LocalStore
 from fiolake.units import human_ns
 
 
@@ -78,6 +80,12 @@ def compact(lake: str, tables: tuple[str, ...], grace: str, wait: bool, full_lis
     from fiolake.units import parse_duration
 
     store = Settings.from_env(lake=lake).writable_store()
+    if isinstance(store, LocalStore) and not store.root.is_dir():
+        # A nightly job on a mistyped path would say "nothing to compact" for ever.
+        raise LakeError(
+            f"no lake at {store.url} — check --lake (or FIOLAKE_LAKE); a lake begins with "
+            "`fiolake run` or a runner's first upload"
+        )
     started = monotonic()
     report = run_compaction(
         store,

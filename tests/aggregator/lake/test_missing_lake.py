@@ -12,10 +12,20 @@ from fiolake.cli import cli
 def test_compact_of_a_missing_lake_writes_nothing(tmp_path: Path) -> None:
     missing = tmp_path / "typo"
     res = CliRunner().invoke(cli, ["lake", "compact", "--lake", str(missing)])
+    assert res.exit_code == 1, res.output
+    assert res.stderr == (
+        f"Error: no lake at {missing} — check --lake (or FIOLAKE_LAKE); a lake begins with "
+        "`fiolake run` or a runner's first upload\n"
+    )
+    assert not missing.exists()
+
+
+def test_compact_of_an_empty_lake_has_nothing_to_compact(tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["lake", "compact", "--lake", str(tmp_path)])
     assert res.exit_code == 0, res.output
     assert "nothing to compact" in res.stderr
     assert "(every commit marker listed; checked in " in res.stderr  # its empty commits/
-    assert not missing.exists()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_prune_of_a_missing_lake_writes_nothing(tmp_path: Path) -> None:
