@@ -41,7 +41,12 @@ _SQL = """
 
 
 def check_lake(lake: Lake) -> list[Problem]:
-    """Problems found (empty when the lake is consistent)."""
+    """Problems found (empty when the lake is consistent). LakeError when the newest
+    compaction generation lacks its covered-ids object, which queries may not need
+    (`coveredids.LazyIds`) but the next compaction does (it then mends it)."""
+    if lake.compacted is not None:
+        for state in lake.compacted.delta.values():
+            state.key_array  # noqa: B018 - read now: raises if they are gone
     cur = lake.cursor()
     try:
         rows = cur.execute(_SQL).fetchall()

@@ -27,13 +27,13 @@ from deltalake import DeltaTable
 from fiolake import layout
 from fiolake.aggregator.lake import delta, workloads
 from fiolake.aggregator.lake.compact_lock import CompactionLock, compaction_lock
+from fiolake.aggregator.lake.coveredids import no_ids
 from fiolake.aggregator.lake.generations import (
     INLINE_KEYS_FORMAT,
     DeltaState,
     Generation,
     latest_generation,
     latest_generation_number,
-    no_ids,
     write_generation,
 )
 from fiolake.aggregator.lake.snapshot import COMMITS_SCHEMA, Snapshot, read_all, read_index, scan

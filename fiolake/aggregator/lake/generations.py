@@ -34,7 +34,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from fiolake import layout
-from fiolake.errors import LakeError, NotFound
+from fiolake.aggregator.lake.coveredids import (
+    CoveredIdsMissing,
+    IdsByTable,
+    LazyIds,
+    covered_ids,
+    covered_ids_later,
+    no_ids,
+    string_array,
+)
+from fiolake.errors import LakeError
 from fiolake.store import ObjectInfo, ObjectStore
 
 FORMAT = 3
@@ -64,7 +73,7 @@ class DeltaState:
     # without rows here counts too; `lake prune` deletes rows, not the coverage). In the
     # order compactions added them, each one's sorted: a night appends to a year's ids
     # without sorting the year again (issue 44).
-    key_array: pa.Array = field(hash=False)
+    key_source: pa.Array | LazyIds = field(compare=False, repr=False)  # see `key_array`
     rows: int = 0
     # Every run of the generation's commit index is covered (its rows appended, or it had
     # none here): readers then look for loose files only among the commits since, instead
@@ -73,14 +82,34 @@ class DeltaState:
     covers_index: bool = False
 
     def __post_init__(self) -> None:
-        # One representation, so that states compare by their ids (`compact` writes a new
-        # generation only when a state changed): a plain string array.
-        ids = self.key_array
-        if isinstance(ids, pa.ChunkedArray):
-            ids = ids.combine_chunks()
-        if ids.type != pa.string():
-            ids = ids.cast(pa.string())
-        object.__setattr__(self, "key_array", ids)
+        if not isinstance(self.key_source, LazyIds):
+            object.__setattr__(self, "key_source", string_array(self.key_source))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DeltaState):
+            return NotImplemented
+        return (
+            (self.table, self.version, self.files, self.rows, self.covers_index, self.key_count)
+            == (other.table, other.version, other.files, other.rows, other.covers_index,
+                other.key_count)
+            and self.key_array.equals(other.key_array)
+        )  # fmt: skip
+
+    @cached_property
+    def key_array(self) -> pa.Array:
+        """The covered ids, read now if the record left them for later (`LazyIds`)."""
+        source = self.key_source
+        return string_array(source.read()) if isinstance(source, LazyIds) else source
+
+    @property
+    def key_count(self) -> int:
+        """How many ids the table covers (without reading them)."""
+        return len(self.key_source)
+
+    @property
+    def ids_read(self) -> bool:
+        """Whether the covered ids are in memory (never left for later, or read since)."""
+        return not isinstance(self.key_source, LazyIds) or "key_array" in self.__dict__
 
     @classmethod
     def of(
@@ -192,7 +221,7 @@ class Generation:
                     "version": d.version,
                     "files": list(d.files),
                     "rows": d.rows,
-                    "key_count": len(d.key_array),
+                    "key_count": d.key_count,
                     "covers_index": d.covers_index,
                 }
                 for _, d in sorted(self.delta.items())
@@ -227,7 +256,7 @@ class Generation:
 
     @classmethod
     def from_bytes(
-        cls, data: bytes, key: str, ids: Callable[[dict], dict[str, pa.Array]] | None = None
+        cls, data: bytes, key: str, ids: Callable[[dict], IdsByTable] | None = None
     ) -> Generation:
         """Parse a generation record; LakeError when it is malformed or of a newer format.
         `ids` reads the covered ids a format-3 record names (`read_generation`)."""
@@ -270,7 +299,7 @@ class Generation:
             ) from exc
 
     @classmethod
-    def from_body(cls, body: dict, ids: dict[str, pa.Array]) -> Generation:
+    def from_body(cls, body: dict, ids: IdsByTable) -> Generation:
         """The generation a format-2 or -3 body describes, with each table's ids."""
         delta = {
             d["table"]: DeltaState(
@@ -296,65 +325,31 @@ class Generation:
         )
 
 
-class CoveredIdsMissing(LakeError):
-    """A record's covered-ids object is gone: removed with its generation by a compaction's
-    cleanup just after this reader listed it (read the newer one), or deleted by hand."""
-
-
-def no_ids() -> pa.Array:
-    """An empty array of ids (`pa.array([])` would import pandas: 0.12 s)."""
-    return pa.nulls(0, pa.string())
-
-
-def _split_ids(data: bytes, tables: list[dict]) -> dict[str, pa.Array]:
-    """The covered-ids object cut into each table's ids (`split_ids`)."""
-    return split_ids(pq.ParquetFile(io.BytesIO(data)).read(columns=["key"]).column("key"), tables)
-
-
-def split_ids(ids: pa.ChunkedArray, tables: list[dict]) -> dict[str, pa.Array]:
-    """`ids_in_order()` cut back into each table's ids: written table by table in the
-    body's order, so slices by its counts (no filter per table); ValueError when the
-    counts do not add up."""
-    counted = sum(d["key_count"] for d in tables)
-    if len(ids) != counted:
-        raise ValueError(f"it holds {len(ids)} ids where the record counts {counted}")
-    out, start = {}, 0
-    for d in tables:
-        out[d["table"]] = ids.slice(start, d["key_count"]).combine_chunks()
-        start += d["key_count"]
-    return out
-
-
 # Compaction's way to mend a record whose covered ids are gone: (table, files) -> the ids
 # the rows of those files belong to (`delta.keys_in`).
 IdsOf = Callable[[str, list[str]], set[str]]
 
 
 def read_generation(
-    store: ObjectStore, key: str, ids_of: IdsOf | None = None
+    store: ObjectStore, key: str, ids_of: IdsOf | None = None, *, reader: bool = False
 ) -> tuple[Generation, ObjectInfo]:
     """The generation record under `key` (and what the store says of it), with the
     covered-ids object it names. When that object is missing or unreadable: LakeError,
     unless `ids_of` reads the ids from the tables' files instead (compaction, which then
-    writes a whole generation: `Generation.mended`)."""
+    writes a whole generation: `Generation.mended`). A `reader` of a record whose every
+    table covers its commit index gets the ids only if it asks (`LazyIds`)."""
     data, info = store.get(key)
     mended = False
 
-    def ids(body: dict) -> dict[str, pa.Array]:
+    def ids(body: dict) -> dict[str, pa.Array] | dict[str, LazyIds]:
         nonlocal mended
-        ids_key = body["keys_file"]
+        if reader and all(d.get("covers_index") for d in body["delta"]):
+            return covered_ids_later(store, key, body)
         try:
-            return _split_ids(store.get(ids_key)[0], body["delta"])
-        except (NotFound, ValueError, pa.ArrowException) as exc:
-            if ids_of is None:  # a LakeError: from_bytes passes it on as it is
-                missing = isinstance(exc, NotFound)
-                what = "is missing" if missing else f"is unreadable ({exc})"
-                error = CoveredIdsMissing if missing else LakeError
-                raise error(
-                    f"malformed compaction generation {key}: its covered-ids object "
-                    f"{ids_key} {what}; `fiolake lake compact` reads them from the "
-                    "compacted tables and writes a whole generation"
-                ) from None
+            return covered_ids(store, key, body)
+        except LakeError:
+            if ids_of is None:  # from_bytes passes a LakeError on as it is
+                raise
         mended = True
         return {
             d["table"]: pa.array(sorted(ids_of(d["table"], d["files"])), pa.string())

@@ -32,12 +32,17 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from fiolake import layout
-from fiolake.aggregator.lake.generations import (
+from fiolake.aggregator.lake.coveredids import (
     CoveredIdsMissing,
+    IdsByTable,
+    covered_ids_later,
+    no_ids,
+    split_ids,
+)
+from fiolake.aggregator.lake.generations import (
     Generation,
     latest_generation_number,
     read_generation,
-    split_ids,
 )
 from fiolake.aggregator.lake.snapshot import Indexed, Snapshot, read_index, scan, unindexed_job_ids
 from fiolake.errors import NotFound
@@ -109,10 +114,10 @@ def cached_scan(
         entry = _memory.get(ident)
     loaded = None
     if entry is None and directory is not None:
-        entry = loaded = _load(directory, ident)
+        entry = loaded = _load(directory, ident, store)
     if entry is None:
         try:
-            record, got = read_generation(store, key)
+            record, got = read_generation(store, key, reader=True)
         except CoveredIdsMissing:
             if latest_generation_number(store) <= number:
                 raise
@@ -155,11 +160,13 @@ def _path(directory: Path, ident: str) -> Path:
 
 def _save(directory: Path, entry: _Entry) -> None:
     """One Arrow IPC file per lake: the commit index followed by the markers read since,
-    and the generation's covered keys in a second batch; everything else as JSON in the
-    schema metadata (no pickle: a cache file is data, never code). Written atomically; a
-    failure only costs the next process a full scan."""
+    and the generation's covered keys in a second batch (empty when they were never read:
+    the next process too reads them from the store only if it needs them); everything
+    else as JSON in the schema metadata (no pickle: a cache file is data, never code).
+    Written atomically; a failure only costs the next process a full scan."""
     compacted = entry.indexed.compacted
     assert compacted is not None
+    ids_saved = all(d.ids_read for d in compacted.delta.values())
     snap = entry.snapshot
     meta = {
         "format": _FORMAT,
@@ -175,8 +182,9 @@ def _save(directory: Path, entry: _Entry) -> None:
             "orphan_files": snap.orphan_files,
         },
         "index_rows": entry.indexed.commits.num_rows,
+        "ids_saved": ids_saved,
     }
-    keys = pa.table({"key": compacted.ids_in_order()})
+    keys = pa.table({"key": compacted.ids_in_order() if ids_saved else no_ids()})
     commits = entry.indexed.commits
     if entry.markers is not None and entry.markers.num_rows:
         commits = pa.concat_tables([commits, entry.markers])
@@ -203,8 +211,9 @@ def _trim(directory: Path) -> None:
             old.unlink()
 
 
-def _load(directory: Path, ident: str) -> _Entry | None:
-    """The entry saved for `ident`, or None (absent, another generation, unreadable)."""
+def _load(directory: Path, ident: str, store: ObjectStore) -> _Entry | None:
+    """The entry saved for `ident`, or None (absent, another generation, unreadable);
+    covered ids it does not hold are read from `store` when asked."""
     try:
         # Mapped, not read: the batches point into the file instead of copying its 14 MB
         # at 100,000 runs (10-15 ms of every connect, more under load). The file is only
@@ -220,7 +229,11 @@ def _load(directory: Path, ident: str) -> _Entry | None:
     commits = commits.replace_schema_metadata(None)
     g = meta["generation"]
     try:
-        compacted = Generation.from_body(g, split_ids(keys.column("key"), g["delta"]))
+        if meta.get("ids_saved", True):
+            ids: IdsByTable = split_ids(keys.column("key"), g["delta"])
+        else:
+            ids = covered_ids_later(store, ident.rsplit("|", 2)[1], g)
+        compacted = Generation.from_body(g, ids)
     except (KeyError, TypeError, ValueError):
         return None
     # The saved commits are the index plus the markers read since: the index is its head.

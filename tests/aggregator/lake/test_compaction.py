@@ -292,13 +292,21 @@ def test_a_record_whose_covered_ids_are_gone_is_an_error_that_compaction_mends(
     compact(store, grace=ZERO)
     with connect(str(tmp_path)) as lake:
         covered = lake.compacted.covered("runs")
+    compared = CliRunner().invoke(cli, ["compare", "--lake", str(tmp_path), "--format", "csv"])
+    assert compared.exit_code == 0, compared.stderr
+    compared = compared.stdout
     ids_key = json.loads(store.get(layout.generation_key(1))[0])["keys_file"]
     if damage == "delete":
         store.delete(ids_key)
     else:  # a valid Parquet object, with other ids
         pq.write_table(pa.table({"table": ["runs"] * 2, "key": ["x", "y"]}), tmp_path / ids_key)
     snapcache.clear_memory()  # as a new process finds it
-    result = CliRunner().invoke(cli, ["compare", "--lake", str(tmp_path)])
+    # Queries do without them (every table covers the commit index: coveredids.LazyIds)
+    result = CliRunner().invoke(cli, ["compare", "--lake", str(tmp_path), "--format", "csv"])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == compared
+    # ... `lake check` says what is wrong and how to mend it.
+    result = CliRunner().invoke(cli, ["lake", "check", "--lake", str(tmp_path)])
     assert result.exit_code == 1
     assert result.stderr == (
         "Error: malformed compaction generation "
@@ -334,26 +342,29 @@ def test_a_reader_that_listed_a_generation_cleaned_up_since_reads_the_newer_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Cleanup removes a superseded generation's record and covered ids at once when they
-    are older than the grace period; a reader that listed it just before moves on."""
+    are older than the grace period; a reader that listed it just before, and needs its
+    ids (a table of it does not cover the index), moves on."""
     store = build(tmp_path)
     compact(store, grace=ZERO)
     lakegen.write_run(store, run_id="later", job_id="later")
-    compact(store, grace=timedelta(days=1))  # generation 2; generation 1 kept for now
-    first = json.loads(store.get(layout.generation_key(1))[0])["keys_file"]
-    store.delete(first)  # as the cleanup right after a reader's listing leaves it
-    listings = iter([1])  # this reader's listing saw generation 1 as the newest
+    compact(store, tables=["runs"], grace=ZERO)  # generation 2: results no longer covers
+    lakegen.write_run(store, run_id="later2", job_id="later2")
+    compact(store, grace=timedelta(days=1))  # generation 3; generation 2 kept for now
+    second = json.loads(store.get(layout.generation_key(2))[0])["keys_file"]
+    store.delete(second)  # as the cleanup right after a reader's listing leaves it
+    listings = iter([2])  # this reader's listing saw generation 2 as the newest
     real = generations.latest_generation_number
     monkeypatch.setattr(
         snapcache, "latest_generation_number", lambda s: next(listings, None) or real(s)
     )
     snapcache.clear_memory()
     snap = snapcache.cached_scan(store)
-    assert snap.compacted is not None and snap.compacted.generation == 2
-    listings2 = iter([1])
+    assert snap.compacted is not None and snap.compacted.generation == 3
+    listings2 = iter([2])
     monkeypatch.setattr(
         generations, "latest_generation_number", lambda s: next(listings2, None) or real(s)
     )
-    assert generations.latest_generation(store).generation == 2  # type: ignore[union-attr]
+    assert generations.latest_generation(store).generation == 3  # type: ignore[union-attr]
 
 
 def test_a_format_2_lake_is_rewritten_as_format_3_with_nothing_new(tmp_path: Path) -> None:

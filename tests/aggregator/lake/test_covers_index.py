@@ -1,12 +1,15 @@
 """A compacted table that covers the whole commit index: readers look for loose files only
-among the commits since (issue 44), and a table a compaction left out stops claiming it."""
+among the commits since (issue 44), and read its covered ids only if they ask; a table a
+compaction left out stops claiming it."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
 from fiolake import layout
+from fiolake.aggregator.lake import snapcache
 from fiolake.aggregator.lake.compact import compact
 from fiolake.aggregator.lake.generations import latest_generation
 from fiolake.aggregator.lake.lake import connect
@@ -61,3 +64,23 @@ def test_a_table_left_out_of_a_compaction_stops_claiming_the_index(tmp_path: Pat
     assert all(gen.delta[t].covers_index for t in (*WRITTEN, "commits"))
     assert runs_in(tmp_path, "results") == 2
     assert scan(store).loose == {}
+
+
+def test_readers_read_the_covered_ids_only_when_they_ask(tmp_path: Path) -> None:
+    lake, cache = tmp_path / "lake", tmp_path / "cache"
+    store = LocalStore(lake)
+    lakegen.write_run(store, run_id="ok1", job_id="j1")
+    lakegen.write_run(store, run_id="rej", job_id="j2", status="rejected")
+    compact(store, grace=timedelta(0))
+    ids = lake / json.loads(store.get(layout.generation_key(1))[0])["keys_file"]
+    hidden = ids.rename(tmp_path / "ids")  # a reader that read them would fail
+    for _ in range(2):  # from the store, then from the snapshot cache in a "new process"
+        snapcache.clear_memory()
+        with connect(str(lake), snapshot_cache=cache) as opened:
+            assert opened.con.sql("SELECT count(*) FROM runs").fetchone() == (2,)
+            state = opened.compacted.delta["runs"]
+            assert not state.ids_read and state.key_count == 2
+    hidden.rename(ids)
+    with connect(str(lake), snapshot_cache=cache) as opened:
+        assert opened.compacted.covered("runs") == {"ok1", "rej"}  # read now, once asked
+        assert opened.compacted.delta["runs"].ids_read
