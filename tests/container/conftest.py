@@ -57,6 +57,15 @@ def podman_env() -> dict[str, str]:
     return {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
 
 
+def container_log(box: Compose, container: str) -> str:
+    """A container's output, stdout and stderr (fiolake and Streamlit log to stderr)."""
+    proc = subprocess.run(
+        ["podman", "logs", container],
+        env=box.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60,
+    )  # fmt: skip
+    return proc.stdout
+
+
 def podman(*args: str, check: bool = True, timeout: float = 120) -> str:
     """Run podman with the project's containers.conf; its stdout."""
     proc = subprocess.run(

@@ -28,6 +28,7 @@ from tests.container.conftest import (
     ROOT,
     Compose,
     compose_project,
+    container_log,
     initialised,
     podman,
 )
@@ -83,11 +84,7 @@ def _app(box: Compose) -> str:
 def app_log(box: Compose, container: str = "") -> str:
     """The app container's output (compose's, or `container`): fiolake and Streamlit log
     to stderr."""
-    proc = subprocess.run(
-        ["podman", "logs", container or f"{box.project}_app_1"],
-        env=box.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60,
-    )  # fmt: skip
-    return proc.stdout
+    return container_log(box, container or f"{box.project}_app_1")
 
 
 def _passwords(box: Compose) -> dict[str, str]:

@@ -16,7 +16,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.container.conftest import ROOT, Compose, podman
+from tests.container.conftest import ROOT, Compose, container_log, podman
 
 FIOLAKE = str(Path(sys.executable).parent / "fiolake")
 BACKEND = "container-volume"
@@ -59,6 +59,10 @@ def test_a_campaign_from_the_host_is_committed_by_runners_in_containers(box: Com
     campaign = publish(box, "random-reads", "random-writes", "--runtime", "1", "--size", "8M")
     rows = wait_states(box, campaign, {"ok", "failed", "rejected", "interrupted"}, 180)
     assert [r["state"] for r in rows] == ["ok", "ok"], rows
+    # The image has util-linux's setpriv, which starts fio dying with its runner.
+    logs = "".join(container_log(box, name) for name in runner_containers(box))
+    assert "committed " in logs, logs
+    assert "setpriv (util-linux) not found" not in logs, logs
     table = json.loads(
         fiolake(box, "analyst", "compare", "--campaign", campaign, "--format", "json")
     )
