@@ -66,18 +66,25 @@ def descends_from(pid: int, ancestor: int) -> bool:
     return False
 
 
-# fio invocations that do no I/O (another fiolake checking a job file or fio's version):
-# they cost CPU (which `cpu-busy` sees), not disk, so they are not another benchmark.
-_NO_IO_ARGS = (b"--parse-only", b"--version")
+# fio invocations that do no I/O (another fiolake checking a job file, fio's version or
+# the options it knows: runner.fio.cmdhelp): they cost CPU (which `cpu-busy` sees), not
+# disk, so they are not another benchmark. Each also as `--flag=VALUE`.
+_NO_IO_FLAGS = (b"--parse-only", b"--version", b"--cmdhelp", b"--enghelp", b"--help", b"--showcmd")
+
+
+def does_io(argv: list[bytes]) -> bool:
+    """Whether a fio command line (`/proc/PID/cmdline` split at NULs) runs a workload."""
+    # A zombie (exited, not yet reaped) has an empty command line and does no I/O.
+    return bool(argv and argv[0]) and not any(
+        arg.split(b"=", 1)[0] in _NO_IO_FLAGS for arg in argv[1:]
+    )
 
 
 def _does_io(pid: int) -> bool:
     try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        return does_io(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0"))
     except OSError:
         return False  # gone already
-    # A zombie (exited, not yet reaped) has an empty command line and does no I/O.
-    return bool(argv[0]) and not any(arg in _NO_IO_ARGS for arg in argv)
 
 
 def other_fio_pids(ours: int | None = None) -> set[int]:
