@@ -20,8 +20,7 @@ from fiolake.store import ObjectStore
 
 class LazyIds:
     """A state's covered ids not read yet: the count the record gives, and how to read
-    them. A reader whose tables all cover the index never needs them (5,000,000 ids at a
-    year, a quarter of a cold connect at 1,000,000 runs: issue 44)."""
+    them (`covered_ids_later`)."""
 
     __slots__ = ("count", "read")
 

@@ -341,7 +341,7 @@ def read_generation(
     data, info = store.get(key)
     mended = False
 
-    def ids(body: dict) -> dict[str, pa.Array] | dict[str, LazyIds]:
+    def ids(body: dict) -> IdsByTable:
         nonlocal mended
         if reader and all(d.get("covers_index") for d in body["delta"]):
             return covered_ids_later(store, key, body)

@@ -114,7 +114,7 @@ def cached_scan(
         entry = _memory.get(ident)
     loaded = None
     if entry is None and directory is not None:
-        entry = loaded = _load(directory, ident, store)
+        entry = loaded = _load(directory, ident, store, key)
     if entry is None:
         try:
             record, got = read_generation(store, key, reader=True)
@@ -211,9 +211,9 @@ def _trim(directory: Path) -> None:
             old.unlink()
 
 
-def _load(directory: Path, ident: str, store: ObjectStore) -> _Entry | None:
-    """The entry saved for `ident`, or None (absent, another generation, unreadable);
-    covered ids it does not hold are read from `store` when asked."""
+def _load(directory: Path, ident: str, store: ObjectStore, key: str) -> _Entry | None:
+    """The entry saved for `ident` (generation record `key`), or None (absent, another
+    generation, unreadable); covered ids it does not hold are read from `store` when asked."""
     try:
         # Mapped, not read: the batches point into the file instead of copying its 14 MB
         # at 100,000 runs (10-15 ms of every connect, more under load). The file is only
@@ -232,7 +232,7 @@ def _load(directory: Path, ident: str, store: ObjectStore) -> _Entry | None:
         if meta.get("ids_saved", True):
             ids: IdsByTable = split_ids(keys.column("key"), g["delta"])
         else:
-            ids = covered_ids_later(store, ident.rsplit("|", 2)[1], g)
+            ids = covered_ids_later(store, key, g)
         compacted = Generation.from_body(g, ids)
     except (KeyError, TypeError, ValueError):
         return None

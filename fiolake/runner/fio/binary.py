@@ -30,11 +30,17 @@ def find_fio(name: str = "fio") -> FioBinary:
     FioError with an install hint when it is missing or `--version` fails. The version is
     cached per binary and keyed by its mtime, so an upgrade in place is noticed.
     """
-    found = shutil.which(name)
-    if found is None:
+    path = locate(name)
+    if path is None:
         raise FioError(f"fio not found ({name!r} is not on PATH) — {FIO_INSTALL_HINT}")
-    path = os.path.realpath(found)
     return FioBinary(path, _version(path, os.stat(path).st_mtime_ns))
+
+
+def locate(name: str, search: str | None = None) -> str | None:
+    """The absolute, symlink-free path of `name` (a command on `search`, default PATH, or
+    a path), or None when it is missing or not executable."""
+    found = shutil.which(name, path=search)
+    return None if found is None else os.path.realpath(found)
 
 
 @functools.lru_cache(maxsize=8)

@@ -25,7 +25,7 @@ from typing import IO
 
 from fiolake.children import kill_group, reap, stat_fields
 from fiolake.errors import FioError
-from fiolake.runner.fio.binary import FIO_INSTALL_HINT
+from fiolake.runner.fio.binary import FIO_INSTALL_HINT, locate
 
 log = logging.getLogger("fiolake.runner")
 
@@ -115,10 +115,9 @@ def _dying_with_parent(argv: list[str], path: str) -> list[str]:
     threads). Without setpriv (util-linux < 2.33) fio starts as it is; the watchdog still
     bounds it while this process lives. FioError when the program is not found.
     """
-    found = shutil.which(argv[0], path=path)
-    if found is None:
+    program = locate(argv[0], path)  # absolute: fio starts in its output directory
+    if program is None:
         raise FioError(f"cannot start {argv[0]}: not found or not executable — {FIO_INSTALL_HINT}")
-    program = os.path.abspath(found)  # fio starts in its output directory
     setpriv = _setpriv()
     if setpriv is None:
         return [program, *argv[1:]]
