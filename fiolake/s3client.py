@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -172,6 +173,38 @@ def s3_client(settings: S3Settings, *, attempts: int = 4, timeout_s: float = 10.
     )
 
 
+# versitygw's POSIX back end removes the parent directories a DELETE leaves empty
+# (backend/posix removeParents). A PUT that is creating, or linking its object into, one of
+# them at that moment fails with 409 ExistingObjectIsDirectory having written nothing
+# (backend/mkdir.go MkdirAll; the final link). The same PUT a moment later succeeds. A
+# fiolake key never names a directory, so the code on a PUT means this race, unless it
+# persists (then another key really has this one as its folder).
+DIRECTORY_RACE = "ExistingObjectIsDirectory"
+_DIRECTORY_RACE_PAUSES_S = (0.01, 0.03, 0.1, 0.3)
+
+
+def error_code(exc: Exception) -> str:
+    """The S3 error code botocore's ClientError carries ("" for any other exception)."""
+    response = getattr(exc, "response", None)
+    return str(response.get("Error", {}).get("Code", "")) if isinstance(response, dict) else ""
+
+
+def put_object(client: Any, **request: Any) -> dict[str, Any]:
+    """`client.put_object(**request)`, sent again while the store answers versitygw's
+    directory race (DIRECTORY_RACE above: nothing was written, so a conditional create
+    may be sent again safely); any other answer or error is the caller's."""
+    for pause in (*_DIRECTORY_RACE_PAUSES_S, None):
+        try:
+            answer: dict[str, Any] = client.put_object(**request)
+        except Exception as exc:
+            if pause is None or error_code(exc) != DIRECTORY_RACE:
+                raise
+            time.sleep(pause)
+            continue
+        return answer
+    raise AssertionError("unreachable: the last pass returns or raises")
+
+
 # S3 error codes (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html)
 # that no retry can fix, and those that a retry may.
 _DENIED_CODES = frozenset(
@@ -241,6 +274,13 @@ def s3_error(exc: Exception, key: str, *, url: str, endpoint: str, bucket: str) 
                 f"access denied for {key} on {url} ({code or status}) — check the "
                 "credentials (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY), their policy, "
                 f"and that bucket {bucket} exists"
+            )
+        if code == DIRECTORY_RACE:
+            return StoreError(
+                f"{key}: {endpoint} answered 409 {code} on every try — a folder stands "
+                "where this object goes (another key has it as its prefix, which a "
+                "file-system back end such as versitygw's POSIX one cannot hold); remove "
+                "that key or point the lake at another prefix"
             )
         if code in _UNAVAILABLE_CODES or (status is not None and status >= 500):
             return StoreUnavailable(

@@ -39,7 +39,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from fiolake import layout
 from fiolake.errors import NotFound, UsageProblem
-from fiolake.s3client import s3_client, s3_error
+from fiolake.s3client import DIRECTORY_RACE, error_code, put_object, s3_client, s3_error
 from fiolake.store import ObjectStore, S3Store
 
 log = logging.getLogger(__name__)
@@ -157,16 +157,19 @@ class _Prober:
         self, key: str, body: bytes, conditions: dict[str, str], *, racing: bool = False
     ) -> _Answer:
         """PUT one scratch key; its answer, or the store's error when no verdict can be
-        drawn from it (403, no bucket, 5xx other than 501 NotImplemented; no answer at
-        all unless `racing`, where a dropped connection may be a lost race)."""
+        drawn from it (403, no bucket, 5xx other than 501 NotImplemented, a folder where
+        the key goes; no answer at all unless `racing`, where a dropped connection may be
+        a lost race)."""
         self.written.add(key)
         answer = _send(
-            lambda: self.client.put_object(
-                Bucket=self.bucket, Key=self.scratch + key, Body=body, **conditions
+            lambda: put_object(
+                self.client, Bucket=self.bucket, Key=self.scratch + key, Body=body, **conditions
             )
         )
         if answer.error is not None and (
-            _unjudgeable(answer.status) or (answer.status is None and not racing)
+            _unjudgeable(answer.status)
+            or (answer.status is None and not racing)
+            or error_code(answer.error) == DIRECTORY_RACE
         ):
             raise self._error(answer.error, key)
         return answer

@@ -3,9 +3,12 @@ conditional headers at the step that shows it, caches a pass, and leaves no scra
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import secrets
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,12 +16,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from fiolake import layout
 from fiolake.cli import cli
 from fiolake.errors import StoreUnavailable
 from fiolake.stack.env import StackEnv
 from fiolake.store import LocalStore, S3Store
 from fiolake.storeprobe import VERDICT_TTL, cached_report, check_store, probe, require_safe_store
 from tests.stack.ignoring_proxy import Misbehaviour, in_front_of
+from tests.versitygw import S3Server
 
 STEPS = ["create", "second create", "stale If-Match", "current If-Match", "parallel creates"]
 FIX = (
@@ -49,6 +54,33 @@ def test_the_probe_passes_on_minio_and_removes_its_scratch_prefix(stack: StackEn
     assert report.steps[1].got == "412 PreconditionFailed"
     assert report.steps[4].got.startswith("1 × 2xx, 7 × 412/409, 0 × no answer")
     assert _left(stack, lake) == []
+
+
+def test_the_probe_passes_on_versitygw_while_other_probes_come_and_go(
+    versitygw: S3Server,
+) -> None:
+    # CI's refusal: a publisher's first create lost versitygw's race against a runner's
+    # probe removing its scratch keys, which took the shared probe/ folder with them.
+    lake = S3Store(versitygw.bucket, f"probe-test-{secrets.token_hex(4)}", versitygw.settings)
+    done = threading.Event()
+
+    def other_probes_scratch() -> None:
+        for i in itertools.count():
+            if done.is_set():
+                return
+            lake.put(f"{layout.PROBE_PREFIX}other-{i}/sequential", b"x")
+            lake.delete(f"{layout.PROBE_PREFIX}other-{i}/sequential")
+
+    with ThreadPoolExecutor(2) as pool:
+        others = [pool.submit(other_probes_scratch) for _ in range(2)]
+        try:
+            failures = [probe(lake, parallel=2).failure for _ in range(50)]
+        finally:
+            done.set()
+        for other in others:
+            other.result()
+    assert failures == [""] * 50
+    assert list(lake.list("")) == []
 
 
 def test_the_probe_refuses_a_store_ignoring_if_none_match_at_the_second_create(
