@@ -79,6 +79,7 @@ def test_two_deletes_of_one_key_at_once_both_succeed(store: ObjectStore) -> None
     assert list(store.list("gone/")) == []
 
 
+@pytest.mark.stack  # versitygw
 def test_a_folder_where_the_key_goes_is_named_with_the_fix(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:

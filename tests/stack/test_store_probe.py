@@ -56,6 +56,7 @@ def test_the_probe_passes_on_minio_and_removes_its_scratch_prefix(stack: StackEn
     assert _left(stack, lake) == []
 
 
+@pytest.mark.stack  # a real S3 server
 def test_the_probe_passes_on_versitygw_while_other_probes_come_and_go(
     versitygw: S3Server,
 ) -> None:

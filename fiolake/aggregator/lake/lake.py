@@ -104,6 +104,9 @@ class Lake:
     con: duckdb.DuckDBPyConnection
     snapshot: Snapshot
     files: dict[str, list[str]] = field(default_factory=dict)  # table -> object keys read
+    # (runs column, value) pairs some committed run has: the views never change, so a
+    # filter value checked once (`rows.filters.validate`) is not looked for again.
+    present: set[tuple[str, str]] = field(default_factory=set)
 
     @property
     def compacted(self) -> Generation | None:
@@ -270,18 +273,24 @@ def _create_views(
     for table in tables:
         contract = _column_types(con, f"{INTERNAL_SCHEMA}.empty_{table}")
         # Merged files hold a physical `date`; per-run files get it from their path.
+        # Only committed runs are visible. The Delta tables hold nothing else (compaction
+        # appends committed runs' rows only), so only the runners' files (and merged files
+        # of the earlier layout) are filtered: the filter builds a hash of every committed
+        # run id, 0.2 s of each query at 1,000,000 runs (issue 44).
+        committed = "WHERE run_id IN (SELECT run_id FROM commits)"
+        trusted = snap.compacted is not None and not snap.compacted.legacy
         sources = []
-        for keys, hive in (
-            (snap.compacted_files(table), False),
-            ([] if table in local else snap.loose_files(table), True),
+        for keys, hive, only in (
+            (snap.compacted_files(table), False, "" if trusted else committed),
+            ([] if table in local else snap.loose_files(table), True, committed),
         ):
             if keys:
                 one = footers.one_schema(digests, keys)
                 files = parquet_source([store.location(k) for k in keys], hive=hive, one_schema=one)
-                sources.append(f"SELECT * FROM {files}")
+                sources.append(f"SELECT * FROM {files} {only}")
                 read += keys
         if table in local:
-            sources.append(f"SELECT * FROM {INTERNAL_SCHEMA}.loose_{table}")
+            sources.append(f"SELECT * FROM {INTERNAL_SCHEMA}.loose_{table} {committed}")
         if not sources:
             con.execute(f"CREATE VIEW {table} AS SELECT * FROM {INTERNAL_SCHEMA}.empty_{table}")
             continue
@@ -301,9 +310,7 @@ def _create_views(
         cols += [f'"{name}"' for name in present if name not in contract]
         cols.append('"date"')
         con.execute(
-            f"CREATE VIEW {table} AS SELECT {', '.join(cols)} "
-            f"FROM {INTERNAL_SCHEMA}.files_{table} "
-            "WHERE run_id IN (SELECT run_id FROM commits)"
+            f"CREATE VIEW {table} AS SELECT {', '.join(cols)} FROM {INTERNAL_SCHEMA}.files_{table}"
         )
     return read
 

@@ -69,14 +69,19 @@ class RunFilter:
         return ", ".join(parts) or "no filter"
 
 
-def _exists(lake: Lake, column: str, value: str) -> bool:
-    cur = lake.cursor()
-    try:
-        sql = f"SELECT EXISTS (SELECT 1 FROM runs WHERE {column} = {literal(value)})"
-        row = cur.execute(sql).fetchone()
-        return row is not None and bool(row[0])
-    finally:
-        cur.close()
+def _absent(lake: Lake, checks: list[tuple[str, str]]) -> list[bool]:
+    """For each (runs column, value): True when no committed run has it. One scan of
+    `runs` for all the pairs not already known present (`Lake.present`)."""
+    unknown = [c for c in dict.fromkeys(checks) if c not in lake.present]
+    if unknown:
+        tests = ", ".join(f"bool_or({column} = {literal(value)})" for column, value in unknown)
+        cur = lake.cursor()
+        try:
+            found = cur.execute(f"SELECT {tests} FROM runs").fetchone() or ()
+        finally:
+            cur.close()
+        lake.present.update(c for c, hit in zip(unknown, found, strict=False) if hit)
+    return [c not in lake.present for c in checks]
 
 
 def validate(lake: Lake, filt: RunFilter) -> None:
@@ -85,8 +90,10 @@ def validate(lake: Lake, filt: RunFilter) -> None:
     checks += [("campaign_id", "campaign", c) for c in filt.campaigns]
     checks += [("backend", "backend", b) for b in filt.backends]
     checks += [("run_id", "run", r) for r in filt.runs]
-    for column, word, value in checks:
-        if value is not None and not _exists(lake, column, value):
+    given = [(column, word, value) for column, word, value in checks if value is not None]
+    absent = _absent(lake, [(column, value) for column, _, value in given])
+    for (column, word, value), missing in zip(given, absent, strict=True):
+        if missing:
             raise LakeError(
                 f"no committed runs match {word} '{value}' — see which exist: "
                 f'fiolake sql "SELECT DISTINCT {column} FROM runs"'

@@ -182,10 +182,23 @@ def _slowdown(g: GateRow) -> float:
     return -change if columns.higher_is_better(g.row.metric) else change
 
 
-def _order(g: GateRow) -> tuple[int, float]:
+def _order(g: GateRow) -> tuple[int, float, str, str, str, str, str, str]:
+    """Worse first, then inconclusive, each by size of change; equal sizes (to 12 digits:
+    a latency mirroring its IOPS) in the order of their names, so the same lake always
+    prints the same table (the backends come from SQL in no fixed order)."""
     rank = {WORSE: 0, INCONCLUSIVE: 1}.get(g.row.verdict, 2)
-    size = stats.effect_size(g.row.ratio) if g.row.ratio else 0.0
-    return rank, -size
+    size = round(stats.effect_size(g.row.ratio), 12) if g.row.ratio else 0.0
+    r = g.row
+    return (
+        rank,
+        -size,
+        g.backend,
+        r.profile,
+        r.job_name,
+        r.direction,
+        r.metric,
+        r.workload_sha256 or "",
+    )
 
 
 def _judged(

@@ -52,9 +52,25 @@ def by_night(
     starts = np.cumsum([0, *(len(members[n]) for n in labels)])[:-1]
     logs = np.log(np.asarray(values, dtype=float))
     means = np.array([logs[members[n]].mean() for n in labels])
+    changes, outliers = night_points(means, max_pvalue, min_segment)
+    return NightChanges(
+        order,
+        {int(starts[k]): p for k, p in changes.items()},
+        [(labels[k], int(starts[k]), ratio) for k, ratio in outliers],
+        len(labels),
+    )
+
+
+def night_points(
+    means: np.ndarray,
+    max_pvalue: float = DEFAULT_MAX_PVALUE,
+    min_segment: int = DEFAULT_MIN_SEGMENT,
+) -> tuple[dict[int, float], list[tuple[int, float]]]:
+    """From the nights' mean logs in night order: the change points (index of the first
+    night after each -> p) and the outlier nights (index, ratio to the median night of
+    its segment)."""
     found = change_points(np.exp(means), max_pvalue, min_size=min_segment)
-    changes = {int(starts[k]): p for k, p in found.items()}
-    bounds = [0, *sorted(found), len(labels)]
+    bounds = [0, *sorted(found), len(means)]
     outliers = []
     for lo, hi in zip(bounds, bounds[1:], strict=False):
         segment = means[lo:hi]
@@ -64,5 +80,5 @@ def by_night(
         mad = float(np.median(np.abs(segment - median)))
         for k in range(lo, hi):
             if mad > 0 and abs(0.6745 * (means[k] - median) / mad) > stats.OUTLIER_Z:
-                outliers.append((labels[k], int(starts[k]), float(np.exp(means[k] - median))))
-    return NightChanges(order, changes, outliers, len(labels))
+                outliers.append((k, float(np.exp(means[k] - median))))
+    return found, outliers

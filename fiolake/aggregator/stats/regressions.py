@@ -2,8 +2,9 @@
 what else changed between the last run before and the first run after.
 
 A series is one backend × profile × job × direction × workload × metric, in time
-order (`runsets.per_run_values`); change points come from `changepoints.change_points`
-over its nights (campaigns), at least `min_segment` nights each side (`night_changes`);
+order, folded night by night in SQL (`nightly`); change points come from
+`changepoints.change_points` over its nights (campaigns), at least `min_segment` nights
+each side (`night_changes`);
 each is described by the ratio of the geometric means after/before with its 95 % CI
 (`stats.compare_logs`) and the environment differences across it (`envdiff`).
 """
@@ -22,8 +23,8 @@ from fiolake.aggregator.rows.filters import RunFilter, validate
 from fiolake.aggregator.stats import stats
 from fiolake.aggregator.stats.changepoints import DEFAULT_MAX_PVALUE
 from fiolake.aggregator.stats.compare import DEFAULT_METRICS, check_metrics
-from fiolake.aggregator.stats.night_changes import DEFAULT_MIN_SEGMENT, by_night
-from fiolake.aggregator.stats.runsets import RunValue, per_run_values
+from fiolake.aggregator.stats.night_changes import DEFAULT_MIN_SEGMENT, night_points
+from fiolake.aggregator.stats.nightly import NightSeries, nightly
 from fiolake.aggregator.stats.verdict_text import BETTER, WORSE
 from fiolake.errors import LakeError
 
@@ -86,24 +87,21 @@ class OutlierNight:
 
 
 def _series_points(
-    key: tuple[Any, ...], metric: str, values: list[RunValue], max_pvalue: float,
+    key: tuple[Any, ...], metric: str, nights: NightSeries, max_pvalue: float,
     min_segment: int,
 ) -> tuple[list[ChangePoint], list[OutlierNight]]:  # fmt: skip
-    """Change points counted in nights (`night_changes`): the runs regrouped night by
-    night, each change at the first run of the night after it."""
+    """Change points counted in nights (`night_changes`), each at the first run of the
+    night after it; the segments on either side compared run by run (pooled nights)."""
     backend, (profile, job, direction, sha) = key
-    nights = by_night([v.value or 0.0 for v in values], [v.campaign or "" for v in values],
-                      max_pvalue, min_segment)  # fmt: skip
-    values = [values[i] for i in nights.order]
-    numbers = [v.value for v in values if v.value is not None]  # the caller dropped the rest
-    found = nights.changes
-    bounds = [0, *sorted(found), len(values)]
+    found, spikes = night_points(nights.mean, max_pvalue, min_segment)
+    bounds = [0, *sorted(found), len(nights)]
     out = []
     for i, at in enumerate(sorted(found), start=1):
-        before, after = numbers[bounds[i - 1] : at], numbers[at : bounds[i + 1]]
-        test = stats.compare_logs(before, after)
+        before, after = nights.pooled(bounds[i - 1], at), nights.pooled(at, bounds[i + 1])
+        test = stats.compare_summaries(before, after)
         up = test.ratio > 1.0
         word = BETTER if up == columns.higher_is_better(metric) else WORSE
+        first, last = nights.night(at), nights.night(at - 1)
         out.append(
             ChangePoint(
                 backend,
@@ -112,21 +110,24 @@ def _series_points(
                 direction,
                 metric,
                 sha,
-                values[at].started_at,
-                len(before),
-                len(after),
+                first.first_at,
+                before.n,
+                after.n,
                 test.ratio,
                 test.ratio_ci_low,
                 test.ratio_ci_high,
                 found[at],
                 word,
-                values[at - 1].run_id,
-                values[at].run_id,
-                campaign_after=values[at].campaign,
+                last.last_run,
+                first.first_run,
+                campaign_after=first.label or None,
             )  # fmt: skip
         )
-    odd = [OutlierNight(backend, profile, job, direction, metric, night, values[pos].started_at,
-                        ratio) for night, pos, ratio in nights.outliers]  # fmt: skip
+    odd = []
+    for k, ratio in spikes:
+        night = nights.night(k)
+        odd.append(OutlierNight(backend, profile, job, direction, metric, night.label,
+                                night.first_at, ratio))  # fmt: skip
     return out, odd
 
 
@@ -154,7 +155,7 @@ def regressions(
             filt.campaign, filt.backends, filt.profile, filt.runs, anchor - since, None, filt.status
         )
     validate(lake, filt)
-    data = per_run_values(lake, "r.backend", filt, metrics)
+    data = nightly(lake, "r.backend", filt, metrics)
     if not data:
         raise LakeError(f"no successful runs with results match {filt.describe()}")
     rows: list[ChangePoint] = []
@@ -162,12 +163,12 @@ def regressions(
     series = too_short = 0
     for key, by_metric in sorted(data.items(), key=lambda kv: str(kv[0])):
         for metric in metrics:
-            values = [v for v in by_metric[metric] if v.value is not None and v.value > 0]
+            nights = by_metric[metric]
             series += 1
-            if len({v.campaign for v in values}) < 2 * min_segment:
+            if len(nights) < 2 * min_segment:
                 too_short += 1
                 continue
-            found, spikes = _series_points(key, metric, values, max_pvalue, min_segment)
+            found, spikes = _series_points(key, metric, nights, max_pvalue, min_segment)
             rows += found
             odd += spikes
     if not include_better:
@@ -177,7 +178,9 @@ def regressions(
         rows = [r for r in rows if not r.accepted]
     for row in rows:
         row.env_changes = _describe(lake, row.run_before, row.run_after)
-    rows.sort(key=lambda r: (-stats.effect_size(r.ratio), r.backend))
+    # Worst first; sizes equal to 12 digits are a tie (a latency mirroring its IOPS),
+    # kept in series and metric order whatever the last bits of the folding.
+    rows.sort(key=lambda r: (-round(stats.effect_size(r.ratio), 12), r.backend))
     return RegressionReport(rows, series, too_short, hidden, odd)
 
 

@@ -3,16 +3,14 @@
 `summarise` gives, per group × workload × profile × job × direction × metric, the
 log-space moments, range, outliers (robust z via medians/MAD), steady/flagged counts and
 the setups pooled (fio versions, origins, targets, file systems) that `compare` needs,
-computed by DuckDB; `per_run_values` gives the per-run series that `regressions` needs.
+computed by DuckDB (`nightly` folds the runs of `regressions` night by night).
 Both pool by `runs.workload_sha256` (`fiolake.workload`; the view computes it for runs
 written before it existed).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from fiolake.aggregator.lake import columns
@@ -20,16 +18,6 @@ from fiolake.aggregator.lake.lake import Lake, literals
 from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.series import fetch_rows
 from fiolake.aggregator.stats import stats
-
-
-@dataclass(frozen=True)
-class RunValue:
-    """One run's value of one metric for one job × direction (regressions' series)."""
-
-    run_id: str
-    value: float | None
-    started_at: datetime | None = None
-    campaign: str | None = None  # the night it belongs to (regressions count nights)
 
 
 @dataclass(frozen=True)
@@ -75,7 +63,7 @@ def summarise(
     return _group_stats(fetch_rows(lake, sql), metrics)
 
 
-def _per_run_columns(metrics: list[str]) -> str:
+def per_run_columns(metrics: list[str]) -> str:
     """SQL columns "m0", "m1", …: each metric of one run × job × direction, its threads
     folded by `columns.per_run_aggregate`."""
     return ", ".join(f'{columns.per_run_aggregate(m)} AS "m{i}"' for i, m in enumerate(metrics))
@@ -154,7 +142,7 @@ def _summary_sql(
             FROM rr WHERE profile IS NOT NULL
         ), per_run AS (
             SELECT x.run_id, x.job_name, x.direction, bool_and(x.steady_state) AS steady,
-                   {_per_run_columns(metrics)}
+                   {per_run_columns(metrics)}
             FROM results x
             WHERE x.run_id IN (SELECT run_id FROM rr)
             GROUP BY ALL
@@ -213,43 +201,6 @@ def _group_stats(rows: list[tuple[Any, ...]], metrics: list[str]) -> Data:
                 origins, targets, fss,
             )  # fmt: skip
         data[(str(group), (profile, job, direction, sha_value or None))] = out
-    return data
-
-
-def per_run_values(
-    lake: Lake, group_expr: str, filt: RunFilter, metrics: list[str]
-) -> dict[tuple[str, Case], dict[str, list[RunValue]]]:
-    """(group, case) -> metric -> one RunValue per run, oldest first (regressions)."""
-    where = filt.where("r")
-    sha = WORKLOAD
-    per_run = _per_run_columns(metrics)
-    picked = ", ".join(f'p."m{i}"' for i in range(len(metrics)))
-    sql = f"""
-        WITH per_run AS (
-            SELECT x.run_id, x.job_name, x.direction, {per_run}
-            FROM results x
-            WHERE x.run_id IN (SELECT r.run_id FROM runs r WHERE {where})
-            GROUP BY ALL
-        )
-        SELECT {group_expr}, r.profile, p.job_name, p.direction, {sha}, r.run_id,
-               epoch_ms(r.started_at), r.campaign_id, {picked}
-        FROM per_run p JOIN runs r USING (run_id)
-        WHERE {where}
-        ORDER BY r.started_at, r.run_id
-    """
-    cur = lake.cursor()
-    try:
-        rows = cur.execute(sql).fetchall()
-    finally:
-        cur.close()
-    data: dict[tuple[str, Case], dict[str, list[RunValue]]] = defaultdict(lambda: defaultdict(list))
-    for group, profile, job, direction, sha_value, run_id, at_ms, campaign, *values in rows:
-        at = datetime.fromtimestamp(at_ms / 1000, UTC) if at_ms is not None else None
-        for metric, value in zip(metrics, values, strict=True):
-            number = None if value is None else float(value)
-            data[(str(group), (profile, job, direction, sha_value))][metric].append(
-                RunValue(run_id, number, at, campaign)
-            )
     return data
 
 

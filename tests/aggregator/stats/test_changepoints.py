@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fiolake.aggregator.stats import changepoints as cp
 from fiolake.aggregator.stats.changepoints import DEFAULT_MAX_PVALUE, change_points
 
 
@@ -47,3 +48,41 @@ def test_short_or_constant_series() -> None:
     assert change_points([1.0, 2.0, 3.0]) == {}
     assert change_points([5.0] * 20) == {}
     assert list(change_points([5.0] * 10 + [9.0] * 10)) == [10]
+
+
+def _one_window_at_a_time(values: np.ndarray, max_pvalue: float, min_size: int) -> dict:
+    """`change_points` as it was before the windows were screened together: every window
+    through `_candidates` (the oracle of the screen)."""
+    x = np.log(values)
+    found: set[int] = set()
+    for start in cp.window_starts(len(x)):
+        cp._candidates(x[start : start + cp.WINDOW], start, cp.RELAXED * max_pvalue, found,
+                       min_size)  # fmt: skip
+    merged: list[int] = []
+    for p in sorted(found):
+        if not merged or p - merged[-1] >= min_size:
+            merged.append(p)
+    return cp._merge(x, merged, max_pvalue, min_size)
+
+
+def test_screening_the_windows_together_finds_what_one_at_a_time_found() -> None:
+    rng = np.random.default_rng(7)
+    shapes = 0
+    for trial in range(300):
+        n = int(rng.integers(4, 400))
+        x = rng.lognormal(7, 0.03, size=n)
+        for _ in range(int(rng.integers(0, 4))):  # steps, spikes and flat stretches
+            at = int(rng.integers(0, n))
+            kind = rng.integers(0, 3)
+            if kind == 0:
+                x[at:] *= rng.choice([0.7, 0.9, 1.05, 1.3])
+            elif kind == 1:
+                x[at] *= 2.0
+            else:
+                x[at : at + 8] = x[at]
+        min_size = int(rng.integers(1, 6))
+        max_pvalue = float(rng.choice([0.001, 0.01, 0.05]))
+        want = _one_window_at_a_time(x, max_pvalue, min_size)
+        assert change_points(x, max_pvalue, min_size) == want, (trial, n, min_size)
+        shapes += bool(want)
+    assert shapes > 100  # most series had a change to find

@@ -38,7 +38,7 @@ def _reference_sql(
 ) -> str:
     """The query of `summarise` before issue 44's change (main at dff6b23), verbatim."""
     idx = range(len(metrics))
-    per_run = runsets._per_run_columns(metrics)
+    per_run = runsets.per_run_columns(metrics)
     moments = ", ".join(
         f'count("m{i}") AS "n{i}", avg("l{i}") AS "mean{i}", var_samp("l{i}") AS "var{i}", '
         f'min("m{i}") AS "lo{i}", max("m{i}") AS "hi{i}", '

@@ -1,0 +1,168 @@
+"""Series of comparable runs folded night by night in SQL (what `regressions` reads).
+
+A regression series (group × profile × job × direction × workload × metric) is judged
+on its nights (campaigns), not its runs (`night_changes`): so DuckDB folds the runs of
+each night into their count, mean log and sum of squared log deviations (M2), and names
+the night's first and last run. Python then holds each series' nights as arrays (numpy,
+Arrow), and builds a `Night` only for those it reports; the per-run path built an
+object per run × metric, ~24 M at 1,000,000 runs: 122 s and 5.9 GB for `regressions
+--since all` (issue 44).
+
+Segments of nights pool exactly (Chan et al.'s update of mean and M2), so the Welch test
+of a change (`stats.compare_summaries`) gets the numbers it got from the runs' values,
+to rounding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from fiolake.aggregator.lake.lake import Lake
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.stats import stats
+from fiolake.aggregator.stats.runsets import Case, per_run_columns
+
+
+@dataclass(frozen=True)
+class Night:
+    """One night (campaign) of one series: its runs with a positive value, as logs."""
+
+    label: str  # the campaign ("" for runs without one)
+    n: int
+    mean: float  # of ln(value)
+    m2: float  # sum of squared deviations of ln(value) from `mean`
+    first_run: str  # its first run in time order (started_at, then run_id)
+    first_at: datetime | None
+    last_run: str
+
+
+@dataclass(frozen=True)
+class NightSeries:
+    """One series' nights in order of their first run, as arrays."""
+
+    n: np.ndarray  # runs per night
+    mean: np.ndarray  # mean log per night
+    m2: np.ndarray  # sum of squared log deviations per night
+    labels: pa.Array
+    first_run: pa.Array
+    first_ms: pa.Array  # epoch ms of the first run's start (null where unknown)
+    last_run: pa.Array
+
+    def __len__(self) -> int:
+        return len(self.n)
+
+    def night(self, k: int) -> Night:
+        """Night `k` as an object (the reported ones only)."""
+        ms = self.first_ms[k].as_py()
+        at = datetime.fromtimestamp(ms / 1000, UTC) if ms is not None else None
+        return Night(self.labels[k].as_py(), int(self.n[k]), float(self.mean[k]),
+                     float(self.m2[k]), self.first_run[k].as_py(), at,
+                     self.last_run[k].as_py())  # fmt: skip
+
+    def pooled(self, lo: int, hi: int) -> stats.LogSummary:
+        """The log summary of every run of nights [lo, hi) together."""
+        return pooled(self.n[lo:hi], self.mean[lo:hi], self.m2[lo:hi])
+
+
+def pooled(n: np.ndarray, mean: np.ndarray, m2: np.ndarray) -> stats.LogSummary:
+    """The log summary of the runs of nights with these counts, mean logs and M2s
+    together (Chan et al.'s update: exact, unlike a difference of raw sums of squares)."""
+    count = int(n.sum())
+    mu = float((n * mean).sum() / count)
+    total = float((m2 + n * (mean - mu) ** 2).sum())
+    return stats.LogSummary(count, mu, total / (count - 1) if count > 1 else None)
+
+
+def _no_nights() -> NightSeries:
+    strings = pa.array([], pa.string())
+    none = np.zeros(0)
+    return NightSeries(none.astype(np.int64), none, none, strings, strings,
+                       pa.array([], pa.int64()), strings)  # fmt: skip
+
+
+def _sql(group_expr: str, where: str, metrics: list[str]) -> str:
+    """One row per series × night: the series' number (`sid`), its keys, and per metric
+    i the night's count, mean log, M2, first run, its start (epoch ms) and last run."""
+    order = "ORDER BY j.started_at, j.run_id"
+    folded = ", ".join(
+        f'count(j."l{i}") AS "n{i}", avg(j."l{i}") AS "mean{i}", '
+        f'coalesce(var_pop(j."l{i}") * count(j."l{i}"), 0) AS "m2{i}", '
+        f'first(j.run_id {order}) FILTER (WHERE j."l{i}" IS NOT NULL) AS "first{i}", '
+        f'epoch_ms(first(j.started_at {order}) FILTER (WHERE j."l{i}" IS NOT NULL)) AS "at{i}", '
+        f'last(j.run_id {order}) FILTER (WHERE j."l{i}" IS NOT NULL) AS "last{i}"'
+        for i in range(len(metrics))
+    )
+    logs = ", ".join(
+        f'CASE WHEN p."m{i}" > 0 THEN ln(p."m{i}") END AS "l{i}"' for i in range(len(metrics))
+    )
+    keys = "grp, profile, job_name, direction, sha"
+    return f"""
+        WITH rr AS (
+            SELECT r.run_id, CAST({group_expr} AS VARCHAR) AS grp, r.profile,
+                   r.workload_sha256 AS sha, coalesce(r.campaign_id, '') AS night,
+                   r.started_at
+            FROM runs r WHERE {where}
+        ), per_run AS (
+            SELECT x.run_id, x.job_name, x.direction, {per_run_columns(metrics)}
+            FROM results x
+            WHERE x.run_id IN (SELECT run_id FROM rr)
+            GROUP BY ALL
+        ), j AS (
+            SELECT r.grp, r.profile, p.job_name, p.direction, r.sha, r.night, r.run_id,
+                   r.started_at, {logs}
+            FROM per_run p JOIN rr r USING (run_id)
+        ), folded AS (
+            SELECT {keys}, night, {folded} FROM j GROUP BY {keys}, night
+        )
+        SELECT dense_rank() OVER (ORDER BY {keys}) AS sid, * FROM folded
+    """
+
+
+def nightly(
+    lake: Lake, group_expr: str, filt: RunFilter, metrics: list[str]
+) -> dict[tuple[str, Case], dict[str, NightSeries]]:
+    """(group, case) -> metric -> its nights in order of their first run (none for a
+    metric no run has a positive value of). One query; its rows are series × nights."""
+    cur = lake.cursor()
+    try:
+        table = cur.execute(_sql(group_expr, filt.where("r"), metrics)).to_arrow_table()
+    finally:
+        cur.close()
+    sids, first = np.unique(table["sid"].to_numpy(), return_index=True)
+    heads = table.take(pa.array(first)).select(["grp", "profile", "job_name", "direction", "sha"])
+    by_sid: dict[int, dict[str, NightSeries]] = {}
+    out: dict[tuple[str, Case], dict[str, NightSeries]] = {}
+    for sid, (group, profile, job, direction, sha) in zip(
+        sids.tolist(), zip(*heads.to_pydict().values(), strict=True), strict=True
+    ):
+        by_sid[sid] = out[(str(group), (profile, job, direction, sha))] = dict.fromkeys(
+            metrics, _no_nights()
+        )
+    for i, metric in enumerate(metrics):
+        nights = table.filter(pc.greater(table[f"n{i}"], 0))
+        # Nights in order of their first run: started_at (missing last), then run_id.
+        last = pc.fill_null(nights[f"at{i}"], np.iinfo(np.int64).max)
+        order = pc.sort_indices(
+            nights.append_column("start", last),
+            [("sid", "ascending"), ("start", "ascending"), (f"first{i}", "ascending")],
+        )
+        nights = nights.take(order).combine_chunks()
+        sid = nights["sid"].to_numpy()
+        n, mean, m2 = (nights[f"{c}{i}"].to_numpy() for c in ("n", "mean", "m2"))
+        first_run, first_ms, last_run, labels = (
+            nights[c].chunk(0) if nights[c].num_chunks else pa.array([], nights[c].type)
+            for c in (f"first{i}", f"at{i}", f"last{i}", "night")
+        )
+        cuts = [0, *(np.flatnonzero(np.diff(sid)) + 1).tolist(), len(sid)]
+        for lo, hi in zip(cuts, cuts[1:], strict=False):
+            if hi > lo:
+                by_sid[int(sid[lo])][metric] = NightSeries(
+                    n[lo:hi], mean[lo:hi], m2[lo:hi], labels[lo:hi], first_run[lo:hi],
+                    first_ms[lo:hi], last_run[lo:hi],
+                )  # fmt: skip
+    return out
