@@ -72,7 +72,8 @@ def trend(
     if bucket == "run":
         sql = f"""SELECT backend, profile, job_name, direction, started_at, value, 1, run_id,
                          campaign_id
-                  FROM ({per_run}) ORDER BY backend, profile, job_name, direction, started_at"""
+                  FROM ({per_run})
+                  ORDER BY backend, profile, job_name, direction, started_at, run_id"""
     else:
         sql = f"""SELECT backend, profile, job_name, direction,
                          date_trunc('day', started_at) AS day, avg(value), count(value), NULL,

@@ -161,3 +161,14 @@ def test_filters_since(tmp_path: Path) -> None:
     with connect(root) as lake:
         points = trend(lake, "iops", filt=RunFilter(since=T0 + timedelta(hours=6 * 37)))
     assert [p.run_id for p in points] == ["r37", "r38", "r39"]
+
+
+def test_runs_started_at_the_same_instant_trend_in_run_id_order(tmp_path: Path) -> None:
+    # Imported histories and gangs start many runs at one instant: the table (and the
+    # change points, found in this order) must be the same on every call.
+    store = lakegen.local_store(tmp_path)
+    for i in range(40):
+        lakegen.write_run(store, run_id=f"r{i:02d}", job_id=f"j{i:02d}", started_at=T0,
+                          campaign=f"night-{i // 4}", metrics={READ: {"iops": 1000.0 + i}})  # fmt: skip
+    with connect(str(tmp_path)) as lake:
+        assert [p.run_id for p in trend(lake, "iops")] == [f"r{i:02d}" for i in range(40)]
