@@ -30,20 +30,19 @@ MIN_SIZE = 3  # points on each side of a change point
 RELAXED = 10.0  # candidate threshold = RELAXED × max_pvalue
 
 
-def _energy_split(x: np.ndarray, min_size: int) -> int | None:
-    """The split τ (first index of the right part) maximising the E-Divisive statistic."""
-    n = len(x)
-    if n < 2 * min_size:
-        return None
-    d = np.abs(x[:, None] - x[None, :])
+def _energy_splits(windows: np.ndarray, min_size: int) -> np.ndarray:
+    """For each row of `windows` (same length n ≥ 2 × min_size), the split τ (first
+    index of the right part) maximising the E-Divisive statistic."""
+    n = windows.shape[1]
+    d = np.abs(windows[:, :, None] - windows[:, None, :])
     # 2-D prefix sums: the sum over any block of d in O(1), every τ at once.
-    p = np.zeros((n + 1, n + 1))
-    p[1:, 1:] = d.cumsum(0).cumsum(1)
+    p = np.zeros((len(windows), n + 1, n + 1))
+    p[:, 1:, 1:] = d.cumsum(1).cumsum(2)
     tau = np.arange(min_size, n - min_size + 1)
     left, right = tau.astype(float), (n - tau).astype(float)
-    between = p[tau, n] - p[tau, tau]  # rows [0, τ), columns [τ, n)
-    within_l = p[tau, tau]
-    within_r = p[n, n] - p[tau, n] - p[n, tau] + p[tau, tau]
+    between = p[:, tau, n] - p[:, tau, tau]  # rows [0, τ), columns [τ, n)
+    within_l = p[:, tau, tau]
+    within_r = p[:, n, n][:, None] - p[:, tau, n] - p[:, n, tau] + p[:, tau, tau]
     q = (
         left * right / n
         * (
@@ -52,7 +51,14 @@ def _energy_split(x: np.ndarray, min_size: int) -> int | None:
             - within_r / np.maximum(right * (right - 1), 1.0)
         )
     )  # fmt: skip
-    return int(tau[int(np.argmax(q))])
+    return tau[np.argmax(q, axis=1)]
+
+
+def _energy_split(x: np.ndarray, min_size: int) -> int | None:
+    """The split τ of one series (None when it is shorter than two segments)."""
+    if len(x) < 2 * min_size:
+        return None
+    return int(_energy_splits(x[None, :], min_size)[0])
 
 
 def _pvalue(left: np.ndarray, right: np.ndarray, min_size: int = MIN_SIZE) -> float:
@@ -113,31 +119,14 @@ def _screened(
     """The windows whose first split may pass `threshold`: every window's E-Divisive
     split and its t-test at once, as arrays. A year's series has hundreds of windows and
     almost all are flat; one by one they cost 0.1 ms each in numpy calls (9 s for
-    `regressions` over 320 series of 5,000 nights, issue 44). The split is the one
-    `_energy_split` finds (the same sums in the same order); the p-value is computed
-    another way, so windows within a relative 1e-9 of the threshold, and any the test
+    `regressions` over 320 series of 5,000 nights, issue 44). The split is the one a
+    window alone gets (`_energy_splits` serves both); the p-value is computed another way, so windows within a relative 1e-9 of the threshold, and any the test
     cannot judge here (a side of one point, no spread), go on to `_candidates`, which
     decides each as before."""
     if width < 2 * min_size:
         return []
     windows = np.stack([x[s : s + width] for s in starts])
-    d = np.abs(windows[:, :, None] - windows[:, None, :])
-    p = np.zeros((len(starts), width + 1, width + 1))
-    p[:, 1:, 1:] = d.cumsum(1).cumsum(2)
-    tau = np.arange(min_size, width - min_size + 1)
-    left, right = tau.astype(float), (width - tau).astype(float)
-    between = p[:, tau, width] - p[:, tau, tau]
-    within_l = p[:, tau, tau]
-    within_r = p[:, width, width][:, None] - p[:, tau, width] - p[:, width, tau] + p[:, tau, tau]
-    q = (
-        left * right / width
-        * (
-            2.0 * between / (left * right)
-            - within_l / np.maximum(left * (left - 1), 1.0)
-            - within_r / np.maximum(right * (right - 1), 1.0)
-        )
-    )  # fmt: skip
-    split = tau[np.argmax(q, axis=1)]
+    split = _energy_splits(windows, min_size)
     on_left = np.arange(width)[None, :] < split[:, None]
     centred = windows - windows.mean(axis=1, keepdims=True)
     n_l, n_r = split.astype(float), (width - split).astype(float)
