@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fiolake.aggregator.lake.lake import Lake
+from fiolake.aggregator.lake.lake import Lake, literal
 from fiolake.aggregator.rows.filters import RunFilter, validate
 from fiolake.errors import LakeError
 from fiolake.workload import workload_differences, workload_sha256
@@ -68,7 +68,7 @@ def _environment(lake: Lake, run_id: str) -> dict[str, Any]:
     cur = lake.cursor()
     try:
         row = cur.execute(
-            f"SELECT {cols}, labels, canonical_job_file FROM runs WHERE run_id = ?", [run_id]
+            f"SELECT {cols}, labels, canonical_job_file FROM runs WHERE run_id = {literal(run_id)}"
         ).fetchone()
     finally:
         cur.close()

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fiolake.aggregator.lake.lake import Lake
+from fiolake.aggregator.lake.sqltext import with_values
 from fiolake.errors import UsageProblem
 from fiolake.schema import SECOND_PERCENTILES
 
@@ -16,10 +17,11 @@ ADDITIVE_SERIES = ("bw_bytes", "iops")  # summed over a job's threads
 
 
 def fetch_rows(lake: Lake, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-    """Rows of one query on a fresh cursor (safe from any thread)."""
+    """Rows of one query on a fresh cursor (safe from any thread); `params` are written
+    in as literals (`sqltext.with_values`), never bound."""
     cur = lake.cursor()
     try:
-        return cur.execute(sql, params or []).fetchall()
+        return cur.execute(with_values(sql, params) if params else sql).fetchall()
     finally:
         cur.close()
 

@@ -120,9 +120,10 @@ def _screened(
     split and its t-test at once, as arrays. A year's series has hundreds of windows and
     almost all are flat; one by one they cost 0.1 ms each in numpy calls (9 s for
     `regressions` over 320 series of 5,000 nights, issue 44). The split is the one a
-    window alone gets (`_energy_splits` serves both); the p-value is computed another way, so windows within a relative 1e-9 of the threshold, and any the test
-    cannot judge here (a side of one point, no spread), go on to `_candidates`, which
-    decides each as before."""
+    window alone gets (`_energy_splits` serves both); the p-value is computed another
+    way, so windows within a relative 1e-9 of the threshold, and any the test cannot
+    judge here (a side of one point, no spread), go on to `_candidates`, which decides
+    each as before."""
     if width < 2 * min_size:
         return []
     windows = np.stack([x[s : s + width] for s in starts])

@@ -168,7 +168,13 @@ def test_runs_started_at_the_same_instant_trend_in_run_id_order(tmp_path: Path) 
     # change points, found in this order) must be the same on every call.
     store = lakegen.local_store(tmp_path)
     for i in range(40):
-        lakegen.write_run(store, run_id=f"r{i:02d}", job_id=f"j{i:02d}", started_at=T0,
-                          campaign=f"night-{i // 4}", metrics={READ: {"iops": 1000.0 + i}})  # fmt: skip
+        lakegen.write_run(
+            store,
+            run_id=f"r{i:02d}",
+            job_id=f"j{i:02d}",
+            started_at=T0,
+            campaign=f"night-{i // 4}",
+            metrics={READ: {"iops": 1000.0 + i}},
+        )
     with connect(str(tmp_path)) as lake:
         assert [p.run_id for p in trend(lake, "iops")] == [f"r{i:02d}" for i in range(40)]
