@@ -252,7 +252,7 @@ def s3_error(exc: Exception, key: str, *, url: str, endpoint: str, bucket: str) 
             "FIOLAKE_CA_BUNDLE at the CA that signed the server's certificate"
         )
     if isinstance(exc, ClientError):
-        code = exc.response.get("Error", {}).get("Code", "")
+        code = error_code(exc)
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         if code in ("PreconditionFailed", "ConditionalRequestConflict") or status == 412:
             return PreconditionFailed(f"{key}: {code or status}")

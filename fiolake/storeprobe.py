@@ -115,7 +115,7 @@ def _send(call: Callable[[], dict[str, Any]]) -> _Answer:
         resp = call()
     except ClientError as exc:
         meta = exc.response.get("ResponseMetadata", {})
-        code = exc.response.get("Error", {}).get("Code", "")
+        code = error_code(exc)
         status = meta.get("HTTPStatusCode")
         return _Answer(status, f"{status} {code}".strip(), error=exc)
     except BotoCoreError as exc:
