@@ -79,6 +79,26 @@ def loop_device(
         backing.unlink(missing_ok=True)
 
 
+THROTTLE = Path("/sys/fs/cgroup/blkio/blkio.throttle.read_iops_device")
+NEEDS_THROTTLE = "needs cgroup v1 blkio throttling (to make a loop device slow by construction)"
+requires_throttle = pytest.mark.skipif(not THROTTLE.exists(), reason=NEEDS_THROTTLE)
+
+
+@contextlib.contextmanager
+def reads_throttled(device: Path, iops: int) -> Iterator[Path]:
+    """`device` with its reads capped at `iops` a second (blkio throttling of the root
+    cgroup, where the tests and their fio run), the cap lifted afterwards. A loop device
+    over a file on disk is no slower than one in /dev/shm where the host caches the
+    disk's file, so a test that needs a slow device makes one."""
+    rdev = os.stat(device).st_rdev
+    rule = f"{os.major(rdev)}:{os.minor(rdev)}"
+    THROTTLE.write_text(f"{rule} {iops}\n")
+    try:
+        yield device
+    finally:
+        THROTTLE.write_text(f"{rule} 0\n")
+
+
 def _wait_for(node: Path) -> None:
     for _ in range(50):
         if node.exists():
