@@ -58,6 +58,12 @@ min_segment_option = click.option(
     show_default=True,
     help="One point per run, or the mean per UTC day.",
 )
+@click.option("--job", help="Only this fio job (job_name), e.g. the one case to follow.")
+@click.option(
+    "--direction",
+    type=click.Choice(["read", "write", "trim"]),
+    help="Only this direction of each job.",
+)
 def trend(
     lake: str,
     fmt: str,
@@ -69,8 +75,13 @@ def trend(
     slo: Slo,
     min_segment: int,
     bucket: str,
+    job: str | None,
+    direction: str | None,
 ) -> None:
-    """A metric over time per backend, profile, job and direction; change points marked."""
+    """A metric over time per backend, profile, job and direction; change points marked.
+
+    One case over a year: `fiolake trend --backend nvme --profile random-reads --job
+    randread --direction read --since 365d`."""
     from fiolake.aggregator.lake.columns import formatters
     from fiolake.aggregator.lake.lake import SUMMARY_TABLES
     from fiolake.aggregator.stats.trend import trend as metric_trend
@@ -78,8 +89,9 @@ def trend(
     filt = run_filter(campaign, backends, profile, since)
     with connect(lake, SUMMARY_TABLES) as handle:
         points = metric_trend(
-            handle, metric, filt=filt, bucket=bucket, slo=slo, min_segment=min_segment
-        )
+            handle, metric, filt=filt, bucket=bucket, slo=slo, min_segment=min_segment,
+            case=(job, direction) if job or direction else None,
+        )  # fmt: skip
     at = "started_at" if bucket == "run" else "day"
     cols = ["backend", "profile", "job_name", "direction", at, metric, "n", "change_point",
             "run_id"]  # fmt: skip

@@ -178,3 +178,58 @@ def test_runs_started_at_the_same_instant_trend_in_run_id_order(tmp_path: Path) 
         )
     with connect(str(tmp_path)) as lake:
         assert [p.run_id for p in trend(lake, "iops")] == [f"r{i:02d}" for i in range(40)]
+
+
+def test_trend_points_carry_their_instants_in_utc(tmp_path: Path) -> None:
+    root = history(tmp_path, None, n=8)
+    with connect(root) as lake:
+        runs = trend(lake, "iops")
+        days = trend(lake, "iops", bucket="day")
+    assert [p.at for p in runs] == [T0 + timedelta(hours=6 * i) for i in range(8)]
+    midnight = T0.replace(hour=0, minute=0, second=0, microsecond=0)
+    assert [p.at for p in days] == [midnight + timedelta(days=d) for d in range(3)]
+    assert all(p.at.utcoffset() == timedelta(0) for p in runs + days)
+
+
+def two_jobs(tmp_path: Path) -> str:
+    store = lakegen.local_store(tmp_path)
+    for i in range(6):
+        lakegen.write_run(
+            store,
+            run_id=f"r{i:02d}",
+            job_id=f"j{i:02d}",
+            started_at=T0 + timedelta(hours=i),
+            metrics={READ: {"iops": 1000.0 + i}, ("job2", "write"): {"iops": 500.0 + i}},
+        )
+    return str(tmp_path)
+
+
+def test_cli_trend_follows_one_job_and_direction(tmp_path: Path) -> None:
+    root = two_jobs(tmp_path)
+    runner = CliRunner()
+    every = runner.invoke(cli, ["trend", "--lake", root, "--format", "json"])
+    assert every.exit_code == 0, every.output
+    assert {(p["job_name"], p["direction"]) for p in json.loads(every.stdout)} == {
+        READ,
+        ("job2", "write"),
+    }
+    for args, want in (
+        (["--job", "job2"], [500.0 + i for i in range(6)]),
+        (["--job", "job1", "--direction", "read"], [1000.0 + i for i in range(6)]),
+        (["--direction", "write"], [500.0 + i for i in range(6)]),
+    ):
+        one = runner.invoke(cli, ["trend", "--lake", root, "--format", "json", *args])
+        assert one.exit_code == 0, one.output
+        assert [p["iops"] for p in json.loads(one.stdout)] == want, args
+
+
+def test_cli_trend_of_a_job_no_run_ran_names_it(tmp_path: Path) -> None:
+    root = two_jobs(tmp_path)
+    result = CliRunner().invoke(
+        cli, ["trend", "--lake", root, "--job", "job1", "--direction", "write"]
+    )
+    assert result.exit_code == 1
+    assert result.output == (
+        "Error: no successful runs with results match job 'job1', direction 'write' — see "
+        'which jobs exist: fiolake sql "SELECT DISTINCT job_name, direction FROM results"\n'
+    )
