@@ -16,6 +16,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import duckdb
 import duckdb_extension_httpfs
@@ -107,6 +108,9 @@ class Lake:
     # (runs column, value) pairs some committed run has: the views never change, so a
     # filter value checked once (`rows.filters.validate`) is not looked for again.
     present: set[tuple[str, str]] = field(default_factory=set)
+    # Summaries of runs already computed on these views (`stats.runsets.summarise`): the
+    # gate asks the same question of each backend twice (its verdicts, its night model).
+    summaries: dict[Any, Any] = field(default_factory=dict)
 
     @property
     def compacted(self) -> Generation | None:

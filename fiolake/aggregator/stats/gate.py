@@ -336,12 +336,14 @@ def _backend_rows(
         found: list[CompareRow] = []
         models: dict[nights.Key, nights.NightModel] = {}
         if plain:
+            # The night model first: its nights include the baseline campaign, so the
+            # comparison's summary is part of its (`runsets.summarise` keeps it).
+            models |= nights.models(lake, campaign, backend, earlier, plain, effect)
             result = compare(lake, by="campaign_id", baseline=name, metrics=plain, filt=filt,
                              min_effect=effect, pools=pools)  # fmt: skip
             if effect == min_effect:
                 families.append(result.family)
             found += [r for r in result.rows if r.group == campaign]
-            models |= nights.models(lake, campaign, backend, earlier, plain, effect)
         if IOPS_AT_SLO in metrics:
             sweeps, family = gate_rows(lake, objective, filt, pools, baseline=name,
                                        campaign=campaign, min_effect=effect)  # fmt: skip

@@ -79,7 +79,9 @@ def busy_jobs(
     lake: Lake, filt: RunFilter, pools: Mapping[str, Sequence[str]] | None = None
 ) -> dict[tuple[str, str], HostNoise]:
     """(profile, workload) -> HostNoise of the flagged ok runs the gate compares:
-    those of `filt` (the two campaigns on one backend) or, with `pools`, the pooled runs."""
+    those of `filt` (the two campaigns on one backend) or, with `pools`, the pooled runs.
+    The runs are chosen before their flags are unnested: unnesting a year's first took
+    60 ms of 70 at 1,000,000 runs."""
     if pools:
         where = f"r.run_id IN ({literals([r for ids in pools.values() for r in ids])})"
     else:
@@ -88,8 +90,9 @@ def busy_jobs(
         lake,
         f"""SELECT r.profile, coalesce(r.workload_sha256, ''),
                    list(DISTINCT f ORDER BY f), max(r.outside_cpu_pct), max(r.steal_pct)
-            FROM runs r, unnest(r.flags) AS t(f)
-            WHERE {where} AND r.status = 'ok' AND f IN ({literals(HOST_FLAGS)})
+            FROM (SELECT * FROM runs r WHERE {where} AND r.status = 'ok' AND len(r.flags) > 0)
+                 AS r, unnest(r.flags) AS t(f)
+            WHERE f IN ({literals(HOST_FLAGS)})
             GROUP BY ALL""",
         [],
     )

@@ -37,7 +37,7 @@ from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.series import fetch_rows
 from fiolake.aggregator.stats import stats
 from fiolake.aggregator.stats.compare import SAME_TEST, CompareRow
-from fiolake.aggregator.stats.runsets import summarise
+from fiolake.aggregator.stats.runsets import BY_CAMPAIGN, summarise
 from fiolake.aggregator.stats.saturation import night_values
 from fiolake.aggregator.stats.slo import Slo
 from fiolake.aggregator.stats.verdict_text import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
@@ -128,7 +128,7 @@ def models(
     """Per row key of `campaign` on `backend`: its night model against `nights`, the
     p-values Holm-adjusted across the backend's rows (throughput counted once)."""
     filt = RunFilter(backends=(backend,), campaigns=(*nights, campaign))
-    data = summarise(lake, "CAST(r.campaign_id AS VARCHAR)", filt, list(metrics))
+    data = summarise(lake, BY_CAMPAIGN, filt, list(metrics))
     out: dict[Key, NightModel] = {}
     for (group, case), by_metric in data.items():
         if group != campaign:

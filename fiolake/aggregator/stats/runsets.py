@@ -10,7 +10,7 @@ written before it existed).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fiolake.aggregator.lake import columns
@@ -43,6 +43,8 @@ class GroupStats:
 Case = tuple[str, str, str, str | None]  # profile, job_name, direction, workload
 WORKLOAD = "r.workload_sha256"
 Data = dict[tuple[str, Case], dict[str, GroupStats]]
+BY_CAMPAIGN = 'CAST(r."campaign_id" AS VARCHAR)'  # the group of each run: its campaign
+KEPT_SUMMARIES = 16  # per connection; the app keeps one open while its pages ask
 
 
 def summarise(
@@ -56,11 +58,44 @@ def summarise(
 ) -> Data:
     """(group, case) -> metric -> GroupStats, all computed in DuckDB (log-space moments,
     robust z via each case's median and MAD: `_summary_sql`). With `allow_mixed`,
-    runs of different workloads pool."""
-    where = filt.where("r")
+    runs of different workloads pool.
+
+    A question answered on this connection is not asked of DuckDB again (`Lake.summaries`),
+    nor is one whose answer is part of an earlier one: fewer metrics, or, grouped by
+    campaign, fewer of the same campaigns (each group's figures are its own runs')."""
     sha = "NULL" if allow_mixed else WORKLOAD
-    sql = _summary_sql(group_expr, where, sha, metrics, exclude_unsteady=exclude_unsteady)
-    return _group_stats(fetch_rows(lake, sql), metrics)
+    for (group, kept, kept_sha, kept_metrics, unsteady), data in lake.summaries.items():
+        if (group, kept_sha, unsteady) != (group_expr, sha, exclude_unsteady):
+            continue
+        if not set(metrics) <= set(kept_metrics):
+            continue
+        if kept == filt:
+            return _part(data, None, metrics)
+        if group == BY_CAMPAIGN and _fewer_campaigns(filt, kept):
+            return _part(data, set(filt.campaigns), metrics)
+    sql = _summary_sql(group_expr, filt.where("r"), sha, metrics, exclude_unsteady=exclude_unsteady)
+    data = _group_stats(fetch_rows(lake, sql), metrics)
+    lake.summaries[(group_expr, filt, sha, tuple(metrics), exclude_unsteady)] = data
+    while len(lake.summaries) > KEPT_SUMMARIES:
+        del lake.summaries[next(iter(lake.summaries))]
+    return data
+
+
+def _fewer_campaigns(asked: RunFilter, kept: RunFilter) -> bool:
+    """Whether `asked` selects some of the campaigns `kept` did, and nothing else apart."""
+    if not asked.campaigns or asked.campaign is not None or kept.campaign is not None:
+        return False
+    same = replace(asked, campaigns=()) == replace(kept, campaigns=())
+    return same and set(asked.campaigns) <= set(kept.campaigns)
+
+
+def _part(data: Data, groups: set[str] | None, metrics: list[str]) -> Data:
+    """The groups (all for None) and metrics asked for, out of a kept summary."""
+    return {
+        (group, case): {m: by_metric[m] for m in metrics}
+        for (group, case), by_metric in data.items()
+        if groups is None or group in groups
+    }
 
 
 def per_run_columns(metrics: list[str]) -> str:

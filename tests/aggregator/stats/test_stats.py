@@ -155,3 +155,28 @@ def test_power_far_in_the_tail_is_a_number_not_nan() -> None:
     expected = sps.nct.sf(crit, 2, 7.7)
     assert stats._power(2, 7.7, 0.05 / 27) == pytest.approx(expected, rel=1e-6)
     assert stats.reps_to_confirm(0.2324, 5.944, 0.05 / 27) == 3
+
+
+def _walked_reps_for_equivalence(sd: float, ratio: float, delta: float) -> int | None:
+    """The runs per side found by walking n up one grid step at a time (the oracle)."""
+    bound, diff = math.log1p(delta), abs(math.log(ratio))
+    if diff >= bound:
+        return None
+    n = 2
+    while stats._tost_power(n, diff / sd, bound / sd, stats.ALPHA) < stats.DEFAULT_POWER:
+        n = n + 1 if n < 64 else math.ceil(n * 1.1)
+        if n > stats.MAX_REPS:
+            return None
+    return n
+
+
+def test_reps_for_equivalence_bisects_to_the_n_a_walk_finds() -> None:
+    rng = np.random.default_rng(3)
+    sds = np.exp(rng.uniform(math.log(0.002), math.log(0.5), 400))
+    deltas = rng.choice([0.02, 0.05, 0.1, 0.2], 400)
+    # Observed ratios anywhere inside the bounds, many close to them (many runs needed).
+    ratios = np.exp(np.log1p(deltas) * rng.uniform(-0.999, 0.999, 400))
+    found = [stats.reps_for_equivalence(s, r, d) for s, r, d in zip(sds, ratios, deltas)]
+    walked = [_walked_reps_for_equivalence(s, r, d) for s, r, d in zip(sds, ratios, deltas)]
+    assert found == walked
+    assert None in found and 2 in found and any(n and n > 64 for n in found)

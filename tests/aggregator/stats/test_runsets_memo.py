@@ -1,0 +1,96 @@
+"""`runsets.summarise` answers a question once per connection: again, with fewer metrics,
+or (grouped by campaign) with fewer of the same campaigns, from what it kept; the gate
+asks DuckDB one summary per backend where it asked two."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fiolake.aggregator.lake.lake import Lake, connect
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.series import fetch_rows
+from fiolake.aggregator.stats import runsets
+from fiolake.aggregator.stats.gate import gate
+from tests.aggregator import lakegen
+
+METRICS = ["iops", "lat_mean_ns"]
+NIGHTS = ("n1", "n2", "n3")
+
+
+def lake_of_nights(tmp_path: Path) -> str:
+    store = lakegen.local_store(tmp_path)
+    for i, night in enumerate(NIGHTS):
+        values = {("j", "read"): {"iops": 1000.0 + 10 * i, "lat_mean_ns": 5e4 - i}}
+        lakegen.write_campaign(store, night, {"nvme": values, "sata": values}, 5,
+                               start=lakegen.T0 + timedelta(days=i), jitter=0.04)  # fmt: skip
+    return str(tmp_path)
+
+
+def counted(lake: Lake) -> list[str]:
+    """The summary queries `lake` runs from now on."""
+    asked: list[str] = []
+    cursor = lake.cursor
+
+    def counting_cursor():  # type: ignore[no-untyped-def]
+        asked.append("cursor")
+        return cursor()
+
+    lake.cursor = counting_cursor  # type: ignore[method-assign]
+    return asked
+
+
+def fresh(root: str, group: str, filt: RunFilter, metrics: list[str]) -> runsets.Data:
+    with connect(root) as lake:
+        return runsets.summarise(lake, group, filt, metrics)
+
+
+def test_a_question_answered_before_or_part_of_one_is_not_asked_again(tmp_path: Path) -> None:
+    root = lake_of_nights(tmp_path)
+    every = RunFilter(campaigns=NIGHTS, backends=("nvme",))
+    two = RunFilter(campaigns=("n3", "n1"), backends=("nvme",))
+    group = runsets.BY_CAMPAIGN
+    with connect(root) as lake:
+        asked = counted(lake)
+        first = runsets.summarise(lake, group, every, METRICS)
+        assert runsets.summarise(lake, group, every, METRICS) == first
+        assert runsets.summarise(lake, group, every, ["iops"]) == fresh(
+            root, group, every, ["iops"]
+        )
+        assert runsets.summarise(lake, group, two, METRICS) == fresh(root, group, two, METRICS)
+        assert {g for g, _ in runsets.summarise(lake, group, two, METRICS)} == {"n1", "n3"}
+        assert len(asked) == 1
+        # Not part of what was kept: another backend, another metric, another grouping.
+        runsets.summarise(lake, group, RunFilter(campaigns=NIGHTS, backends=("sata",)), METRICS)
+        runsets.summarise(lake, group, every, [*METRICS, "bw_bytes"])
+        by_backend = runsets.summarise(lake, "CAST(r.backend AS VARCHAR)", two, METRICS)
+        assert by_backend == fresh(root, "CAST(r.backend AS VARCHAR)", two, METRICS)
+        assert len(asked) == 4
+
+
+def test_the_gate_asks_one_summary_per_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = lake_of_nights(tmp_path)
+    with monkeypatch.context() as nothing_kept:
+        nothing_kept.setattr(runsets, "KEPT_SUMMARIES", 0)
+        with connect(root) as lake:
+            want = gate(lake, "n3")
+    queries: list[str] = []
+
+    def counting(lake: Lake, sql: str) -> list[tuple[Any, ...]]:
+        queries.append(sql)
+        return fetch_rows(lake, sql)
+
+    monkeypatch.setattr(runsets, "fetch_rows", counting)
+    for baseline in (None, "n2"):  # by default its night model reads every earlier night
+        queries.clear()
+        with connect(root) as lake:
+            got = gate(lake, "n3", baseline)
+        if baseline is None:
+            assert [(g.backend, g.row) for g in got.rows] == [(g.backend, g.row) for g in want.rows]
+        assert len(got.rows) == 2 * 4  # two backends, the 4 default metrics
+        assert len(queries) == 2, baseline  # one per backend (two before)
