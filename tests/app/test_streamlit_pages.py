@@ -265,3 +265,23 @@ def test_gate_page_says_host_busy(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     verdicts = set(at.dataframe[0].value["verdict"])
     assert "inconclusive: host busy (outside CPU 45 %)" in verdicts
     assert "Nights: baseline is one night" in at.caption[0].value
+
+
+def test_trends_page_opens_on_the_last_90_days_of_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = lakegen.local_store(tmp_path / "lake")
+    for day in range(0, 200, 2):  # a run every other day for 200 days, long ago (2025)
+        lakegen.write_run(
+            store, run_id=f"r{day:03d}", job_id=f"j{day:03d}", backend="nvme",
+            campaign=f"c{day:03d}", metrics={READ: {"iops": 1000.0 + day % 7}},
+            started_at=lakegen.T0 + timedelta(days=day),
+        )  # fmt: skip
+    monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path / "lake"))
+    at = page("views/4_Trends.py")
+    assert not at.exception
+    assert at.selectbox(key="span").value == "90 days"
+    # counted back from the newest run (day 198): days 108..198, every other day
+    assert at.caption[0].value.startswith("46 points; dashed lines")
+    at.selectbox(key="span").set_value("all").run()
+    assert at.caption[0].value.startswith("100 points; dashed lines")

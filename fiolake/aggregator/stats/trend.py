@@ -99,6 +99,20 @@ def trend(
     return mark_accepted(lake, marked)  # issue 34: accepted changes
 
 
+def recent_start(lake: Lake, filt: RunFilter, days: int) -> datetime | None:
+    """The start of the last `days` days of `filt`'s runs (counted back from its newest
+    run, not from now: a lake last written a month ago still shows its recent history);
+    None when no run matches."""
+    cur = lake.cursor()
+    try:
+        (newest,) = cur.execute(
+            f"SELECT epoch_us(max(r.started_at)) FROM runs r WHERE {filt.where('r')}"
+        ).fetchone() or (None,)
+    finally:
+        cur.close()
+    return None if newest is None else _instant(newest) - timedelta(days=days)
+
+
 def _instant(epoch_us: int) -> datetime:
     return EPOCH + timedelta(microseconds=epoch_us)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import altair as alt
 import pandas as pd
 import streamlit as st
@@ -12,9 +14,14 @@ from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.latency import profiles_by_runs
 from fiolake.aggregator.rows.series import cases_of, distinct
 from fiolake.aggregator.stats.compare import metric_columns
-from fiolake.aggregator.stats.trend import mark_accepted, trend
+from fiolake.aggregator.stats.trend import mark_accepted, recent_start, trend
 from fiolake.app.charts import backend_colour, show, time_axis, when
 from fiolake.app.common import call_or_stop, get_lake, run_or_stop
+
+# A year of nightly runs is ~50,000 points a case and backend: the page opens on the
+# recent ones, and draws daily means past MAX_MARKS (the browser slows down with them).
+SPANS = {"30 days": 30, "90 days": 90, "365 days": 365, "all": None}
+MAX_MARKS = 5_000
 
 st.set_page_config(page_title="fiolake · Trends", layout="wide")
 st.title("Trends")
@@ -22,7 +29,7 @@ lake = get_lake()
 
 metrics = run_or_stop(metric_columns, lake)
 profiles = run_or_stop(profiles_by_runs, lake)
-top, bottom = st.columns(4), st.columns([3, 1])
+top, bottom = st.columns(4), st.columns([3, 1, 1])
 metric = top[0].selectbox(
     "Metric",
     metrics,
@@ -46,33 +53,59 @@ backends_all = run_or_stop(distinct, lake, "backend", "status = 'ok'")
 backends = bottom[0].multiselect(
     "Backends", backends_all, default=backends_all, key="backend", bind="query-params"
 )
+span = bottom[1].selectbox(
+    "Last", list(SPANS), index=1, key="span", bind="query-params",
+    help="Counted back from the newest run of the profile on these backends.",
+)  # fmt: skip
 if not backends or profile is None or case is None:
     st.info("Pick a profile, a job and at least one backend.")
     st.stop()
 
 filt = RunFilter(backends=tuple(backends), profile=profile)
+days = SPANS[span]
+if days is not None:
+    filt = replace(filt, since=run_or_stop(recent_start, lake, filt, days))
 points = run_or_stop(trend, lake, metric, filt=filt, bucket=bucket, case=tuple(case))
 # Acceptances are no commits: the cached answer is re-marked with the lake's records now.
 points = call_or_stop(mark_accepted, lake, points)
 divisor, unit = display_scale(metric, max((p.value or 0.0) for p in points))
 frame = pd.DataFrame(
     {
-        "at": p.at,
-        "value": None if p.value is None else p.value / divisor,
-        "backend": p.backend,
-        "runs": p.n,
-        "run": p.run_id or "",
-        "change": p.change_point,
-        "accepted": p.accepted,
-        "when": when(p.at),
+        "at": pd.to_datetime([p.at for p in points], utc=True),
+        "value": [None if p.value is None else p.value / divisor for p in points],
+        "backend": [p.backend for p in points],
+        "runs": [p.n for p in points],
+        "run": [p.run_id or "" for p in points],
+        "change": [p.change_point for p in points],
+        "accepted": [p.accepted for p in points],
     }
-    for p in points
 )
+frame["when"] = [when(p.at) if p.change_point else "" for p in points]  # tooltips below
 title = f"{metric} ({unit})" if unit else metric
 tooltip = ["backend", "when", alt.Tooltip("value:Q", format=".4g"), "runs", "run", "accepted"]
-base = alt.Chart(frame).encode(x=time_axis("at"), y=alt.Y("value:Q", title=title))
+daily = len(frame) > MAX_MARKS
+if daily:  # each day's mean per backend, weighted by the runs behind each point
+    valued = frame["value"].notna()
+    drawn = (
+        frame.assign(
+            at=frame["at"].dt.floor("D"),
+            weighted=(frame["value"] * frame["runs"]).where(valued, 0.0),
+            counted=frame["runs"].where(valued, 0),
+        )
+        .groupby(["backend", "at"], as_index=False)
+        .agg(weighted=("weighted", "sum"), counted=("counted", "sum"), runs=("runs", "sum"))
+    )
+    drawn = drawn.assign(
+        value=drawn["weighted"] / drawn["counted"],
+        when=drawn["at"].dt.strftime("%Y-%m-%d"),
+        run="",
+        accepted="",
+    )
+else:
+    drawn = frame.assign(when=[when(p.at) for p in points])
+base = alt.Chart(drawn).encode(x=time_axis("at"), y=alt.Y("value:Q", title=title))
 # Dots for a readable number of points only: thousands of marks slow the browser down.
-lines = base.mark_line(point=alt.OverlayMarkDef(size=18) if len(frame) <= 400 else False).encode(
+lines = base.mark_line(point=alt.OverlayMarkDef(size=18) if len(drawn) <= 400 else False).encode(
     color=backend_colour(), tooltip=tooltip
 )
 changes = frame[frame["change"]]
@@ -82,8 +115,9 @@ rules = (
     .encode(x="at:T", color=backend_colour(), tooltip=tooltip)
 )
 show(alt.layer(rules, lines).properties(height=420))
+thinned = f", drawn as {len(drawn):,} daily means" if daily else ""
 st.caption(
-    f"{len(frame):,} points; dashed lines: change points (E-Divisive means, as `fiolake "
+    f"{len(frame):,} points{thinned}; dashed lines: change points (E-Divisive means, as `fiolake "
     "regressions`), at the first point after the change; a change at an accepted campaign "
     "(`fiolake gate accept`) says so in its tooltip and is no regression. Times are run "
     "starts in UTC."
