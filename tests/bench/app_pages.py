@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a file: make the repository importable
@@ -31,7 +32,7 @@ from fiolake.aggregator.rows.fleet import fleet
 from fiolake.aggregator.rows.runlist import list_runs
 from fiolake.aggregator.rows.series import cases_of, per_second, recent_runs, steady_marks
 from fiolake.aggregator.stats.compare import compare
-from fiolake.aggregator.stats.trend import trend
+from fiolake.aggregator.stats.trend import recent_start, trend
 from tests.app import browser
 from tests.bench.aggregator import build_compacted, timed
 
@@ -69,7 +70,9 @@ def library_queries(lake: Lake) -> dict[str, Callable[[], object]]:
         "Compare": lambda: compare(lake, metrics=["iops"], filt=scope.filter),
         "Latency": latency_page,
         "Timeseries": lambda: (per_second(lake, chosen, "bw_bytes"), steady_marks(lake, chosen)),
-        "Trends": lambda: trend(lake, "iops", filt=pf, case=case),
+        "Trends": lambda: trend(  # the page opens on the last 90 days of the profile's runs
+            lake, "iops", filt=replace(pf, since=recent_start(lake, pf, 90)), case=case
+        ),
         "Runs": lambda: list_runs(lake, RunFilter()),
         "Fleet": lambda: fleet(lake),
         "SQL": lambda: None,

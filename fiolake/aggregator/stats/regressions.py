@@ -178,9 +178,11 @@ def regressions(
         rows = [r for r in rows if not r.accepted]
     for row in rows:
         row.env_changes = _describe(lake, row.run_before, row.run_after)
-    # Worst first; sizes equal to 12 digits are a tie (a latency mirroring its IOPS),
-    # kept in series and metric order whatever the last bits of the folding.
-    rows.sort(key=lambda r: (-round(stats.effect_size(r.ratio), 12), r.backend))
+    # Worst first; near-equal sizes are a tie (`stats.size_classes`: a latency mirroring
+    # its IOPS), kept in series and metric order whatever the last bits of the folding.
+    sizes = stats.size_classes([stats.effect_size(r.ratio) for r in rows])
+    order = sorted(range(len(rows)), key=lambda i: (-sizes[i], rows[i].backend, i))
+    rows[:] = [rows[i] for i in order]
     return RegressionReport(rows, series, too_short, hidden, odd)
 
 

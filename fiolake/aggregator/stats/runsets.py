@@ -44,6 +44,9 @@ Case = tuple[str, str, str, str | None]  # profile, job_name, direction, workloa
 WORKLOAD = "r.workload_sha256"
 Data = dict[tuple[str, Case], dict[str, GroupStats]]
 BY_CAMPAIGN = 'CAST(r."campaign_id" AS VARCHAR)'  # the group of each run: its campaign
+# Its backend and campaign: one summary answers the gate's per-backend questions at once.
+BACKEND_SEP = "\x1f"
+BY_BACKEND_CAMPAIGN = f"concat(r.backend, chr({ord(BACKEND_SEP)}), r.campaign_id)"
 KEPT_SUMMARIES = 16  # per connection; the app keeps one open while its pages ask
 
 
@@ -62,17 +65,22 @@ def summarise(
 
     A question answered on this connection is not asked of DuckDB again (`Lake.summaries`),
     nor is one whose answer is part of an earlier one: fewer metrics, or, grouped by
-    campaign, fewer of the same campaigns (each group's figures are its own runs')."""
+    campaign, fewer of the same campaigns, or one backend of a summary grouped by backend
+    and campaign (`BY_BACKEND_CAMPAIGN`): each group's figures are its own runs'."""
     sha = "NULL" if allow_mixed else WORKLOAD
     for (group, kept, kept_sha, kept_metrics, unsteady), data in lake.summaries.items():
-        if (group, kept_sha, unsteady) != (group_expr, sha, exclude_unsteady):
+        if (kept_sha, unsteady) != (sha, exclude_unsteady) or not set(metrics) <= set(kept_metrics):
             continue
-        if not set(metrics) <= set(kept_metrics):
-            continue
-        if kept == filt:
+        if group == group_expr and kept == filt:
             return _part(data, None, metrics)
-        if group == BY_CAMPAIGN and _fewer_campaigns(filt, kept):
+        if group == group_expr == BY_CAMPAIGN and _fewer_campaigns(filt, kept):
             return _part(data, set(filt.campaigns), metrics)
+        if (group, group_expr) == (BY_BACKEND_CAMPAIGN, BY_CAMPAIGN) and _one_backend(filt, kept):
+            wanted = {f"{filt.backends[0]}{BACKEND_SEP}{c}" for c in filt.campaigns}
+            return {
+                (g.partition(BACKEND_SEP)[2], case): by_metric
+                for (g, case), by_metric in _part(data, wanted, metrics).items()
+            }
     sql = _summary_sql(group_expr, filt.where("r"), sha, metrics, exclude_unsteady=exclude_unsteady)
     data = _group_stats(fetch_rows(lake, sql), metrics)
     lake.summaries[(group_expr, filt, sha, tuple(metrics), exclude_unsteady)] = data
@@ -87,6 +95,15 @@ def _fewer_campaigns(asked: RunFilter, kept: RunFilter) -> bool:
         return False
     same = replace(asked, campaigns=()) == replace(kept, campaigns=())
     return same and set(asked.campaigns) <= set(kept.campaigns)
+
+
+def _one_backend(asked: RunFilter, kept: RunFilter) -> bool:
+    """Whether `asked` selects one of `kept`'s backends and some of its campaigns."""
+    return (
+        len(asked.backends) == 1
+        and asked.backends[0] in kept.backends
+        and _fewer_campaigns(replace(asked, backends=()), replace(kept, backends=()))
+    )
 
 
 def _part(data: Data, groups: set[str] | None, metrics: list[str]) -> Data:

@@ -1,6 +1,6 @@
 """`runsets.summarise` answers a question once per connection: again, with fewer metrics,
 or (grouped by campaign) with fewer of the same campaigns, from what it kept; the gate
-asks DuckDB one summary per backend where it asked two."""
+asks DuckDB one summary for every backend where it asked two per backend."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def test_a_question_answered_before_or_part_of_one_is_not_asked_again(tmp_path: 
         assert len(asked) == 4
 
 
-def test_the_gate_asks_one_summary_per_backend(
+def test_the_gate_asks_one_summary_for_every_backend(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = lake_of_nights(tmp_path)
@@ -93,4 +93,20 @@ def test_the_gate_asks_one_summary_per_backend(
         if baseline is None:
             assert [(g.backend, g.row) for g in got.rows] == [(g.backend, g.row) for g in want.rows]
         assert len(got.rows) == 2 * 4  # two backends, the 4 default metrics
-        assert len(queries) == 2, baseline  # one per backend (two before)
+        assert len(queries) == 1, baseline  # one for both backends (four before)
+
+
+def test_one_backend_is_taken_from_a_summary_by_backend_and_campaign(tmp_path: Path) -> None:
+    root = lake_of_nights(tmp_path)
+    both = RunFilter(backends=("nvme", "sata"), campaigns=NIGHTS)
+    one = RunFilter(backends=("sata",), campaigns=("n2", "n1"))
+    with connect(root) as lake:
+        asked = counted(lake)
+        runsets.summarise(lake, runsets.BY_BACKEND_CAMPAIGN, both, METRICS)
+        taken = runsets.summarise(lake, runsets.BY_CAMPAIGN, one, ["iops"])
+        assert len(asked) == 1
+        # A filter that differs in more than backend and campaigns is asked of DuckDB.
+        runsets.summarise(lake, runsets.BY_CAMPAIGN, RunFilter(backends=("sata",)), ["iops"])
+        assert len(asked) == 2
+    assert taken == fresh(root, runsets.BY_CAMPAIGN, one, ["iops"])
+    assert {group for group, _ in taken} == {"n1", "n2"}

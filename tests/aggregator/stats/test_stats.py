@@ -176,7 +176,8 @@ def test_reps_for_equivalence_bisects_to_the_n_a_walk_finds() -> None:
     deltas = rng.choice([0.02, 0.05, 0.1, 0.2], 400)
     # Observed ratios anywhere inside the bounds, many close to them (many runs needed).
     ratios = np.exp(np.log1p(deltas) * rng.uniform(-0.999, 0.999, 400))
-    found = [stats.reps_for_equivalence(s, r, d) for s, r, d in zip(sds, ratios, deltas)]
-    walked = [_walked_reps_for_equivalence(s, r, d) for s, r, d in zip(sds, ratios, deltas)]
+    cases = list(zip(sds, ratios, deltas, strict=True))
+    found = [stats.reps_for_equivalence(s, r, d) for s, r, d in cases]
+    walked = [_walked_reps_for_equivalence(s, r, d) for s, r, d in cases]
     assert found == walked
     assert None in found and 2 in found and any(n and n > 64 for n in found)
