@@ -271,9 +271,7 @@ def gate(
             "run the same job files on the same backends, or choose another baseline"
         )
     kind = "window" if since is not None else "campaign"
-    return GateResult(
-        campaign, name, _ordered(rows), families, min_effect, kind, slo, config
-    )
+    return GateResult(campaign, name, _ordered(rows), families, min_effect, kind, slo, config)
 
 
 def _window_questions(lake: Lake, campaign: str, since: str, name: str) -> list[_Question]:
