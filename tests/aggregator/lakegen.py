@@ -264,3 +264,16 @@ class ListingStore(LocalStore):
 def local_store(path: Any) -> LocalStore:
     """A LocalStore on `path` (created)."""
     return LocalStore(path)
+
+
+def counted_cursors(lake: Any) -> list[str]:
+    """A list that gains an entry for each cursor `lake` opens from now on (one a query)."""
+    opened: list[str] = []
+    cursor = lake.cursor
+
+    def counting_cursor():  # type: ignore[no-untyped-def]
+        opened.append("cursor")
+        return cursor()
+
+    lake.cursor = counting_cursor
+    return opened

@@ -18,14 +18,7 @@ def test_values_are_checked_in_one_scan_and_a_found_one_is_not_looked_for_again(
     store = lakegen.local_store(tmp_path)
     lakegen.write_campaign(store, "night-1", {"nvme": {("j", "read"): {"iops": 1.0}}}, 2)
     with connect(str(tmp_path)) as lake:
-        scans: list[str] = []
-        cursor = lake.cursor
-
-        def counting_cursor():  # type: ignore[no-untyped-def]
-            scans.append("cursor")
-            return cursor()
-
-        lake.cursor = counting_cursor  # type: ignore[method-assign]
+        scans = lakegen.counted_cursors(lake)
         both = RunFilter(campaign="night-1", backends=("nvme",))
         validate(lake, both)
         validate(lake, both)

@@ -30,19 +30,6 @@ def lake_of_nights(tmp_path: Path) -> str:
     return str(tmp_path)
 
 
-def counted(lake: Lake) -> list[str]:
-    """The summary queries `lake` runs from now on."""
-    asked: list[str] = []
-    cursor = lake.cursor
-
-    def counting_cursor():  # type: ignore[no-untyped-def]
-        asked.append("cursor")
-        return cursor()
-
-    lake.cursor = counting_cursor  # type: ignore[method-assign]
-    return asked
-
-
 def fresh(root: str, group: str, filt: RunFilter, metrics: list[str]) -> runsets.Data:
     with connect(root) as lake:
         return runsets.summarise(lake, group, filt, metrics)
@@ -54,7 +41,7 @@ def test_a_question_answered_before_or_part_of_one_is_not_asked_again(tmp_path: 
     two = RunFilter(campaigns=("n3", "n1"), backends=("nvme",))
     group = runsets.BY_CAMPAIGN
     with connect(root) as lake:
-        asked = counted(lake)
+        asked = lakegen.counted_cursors(lake)
         first = runsets.summarise(lake, group, every, METRICS)
         assert runsets.summarise(lake, group, every, METRICS) == first
         assert runsets.summarise(lake, group, every, ["iops"]) == fresh(
@@ -101,7 +88,7 @@ def test_one_backend_is_taken_from_a_summary_by_backend_and_campaign(tmp_path: P
     both = RunFilter(backends=("nvme", "sata"), campaigns=NIGHTS)
     one = RunFilter(backends=("sata",), campaigns=("n2", "n1"))
     with connect(root) as lake:
-        asked = counted(lake)
+        asked = lakegen.counted_cursors(lake)
         runsets.summarise(lake, runsets.BY_BACKEND_CAMPAIGN, both, METRICS)
         taken = runsets.summarise(lake, runsets.BY_CAMPAIGN, one, ["iops"])
         assert len(asked) == 1
