@@ -10,6 +10,7 @@ written before it existed).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -48,6 +49,9 @@ BY_CAMPAIGN = 'CAST(r."campaign_id" AS VARCHAR)'  # the group of each run: its c
 BACKEND_SEP = "\x1f"
 BY_BACKEND_CAMPAIGN = f"concat(r.backend, chr({ord(BACKEND_SEP)}), r.campaign_id)"
 KEPT_SUMMARIES = 16  # per connection; the app keeps one open while its pages ask
+# The app's sessions share one connection from several threads: its kept summaries are
+# read and written under this lock (the queries themselves run outside it).
+_KEPT_LOCK = threading.Lock()
 
 
 def summarise(
@@ -68,7 +72,9 @@ def summarise(
     campaign, fewer of the same campaigns, or one backend of a summary grouped by backend
     and campaign (`BY_BACKEND_CAMPAIGN`): each group's figures are its own runs'."""
     sha = "NULL" if allow_mixed else WORKLOAD
-    for (group, kept, kept_sha, kept_metrics, unsteady), data in lake.summaries.items():
+    with _KEPT_LOCK:
+        kept_now = list(lake.summaries.items())
+    for (group, kept, kept_sha, kept_metrics, unsteady), data in kept_now:
         if (kept_sha, unsteady) != (sha, exclude_unsteady) or not set(metrics) <= set(kept_metrics):
             continue
         if group == group_expr and kept == filt:
@@ -83,9 +89,10 @@ def summarise(
             }
     sql = _summary_sql(group_expr, filt.where("r"), sha, metrics, exclude_unsteady=exclude_unsteady)
     data = _group_stats(fetch_rows(lake, sql), metrics)
-    lake.summaries[(group_expr, filt, sha, tuple(metrics), exclude_unsteady)] = data
-    while len(lake.summaries) > KEPT_SUMMARIES:
-        del lake.summaries[next(iter(lake.summaries))]
+    with _KEPT_LOCK:
+        lake.summaries[(group_expr, filt, sha, tuple(metrics), exclude_unsteady)] = data
+        while len(lake.summaries) > KEPT_SUMMARIES:
+            del lake.summaries[next(iter(lake.summaries))]
     return data
 
 

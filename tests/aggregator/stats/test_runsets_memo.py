@@ -4,6 +4,7 @@ asks DuckDB one summary for every backend where it asked two per backend."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -97,3 +98,22 @@ def test_one_backend_is_taken_from_a_summary_by_backend_and_campaign(tmp_path: P
         assert len(asked) == 2
     assert taken == fresh(root, runsets.BY_CAMPAIGN, one, ["iops"])
     assert {group for group, _ in taken} == {"n1", "n2"}
+
+
+def test_threads_sharing_a_connection_get_their_own_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The app's sessions share one connection: kept answers come and go under the others.
+    root = lake_of_nights(tmp_path)
+    questions = [
+        (runsets.BY_CAMPAIGN, RunFilter(campaigns=nights, backends=(backend,)))
+        for backend in ("nvme", "sata")
+        for nights in (NIGHTS, NIGHTS[:2], NIGHTS[1:])
+    ] * 3
+    monkeypatch.setattr(runsets, "KEPT_SUMMARIES", 0)
+    with connect(root) as lake:
+        want = {q: runsets.summarise(lake, *q, METRICS) for q in dict.fromkeys(questions)}
+    monkeypatch.setattr(runsets, "KEPT_SUMMARIES", 2)
+    with connect(root) as lake, ThreadPoolExecutor(6) as pool:
+        got = list(pool.map(lambda q: runsets.summarise(lake, *q, METRICS), questions))
+    assert got == [want[q] for q in questions]
