@@ -80,3 +80,35 @@ def test_the_latency_pages_sweep_follows_the_job_files_order(tmp_path: Path) -> 
     with connect(str(tmp_path / "lake")) as lake:
         points = latency.sweep(lake, RunFilter(profile="lat"))
     assert [p.job_name for p in points] == ["load-250", "load-1000"]
+
+
+# The question before it read one run a workload: every result row (kept as the oracle).
+EVERY_RUN_SWEEPS = """
+    SELECT r.profile FROM results x JOIN runs r USING (run_id) WHERE r.status = 'ok'
+    GROUP BY r.profile
+    HAVING count(DISTINCT x.job_name) > 1
+       AND (count(DISTINCT x.iodepth) > 1 OR count(DISTINCT x.bs) > 1)
+    ORDER BY 1
+"""
+
+
+def test_sweep_profiles_read_one_run_a_workload_and_every_run_without_one(
+    tmp_path: Path,
+) -> None:
+    store = local_store(tmp_path / "lake")
+    depths = {("qd1", "read"): {"iodepth": 1}, ("qd32", "read"): {"iodepth": 32}}
+    flat = {("a", "read"): {"iodepth": 4}, ("b", "read"): {"iodepth": 4}}
+    for i in range(3):
+        write_run(store, run_id=f"d{i}", job_id=f"jd{i}", profile="qd-sweep", metrics=depths)
+        write_run(store, run_id=f"f{i}", job_id=f"jf{i}", profile="flat", metrics=flat)
+        # imported one fio job at a time, without job text: a sweep only all together
+        no_text = {"canonical_job_file": None, "workload_sha256": None}
+        write_run(store, run_id=f"i{i}", job_id=f"ji{i}", profile="imported",
+                  metrics={(f"qd{2**i}", "read"): {"iodepth": 2**i}},
+                  effective_job_sha256=None, **no_text)  # fmt: skip
+    with connect(str(tmp_path / "lake")) as lake:
+        assert latency.sweep_profiles(lake) == ["imported", "qd-sweep"]
+        assert [p for (p,) in lake.con.execute(EVERY_RUN_SWEEPS).fetchall()] == [
+            "imported",
+            "qd-sweep",
+        ]
