@@ -72,7 +72,9 @@ divisor, unit = display_scale(metric, max((p.value or 0.0) for p in points))
 frame = pd.DataFrame(
     {
         "at": pd.to_datetime([p.at for p in points], utc=True),
-        "value": [None if p.value is None else p.value / divisor for p in points],
+        "value": pd.Series(  # float even when every value is missing (NaN, not None)
+            [None if p.value is None else p.value / divisor for p in points], dtype="float64"
+        ),
         "backend": [p.backend for p in points],
         "runs": [p.n for p in points],
         "run": [p.run_id or "" for p in points],
