@@ -109,7 +109,7 @@ class Lake:
     # filter value checked once (`rows.filters.validate`) is not looked for again.
     present: set[tuple[str, str]] = field(default_factory=set)
     # Summaries of runs already computed on these views (`stats.runsets.summarise`): the
-    # gate asks the same question of each backend twice (its verdicts, its night model).
+    # gate's comparisons and night models each take their part of one summary.
     summaries: dict[Any, Any] = field(default_factory=dict)
 
     @property
