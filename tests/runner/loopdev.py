@@ -79,17 +79,26 @@ def loop_device(
         backing.unlink(missing_ok=True)
 
 
-THROTTLE = Path("/sys/fs/cgroup/blkio/blkio.throttle.read_iops_device")
+def _own_throttle_file() -> Path:
+    """The blkio read-IOPS rule file of this process's own cgroup (v1): the test's fio
+    runs there too. cgroup v1 throttling is flat, so a rule on a parent would not hold."""
+    cgroups = Path("/proc/self/cgroup").read_text() if Path("/proc/self/cgroup").exists() else ""
+    where = next((line.split(":", 2)[2] for line in cgroups.splitlines()
+                  if line.split(":")[1:2] == ["blkio"]), "/")  # fmt: skip
+    return Path("/sys/fs/cgroup/blkio") / where.lstrip("/") / "blkio.throttle.read_iops_device"
+
+
+THROTTLE = _own_throttle_file()
 NEEDS_THROTTLE = "needs cgroup v1 blkio throttling (to make a loop device slow by construction)"
 requires_throttle = pytest.mark.skipif(not THROTTLE.exists(), reason=NEEDS_THROTTLE)
 
 
 @contextlib.contextmanager
 def reads_throttled(device: Path, iops: int) -> Iterator[Path]:
-    """`device` with its reads capped at `iops` a second (blkio throttling of the root
-    cgroup, where the tests and their fio run), the cap lifted afterwards. A loop device
-    over a file on disk is no slower than one in /dev/shm where the host caches the
-    disk's file, so a test that needs a slow device makes one."""
+    """`device` with its reads capped at `iops` a second (blkio throttling of the cgroup
+    the tests and their fio run in), the cap lifted afterwards. A loop device over a file
+    on disk is no slower than one in /dev/shm where the host caches the disk's file, so
+    a test that needs a slow device makes one."""
     rdev = os.stat(device).st_rdev
     rule = f"{os.major(rdev)}:{os.minor(rdev)}"
     THROTTLE.write_text(f"{rule} {iops}\n")
