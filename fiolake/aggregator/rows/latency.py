@@ -119,14 +119,13 @@ def sweep_profiles(lake: Lake) -> list[str]:
         WITH ok AS (SELECT run_id, profile, workload_sha256, started_at FROM runs
                     WHERE status = 'ok'),
         one AS (
-            SELECT arg_max(run_id, started_at) AS run_id FROM ok
+            SELECT profile, arg_max(run_id, started_at) AS run_id FROM ok
             WHERE workload_sha256 IS NOT NULL GROUP BY profile, workload_sha256
             UNION ALL
-            SELECT run_id FROM ok WHERE workload_sha256 IS NULL
+            SELECT profile, run_id FROM ok WHERE workload_sha256 IS NULL
         )
-        SELECT r.profile FROM results x JOIN runs r USING (run_id)
-        WHERE x.run_id IN (SELECT run_id FROM one)
-        GROUP BY r.profile
+        SELECT one.profile FROM results x JOIN one USING (run_id)
+        GROUP BY one.profile
         HAVING count(DISTINCT x.job_name) > 1
            AND (count(DISTINCT x.iodepth) > 1 OR count(DISTINCT x.bs) > 1)
         ORDER BY 1

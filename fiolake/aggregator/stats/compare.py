@@ -224,7 +224,7 @@ def _question(
     if family == "table":
         return filt, metrics
     kept = filt.backends if by != "backend" else ()
-    return replace(filt, backends=kept, profile=None), _question_metrics(metrics)
+    return replace(filt, backends=kept, profile=None), question_metrics(metrics)
 
 
 def _ordered_groups(
@@ -292,8 +292,9 @@ def _judge(rows: list[CompareRow], adjustment: str, family: str, min_effect: flo
     return tests
 
 
-def _question_metrics(metrics: list[str]) -> list[str]:
-    """The question's metric set: the default metrics, then any other asked for."""
+def question_metrics(metrics: list[str]) -> list[str]:
+    """The question's metric set, what `compare` summarises for `metrics`: the default
+    metrics, then any other asked for."""
     return list(DEFAULT_METRICS) + [m for m in metrics if m not in DEFAULT_METRICS]
 
 

@@ -25,6 +25,7 @@ from fiolake.aggregator.stats.compare import (
     CompareRow,
     check_metrics,
     compare,
+    question_metrics,
 )
 from fiolake.aggregator.stats.runsets import BY_BACKEND_CAMPAIGN, summarise
 from fiolake.aggregator.stats.saturation import IOPS_AT_SLO, bounds_note, gate_rows
@@ -326,7 +327,7 @@ def _summarise_together(
     campaigns = {campaign} | {c for _, filt, _ in asked for c in filt.campaigns}
     campaigns |= {c for nights_of in earlier.values() for c in nights_of}
     backends = tuple(b for b, _, _ in asked)
-    wanted = list(dict.fromkeys([*DEFAULT_METRICS, *check_metrics(lake, plain)]))
+    wanted = question_metrics(check_metrics(lake, plain))
     filt = RunFilter(backends=backends, campaigns=tuple(sorted(campaigns)))
     summarise(lake, BY_BACKEND_CAMPAIGN, filt, wanted)
 

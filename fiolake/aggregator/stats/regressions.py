@@ -181,7 +181,7 @@ def regressions(
     # Worst first; near-equal sizes are a tie (`stats.size_classes`: a latency mirroring
     # its IOPS), kept in series and metric order whatever the last bits of the folding.
     sizes = stats.size_classes([stats.effect_size(r.ratio) for r in rows])
-    order = sorted(range(len(rows)), key=lambda i: (-sizes[i], rows[i].backend, i))
+    order = sorted(range(len(rows)), key=lambda i: (-sizes[i], rows[i].backend))
     rows[:] = [rows[i] for i in order]
     return RegressionReport(rows, series, too_short, hidden, odd)
 

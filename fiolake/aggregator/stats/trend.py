@@ -103,13 +103,8 @@ def recent_start(lake: Lake, filt: RunFilter, days: int) -> datetime | None:
     """The start of the last `days` days of `filt`'s runs (counted back from its newest
     run, not from now: a lake last written a month ago still shows its recent history);
     None when no run matches."""
-    cur = lake.cursor()
-    try:
-        (newest,) = cur.execute(
-            f"SELECT epoch_us(max(r.started_at)) FROM runs r WHERE {filt.where('r')}"
-        ).fetchone() or (None,)
-    finally:
-        cur.close()
+    sql = f"SELECT epoch_us(max(r.started_at)) FROM runs r WHERE {filt.where('r')}"
+    ((newest,),) = fetch_rows(lake, sql)
     return None if newest is None else _instant(newest) - timedelta(days=days)
 
 

@@ -82,10 +82,11 @@ frame = pd.DataFrame(
         "accepted": [p.accepted for p in points],
     }
 )
-frame["when"] = [when(p.at) if p.change_point else "" for p in points]  # tooltips below
+daily = len(frame) > MAX_MARKS
+# Each point's time for its tooltip; drawn as daily means, only the change points need one.
+frame["when"] = [when(p.at) if p.change_point or not daily else "" for p in points]
 title = f"{metric} ({unit})" if unit else metric
 tooltip = ["backend", "when", alt.Tooltip("value:Q", format=".4g"), "runs", "run", "accepted"]
-daily = len(frame) > MAX_MARKS
 if daily:  # each day's mean per backend, weighted by the runs behind each point
     valued = frame["value"].notna()
     drawn = (
@@ -104,7 +105,7 @@ if daily:  # each day's mean per backend, weighted by the runs behind each point
         accepted="",
     )
 else:
-    drawn = frame.assign(when=[when(p.at) for p in points])
+    drawn = frame
 base = alt.Chart(drawn).encode(x=time_axis("at"), y=alt.Y("value:Q", title=title))
 # Dots for a readable number of points only: thousands of marks slow the browser down.
 lines = base.mark_line(point=alt.OverlayMarkDef(size=18) if len(drawn) <= 400 else False).encode(
