@@ -43,6 +43,10 @@ ACCEPTED_PREFIX = "accepted/"
 # probe/<random>/...: the store probe's scratch keys (fiolake.storeprobe), removed when it ends.
 PROBE_PREFIX = "probe/"
 
+# Compaction's summary of each night's runs per case (aggregator.lake.summaries): derived
+# from `runs` and `results`, a Delta table beside theirs, never written by a runner.
+SUMMARY_TABLE = "night_summaries"
+
 TABLES = (
     "runs",
     "results",
@@ -275,9 +279,12 @@ def compacted_key(table: str, month: str, generation: int, token: str) -> str:
 
 
 def delta_table_prefix(table: str) -> str:
-    """The folder of the Delta table holding compacted `table` (or `commits`)."""
-    if table not in TABLES and table != "commits":
-        raise ValueError(f"unknown table {table!r}; tables are {', '.join(TABLES)}, commits")
+    """The folder of the Delta table holding compacted `table` (or `commits`, or the
+    night summaries compaction derives from runs and results)."""
+    if table not in TABLES and table not in ("commits", SUMMARY_TABLE):
+        raise ValueError(
+            f"unknown table {table!r}; tables are {', '.join(TABLES)}, commits, {SUMMARY_TABLE}"
+        )
     return f"{DELTA_PREFIX}{table}/"
 
 

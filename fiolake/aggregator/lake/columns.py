@@ -64,6 +64,10 @@ def higher_is_better(metric: str) -> bool:
     return metric in HIGHER_IS_BETTER
 
 
+# The metrics a comparison asks of every case unless told otherwise (`compare`), and the
+# ones compaction summarises night by night (`summaries`).
+HEADLINE_METRICS = ("bw_bytes", "iops", "lat_mean_ns", "clat_p99_ns")
+
 # Summed over a run's threads of one job (numjobs>1 without group_reporting gives one
 # results row per thread); every other metric is averaged over them.
 ADDITIVE = {"bw_bytes", "iops", "io_bytes", "total_ios"}

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from fiolake import layout
-from fiolake.aggregator.lake import delta, workloads
+from fiolake.aggregator.lake import delta, summaries, workloads
 from fiolake.aggregator.lake.compact_lock import CompactionLock, compaction_lock
 from fiolake.aggregator.lake.coveredids import no_ids
 from fiolake.aggregator.lake.generations import (
@@ -186,8 +186,9 @@ def _state(
 
 def _compact_table(
     store: ObjectStore, snap: Snapshot, table: str, gen: int
-) -> tuple[DeltaState | None, Merged | None]:
-    """Bring one Delta table up to date; its state for the generation, and what was added."""
+) -> tuple[DeltaState | None, Merged | None, pa.Table | None]:
+    """Bring one Delta table up to date; its state for the generation, what was added,
+    and the rows appended (None: none)."""
     prev = snap.compacted
     before = prev.delta.get(table) if prev and not prev.legacy else None
     covered = before.key_array if before else no_ids()
@@ -203,11 +204,11 @@ def _compact_table(
     if data is not None:
         dt = delta.append(store, table, data, gen)
     if dt is None:
-        return None, None
+        return None, None, None
     delta.optimize(store, dt)
     state = _state(store, table, dt, covered, new)
     merged = Merged(table, folded, len(state.key_array), state.rows, state.version)
-    return state, (merged if data is not None else None)
+    return state, (merged if data is not None else None), data
 
 
 def _ids_in(store: ObjectStore, table: str, files: list[str]) -> set[str]:
@@ -332,9 +333,10 @@ def _compact(
         tables = [t for t in layout.TABLES if t in tables or prev.files(t)]
     gen = (prev.generation if prev else 0) + 1
     states = dict(prev.delta) if prev and not prev.legacy else {}
+    appended: dict[str, pa.Table | None] = {}
     for table in [*tables, delta.COMMITS]:
         lock.fence()  # appended by a compactor that lost its lock, rows could double
-        state, merged = _compact_table(store, snap, table, gen)
+        state, merged, appended[table] = _compact_table(store, snap, table, gen)
         if state is not None:
             states[table] = state
         if merged is not None:
@@ -343,6 +345,15 @@ def _compact(
         for table, state in states.items():
             if table not in tables and table != delta.COMMITS and state.covers_index:
                 states[table] = replace(state, covers_index=False)
+    if "runs" in tables and "results" in tables:  # the night summaries follow both
+        lock.fence()
+        state, summarised = summaries.compact_summaries(store, prev, states, appended, gen)
+        if state is not None:
+            states[summaries.TABLE] = state
+            if summarised:
+                report.merged.append(
+                    Merged(summaries.TABLE, summarised, state.key_count, state.rows, state.version)
+                )
     changed = report.migrated or states != (prev.delta if prev else {})
     # A mended record, or one of format 2 (ids inline), is rewritten even with nothing new.
     changed = changed or (prev is not None and (prev.mended or prev.format == INLINE_KEYS_FORMAT))

@@ -52,6 +52,8 @@ _UNUSED_PROXY = "http://127.0.0.1:9"
 
 def key_column(table: str) -> str:
     """The column naming what a Delta table's rows belong to (a run, or a job's marker)."""
+    if table == layout.SUMMARY_TABLE:
+        return "run_ids"  # a list: the runs each summary row folds (aggregator.lake.summaries)
     return "job_id" if table == COMMITS else "run_id"
 
 
@@ -187,5 +189,8 @@ def keys_in(store: ObjectStore, table: str, files: list[str]) -> set[str]:
     found: set[str] = set()
     for key in files:
         data, _ = store.get(key)
-        found.update(pc.unique(pq.read_table(io.BytesIO(data), columns=[column])[0]).to_pylist())
+        ids = pq.read_table(io.BytesIO(data), columns=[column])[0]
+        if pa.types.is_list(ids.type):
+            ids = pc.list_flatten(ids)
+        found.update(pc.unique(ids).to_pylist())
     return found

@@ -27,7 +27,7 @@ from fiolake.aggregator.stats.runsets import Case, Data, GroupStats, summarise
 from fiolake.aggregator.stats.verdict_text import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
 from fiolake.errors import LakeError, UsageProblem
 
-DEFAULT_METRICS = ("bw_bytes", "iops", "lat_mean_ns", "clat_p99_ns")
+DEFAULT_METRICS = columns.HEADLINE_METRICS
 NUMERIC_TYPES = ("BIGINT", "INTEGER", "DOUBLE", "FLOAT", "HUGEINT", "SMALLINT", "DECIMAL")
 # Throughput metrics of one job × direction at a fixed block size carry one test between
 # them (bandwidth = IOPS × block size): adjusted as one member of the family.

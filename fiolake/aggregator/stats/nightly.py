@@ -22,11 +22,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from fiolake.aggregator.lake import summaries
 from fiolake.aggregator.lake.idarrays import ids_array, numbers, positions_array
 from fiolake.aggregator.lake.lake import Lake
+from fiolake.aggregator.lake.summaries import NO_START
+from fiolake.aggregator.rows import night_rows
 from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.stats import stats
 from fiolake.aggregator.stats.runsets import Case, per_run_columns
+
+BY_BACKEND = "r.backend"  # the grouping `regressions` asks for: the summaries' backend
 
 
 @dataclass(frozen=True)
@@ -125,14 +130,80 @@ def _sql(group_expr: str, where: str, metrics: list[str]) -> str:
     """
 
 
+def _merged_sql(partial: str, metrics: list[str]) -> str:
+    """`_sql`'s rows from partial summaries of nights (`night_rows.partial_rows`): the
+    rows of one series × night merged exactly — counts and sums added, mean and M2 by
+    Chan et al.'s update, the first and last run the smallest and largest (start, run).
+    Almost every night is one row already (its runs compacted together, alike): those
+    pass through; merging every row cost 1.6 s at 1,000,000 runs, where the few nights
+    of several rows cost nothing."""
+    keys = "grp, profile, job_name, direction, sha, night"
+    row, mu, merged, picked = [], [], [], []
+    for i, metric in enumerate(metrics):
+        c = summaries.metric_columns(metric)
+        row.append(
+            f'p."{c["count"]}" - p."{c["nonpositive"]}" AS "n{i}", '
+            f'p."{c["log_mean"]}" AS "mean{i}", p."{c["log_m2"]}" AS "m2{i}", '
+            f'p."{c["first_run"]}" AS "first{i}", p."{c["first_us"]}" AS "fus{i}", '
+            f'p."{c["last_run"]}" AS "last{i}", p."{c["last_us"]}" AS "lus{i}"'
+        )
+        mu.append(f'sum("n{i}" * "mean{i}") OVER k / nullif(sum("n{i}") OVER k, 0) AS "mu{i}"')
+        has = f'FILTER (WHERE "n{i}" > 0)'
+        first, last = (
+            f'struct_pack(a := coalesce("{us}{i}", {NO_START}), r := "{run}{i}")'
+            for us, run in (("fus", "first"), ("lus", "last"))
+        )
+        merged.append(
+            f'CAST(sum("n{i}") AS BIGINT) AS "n{i}", any_value("mu{i}") AS "mean{i}", '
+            f'coalesce(sum("m2{i}" + "n{i}" * ("mean{i}" - "mu{i}") ^ 2) {has}, 0) AS "m2{i}", '
+            f'min({first}) {has} AS "f{i}", max({last}) {has} AS "l{i}"'
+        )
+        picked.append(
+            f'"n{i}", "mean{i}", "m2{i}", "first{i}", "fus{i}" // 1000 AS "at{i}", '
+            f'coalesce("at{i}", {np.iinfo(np.int64).max}) AS "start{i}", "last{i}"'
+        )
+    split = ", ".join(
+        f'"n{i}", "mean{i}", "m2{i}", "f{i}".r AS "first{i}", '
+        f'nullif("f{i}".a, {NO_START}) AS "fus{i}", "l{i}".r AS "last{i}"'
+        for i in range(len(metrics))
+    )
+    alone = ", ".join(
+        f'"n{i}", "mean{i}", "m2{i}", "first{i}", "fus{i}", "last{i}"' for i in range(len(metrics))
+    )
+    return f"""
+        WITH p AS (
+            SELECT CAST(backend AS VARCHAR) AS grp, profile, job_name, direction,
+                   workload_sha256 AS sha, coalesce(campaign_id, '') AS night, *
+            FROM ({partial})
+        ), q AS (
+            SELECT {keys}, count(*) OVER (PARTITION BY {keys}) AS parts, {", ".join(row)}
+            FROM p
+        ), w AS (
+            SELECT *, {", ".join(mu)} FROM q WHERE parts > 1 WINDOW k AS (PARTITION BY {keys})
+        ), many AS (
+            SELECT {keys}, {", ".join(merged)} FROM w GROUP BY {keys}
+        ), folded AS (
+            SELECT {keys}, {alone} FROM q WHERE parts = 1
+            UNION ALL
+            SELECT {keys}, {split} FROM many
+        )
+        SELECT dense_rank() OVER (ORDER BY grp, profile, job_name, direction, sha) AS sid,
+               {keys}, {", ".join(picked)}
+        FROM folded
+    """
+
+
 def nightly(
     lake: Lake, group_expr: str, filt: RunFilter, metrics: list[str]
 ) -> dict[tuple[str, Case], dict[str, NightSeries]]:
     """(group, case) -> metric -> its nights in order of their first run (none for a
-    metric no run has a positive value of). One query; its rows are series × nights."""
+    metric no run has a positive value of). One query; its rows are series × nights.
+    Grouped by backend, compacted nights come from their summaries (`night_rows`)."""
+    partial = night_rows.partial_rows(lake, filt, metrics) if group_expr == BY_BACKEND else None
+    sql = _sql(group_expr, filt.where("r"), metrics) if partial is None else None
     cur = lake.cursor()
     try:
-        table = cur.execute(_sql(group_expr, filt.where("r"), metrics)).to_arrow_table()
+        table = cur.execute(sql or _merged_sql(partial or "", metrics)).to_arrow_table()
     finally:
         cur.close()
     sids, first = np.unique(numbers(table["sid"]), return_index=True)

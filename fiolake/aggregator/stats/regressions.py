@@ -24,7 +24,7 @@ from fiolake.aggregator.stats import stats
 from fiolake.aggregator.stats.changepoints import DEFAULT_MAX_PVALUE
 from fiolake.aggregator.stats.compare import DEFAULT_METRICS, check_metrics
 from fiolake.aggregator.stats.night_changes import DEFAULT_MIN_SEGMENT, night_points
-from fiolake.aggregator.stats.nightly import NightSeries, nightly
+from fiolake.aggregator.stats.nightly import BY_BACKEND, NightSeries, nightly
 from fiolake.aggregator.stats.verdict_text import BETTER, WORSE
 from fiolake.errors import LakeError
 
@@ -155,7 +155,7 @@ def regressions(
             filt.campaign, filt.backends, filt.profile, filt.runs, anchor - since, None, filt.status
         )
     validate(lake, filt)
-    data = nightly(lake, "r.backend", filt, metrics)
+    data = nightly(lake, BY_BACKEND, filt, metrics)
     if not data:
         raise LakeError(f"no successful runs with results match {filt.describe()}")
     rows: list[ChangePoint] = []

@@ -86,3 +86,40 @@ def test_screening_the_windows_together_finds_what_one_at_a_time_found() -> None
         assert change_points(x, max_pvalue, min_size) == want, (trial, n, min_size)
         shapes += bool(want)
     assert shapes > 100  # most series had a change to find
+
+
+def _splits_by_2d_prefix_sums(windows: np.ndarray, min_size: int) -> np.ndarray:
+    """The E-Divisive splits as `_energy_splits` computed them before (a 2-D prefix sum
+    of the distance matrix), kept as its oracle; ties broken alike (`first_max`), since
+    sums in another order part them by a rounding."""
+    n = windows.shape[1]
+    d = np.abs(windows[:, :, None] - windows[:, None, :])
+    p = np.zeros((len(windows), n + 1, n + 1))
+    p[:, 1:, 1:] = d.cumsum(1).cumsum(2)
+    tau = np.arange(min_size, n - min_size + 1)
+    left, right = tau.astype(float), (n - tau).astype(float)
+    between = p[:, tau, n] - p[:, tau, tau]
+    within_l = p[:, tau, tau]
+    within_r = p[:, n, n][:, None] - p[:, tau, n] - p[:, n, tau] + p[:, tau, tau]
+    q = (
+        left * right / n
+        * (
+            2.0 * between / (left * right)
+            - within_l / np.maximum(left * (left - 1), 1.0)
+            - within_r / np.maximum(right * (right - 1), 1.0)
+        )
+    )  # fmt: skip
+    return tau[cp.first_max(q, p[:, n, n] / n)]
+
+
+@pytest.mark.parametrize("width", [6, 7, 30])
+def test_energy_splits_are_those_of_the_2d_prefix_sums(width: int) -> None:
+    rng = np.random.default_rng(width)
+    noise = rng.normal(0, 0.03, size=(400, width))
+    steps = np.where(np.arange(width) >= rng.integers(1, width, size=(400, 1)), 0.2, 0.0)
+    windows = np.concatenate([noise, noise + steps, np.round(noise, 2), np.zeros((2, width))])
+    for min_size in (1, 3):
+        if width >= 2 * min_size:
+            np.testing.assert_array_equal(
+                cp._energy_splits(windows, min_size), _splits_by_2d_prefix_sums(windows, min_size)
+            )

@@ -1,0 +1,287 @@
+"""Night summaries: each night's runs of each case folded once, at compaction.
+
+A question over a year of runs (`regressions --since all`) used to fold every run × job ×
+direction again, 16 M result rows at 1,000,000 runs (issue 44). Compaction now writes,
+for the runs it appends, one row per night (campaign) × case × run attributes to the
+Delta table `night_summaries`: per headline metric (`columns.HEADLINE_METRICS`) the runs
+with a value, those with a value ≤ 0, the mean of the positive values' logs and their
+sum of squared deviations (M2), the range, and the night's first and last run with such
+a value. Rows of one night and case written by different compactions (a run committed
+late) are partial summaries of the same night; readers merge them exactly (counts, sums;
+mean and M2 by Chan et al.'s update), so a reader never depends on how runs were split
+among compactions.
+
+The rows are derived: the same SQL (`partial_sql`) folds the runs a reader has no
+summary for (runs not yet compacted) from the lake's views, and readers merge both.
+Coverage is kept like any Delta table's (`generations.DeltaState`: the run ids
+summarised), so an interrupted compaction never counts a run twice: each row names its
+runs (`run_ids`). Written by hand because it is fiolake's own fold of its own tables.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from fiolake import layout
+from fiolake.aggregator.lake import columns, delta
+from fiolake.aggregator.lake.coveredids import no_ids
+from fiolake.aggregator.lake.generations import DeltaState, Generation
+from fiolake.schema import SCHEMAS
+from fiolake.store import ObjectStore
+
+TABLE = layout.SUMMARY_TABLE
+METRICS: tuple[str, ...] = columns.HEADLINE_METRICS
+KEY_COLUMN = "run_ids"  # each row's runs: the table's coverage (`delta.keys_in`)
+# The run attributes a row is one value of: a night's runs differ in few of them.
+ATTRIBUTES = (
+    "campaign_id", "backend", "profile", "workload_sha256", "role", "status", "fio_version",
+    "origin", "target_kind", "fs_type", "flagged", "pre", "job_name", "direction", "steady",
+)  # fmt: skip
+# What the fold reads of each table (the rest of a year's columns are never decoded).
+RUNS_COLUMNS = (
+    "run_id", "campaign_id", "backend", "profile", "workload_sha256", "role", "status",
+    "fio_version", "origin", "target_kind", "fs_type", "flags", "preconditioned_by",
+    "started_at",
+)  # fmt: skip
+RESULTS_COLUMNS = ("run_id", "job_name", "direction", "steady_state", *METRICS)
+# Epoch microseconds past any start: where an ordering by start puts runs without one.
+NO_START = 2**63 - 1
+
+
+def metric_columns(metric: str) -> dict[str, str]:
+    """The summary columns of one metric, by what they hold."""
+    return {
+        part: f"{metric}_{part}"
+        for part in ("count", "nonpositive", "log_mean", "log_m2", "min", "max",
+                     "first_run", "first_us", "last_run", "last_us")
+    }  # fmt: skip
+
+
+def column_names(*, with_ids: bool = True) -> list[str]:
+    """The summary table's columns, in `partial_sql`'s order."""
+    out = [*ATTRIBUTES, "runs", "min_at", "max_at", "undated"]
+    for metric in METRICS:
+        out += metric_columns(metric).values()
+    return [*out, KEY_COLUMN] if with_ids else out
+
+
+def partial_sql(runs: str, results: str, where: str, *, with_ids: bool = True) -> str:
+    """Summary rows of the runs of relation `runs` (aliased r) that satisfy `where`, from
+    their rows in relation `results`: one row per night × case × attributes (ATTRIBUTES),
+    the columns of `metric_columns` for each of METRICS. A run's threads of one job and
+    direction fold first (`columns.per_run_aggregate`), as every comparison folds them."""
+    per_run = ", ".join(f'{columns.per_run_aggregate(m)} AS "v{i}"' for i, m in enumerate(METRICS))
+    logs = ", ".join(
+        f'p."v{i}", CASE WHEN p."v{i}" > 0 THEN ln(p."v{i}") END AS "l{i}"'
+        for i in range(len(METRICS))
+    )
+    # A night's first and last run with a value, in the order (start, run id), runs
+    # without a start last: the smallest and largest such pair, streamed (an ordered
+    # aggregate holds every row of its group until the end).
+    at = f"coalesce(epoch_us(j.started_at), {NO_START})"
+    folded, split = [], []
+    for i, metric in enumerate(METRICS):
+        c = metric_columns(metric)
+        has = f'FILTER (WHERE j."l{i}" IS NOT NULL)'
+        folded.append(
+            f'count(j."v{i}") AS "{c["count"]}", '
+            f'count(*) FILTER (WHERE j."v{i}" <= 0) AS "{c["nonpositive"]}", '
+            f'avg(j."l{i}") AS "{c["log_mean"]}", '
+            f'coalesce(var_pop(j."l{i}") * count(j."l{i}"), 0) AS "{c["log_m2"]}", '
+            f'min(j."v{i}") AS "{c["min"]}", max(j."v{i}") AS "{c["max"]}", '
+            f'min(struct_pack(a := {at}, r := j.run_id)) {has} AS "_first{i}", '
+            f'max(struct_pack(a := {at}, r := j.run_id)) {has} AS "_last{i}"'
+        )
+        plain = ", ".join(f'"{c[p]}"' for p in list(c)[:6])
+        split.append(
+            f'{plain}, "_first{i}".r AS "{c["first_run"]}", '
+            f'nullif("_first{i}".a, {NO_START}) AS "{c["first_us"]}", '
+            f'"_last{i}".r AS "{c["last_run"]}", '
+            f'nullif("_last{i}".a, {NO_START}) AS "{c["last_us"]}"'
+        )
+    ids = f', list(j.run_id) AS "{KEY_COLUMN}"' if with_ids else ""
+    return f"""
+        WITH rr AS (
+            SELECT r.run_id, r.campaign_id, r.backend, r.profile, r.workload_sha256, r.role,
+                   r.status, r.fio_version, r.origin, r.target_kind, r.fs_type,
+                   coalesce(len(r.flags), 0) > 0 AS flagged,
+                   r.preconditioned_by IS NOT NULL AS pre, r.started_at
+            FROM {runs} r WHERE {where}
+        ), per_run AS (
+            SELECT x.run_id, x.job_name, x.direction, bool_and(x.steady_state) AS steady,
+                   {per_run}
+            FROM {results} x
+            WHERE x.run_id IN (SELECT run_id FROM rr)
+            GROUP BY ALL
+        ), j AS (
+            SELECT rr.*, p.job_name, p.direction, p.steady, {logs}
+            FROM per_run p JOIN rr USING (run_id)
+        ), g AS (
+            SELECT {", ".join(ATTRIBUTES)}, count(*) AS runs,
+                   min(j.started_at) AS min_at, max(j.started_at) AS max_at,
+                   count(*) FILTER (WHERE j.started_at IS NULL) AS undated,
+                   {", ".join(folded)}{ids}
+            FROM j GROUP BY {", ".join(ATTRIBUTES)}
+        )
+        SELECT {", ".join(ATTRIBUTES)}, runs, min_at, max_at, undated, {", ".join(split)}{
+        f', "{KEY_COLUMN}"' if with_ids else ""
+    }
+        FROM g
+    """
+
+
+def summarise(runs: pa.Table, results: pa.Table) -> pa.Table:
+    """Summary rows (`partial_sql`) of the runs in `runs`, from their `results` rows."""
+    import duckdb  # only compaction folds Arrow tables here
+
+    con = duckdb.connect()
+    try:
+        con.register("new_runs", runs.select(list(RUNS_COLUMNS)))
+        con.register("new_results", results.select(list(RESULTS_COLUMNS)))
+        return con.execute(partial_sql("new_runs", "new_results", "true")).to_arrow_table()
+    finally:
+        con.close()
+
+
+def read_rows(store: ObjectStore, table: str, files: Sequence[str], ids: pa.Array) -> pa.Table:
+    """The rows of the runs `ids` in `table`'s Delta data files `files`, only the columns
+    the fold reads (the ids read dictionary-encoded: a year's results rows are 16 M)."""
+    names = list(RUNS_COLUMNS if table == "runs" else RESULTS_COLUMNS)
+    parts = [pa.Table.from_batches([], SCHEMAS[table]).select(names)]
+    for key in files:
+        data, _ = store.get(key)
+        rows = pq.read_table(io.BytesIO(data), columns=names, read_dictionary=["run_id"])
+        run_ids = rows.column("run_id").cast(pa.string())
+        picked = rows.set_column(0, "run_id", run_ids).filter(pc.is_in(run_ids, value_set=ids))
+        parts.append(picked)
+    return pa.concat_tables(parts, promote_options="permissive")
+
+
+def _recovered(store: ObjectStore, before: DeltaState | None, covered: pa.Array) -> pa.Array:
+    """`covered`, and the runs an interrupted compaction summarised after the generation's
+    version (their rows are in the table: counting them again would double them)."""
+    dt = delta.open_table(store, TABLE)
+    if dt is None or (before is not None and dt.version() == before.version):
+        return covered
+    current, _ = delta.data_files(store, dt, TABLE)
+    added = sorted(set(current) - set(before.files if before else ()))
+    recovered = delta.keys_in(store, TABLE, added) - set(covered.to_pylist())
+    return pa.concat_arrays([covered, pa.array(sorted(recovered), pa.string())])
+
+
+def _unsummarised(
+    prev: Generation | None,
+    states: dict[str, DeltaState],
+    before: DeltaState | None,
+    covered: pa.Array,
+) -> pa.Array:
+    """Run ids `results` covers and the summaries do not, sorted. After a normal night
+    the summaries covered what `results` did, so only the ids `results` gained are
+    looked at, not a year's (the cost of a night's compaction must follow the night)."""
+    results = states["results"].key_array
+    earlier = prev.delta.get("results") if prev is not None and not prev.legacy else None
+    if before is not None and earlier is not None and len(covered) == earlier.key_count:
+        fresh = results.slice(earlier.key_count)
+        if covered.equals(results.slice(0, earlier.key_count)):
+            return fresh
+    missing = results.filter(pc.invert(pc.is_in(results, value_set=covered)))
+    return missing.take(pc.sort_indices(missing))
+
+
+def _summary_rows(
+    store: ObjectStore,
+    states: dict[str, DeltaState],
+    appended: dict[str, pa.Table | None],
+    new: pa.Array,
+) -> pa.Table:
+    """Summary rows of the runs `new`: from the rows this compaction appended when those
+    hold them all (a night: its runs are what `results` gained), else from the tables'
+    files (`_from_files`)."""
+    runs, results = appended.get("runs"), appended.get("results")
+    if runs is not None:
+        runs = runs.filter(pc.is_in(runs.column("run_id"), value_set=new))
+    if runs is None or len(pc.unique(runs.column("run_id"))) != len(new):
+        return _from_files(store, states, new)
+    if results is None:  # the night's runs have no results rows (all rejected)
+        results = pa.Table.from_batches([], SCHEMAS["results"])
+    return summarise(runs, results.filter(pc.is_in(results.column("run_id"), value_set=new)))
+
+
+def _ids_in_file(store: ObjectStore, key: str) -> pa.Array:
+    """The distinct run ids of one Delta data file."""
+    data, _ = store.get(key)
+    ids = pq.read_table(io.BytesIO(data), columns=["run_id"], read_dictionary=["run_id"])
+    return pc.unique(ids.column("run_id").combine_chunks().dictionary_decode())
+
+
+def _from_files(store: ObjectStore, states: dict[str, DeltaState], new: pa.Array) -> pa.Table:
+    """Summary rows of the runs `new` from the compacted tables' files: a lake compacted
+    before summaries existed (a year: 16 M results rows), or runs an interrupted
+    compaction appended. One results file at a time, so memory follows a file, not the
+    lake; a run whose rows two files share (an append or `optimize` can cut between a
+    run's rows) is folded last, from all of them."""
+    runs = read_rows(store, "runs", states["runs"].files, new)
+    files = list(states["results"].files)
+    per_file = [_ids_in_file(store, key) for key in files]
+    counts = pc.value_counts(pa.chunked_array(per_file, pa.string()))
+    split = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+    found = [summarise(runs.slice(0, 0), pa.Table.from_batches([], SCHEMAS["results"]))]
+    for key, ids in zip(files, per_file, strict=True):
+        whole = ids.filter(pc.invert(pc.is_in(ids, value_set=split)))
+        wanted = whole.filter(pc.is_in(whole, value_set=new))
+        if len(wanted):
+            rows = read_rows(store, "results", [key], wanted)
+            found.append(summarise(_of(runs, wanted), rows))
+    shared = split.filter(pc.is_in(split, value_set=new))
+    if len(shared):
+        holding = [
+            key
+            for key, ids in zip(files, per_file, strict=True)
+            if pc.any(pc.is_in(ids, value_set=shared)).as_py()
+        ]
+        found.append(summarise(_of(runs, shared), read_rows(store, "results", holding, shared)))
+    return pa.concat_tables(found)
+
+
+def _of(rows: pa.Table, ids: pa.Array) -> pa.Table:
+    """The rows of the runs `ids`."""
+    return rows.filter(pc.is_in(rows.column("run_id"), value_set=ids))
+
+
+def compact_summaries(
+    store: ObjectStore,
+    prev: Generation | None,
+    states: dict[str, DeltaState],
+    appended: dict[str, pa.Table | None],
+    generation: int,
+) -> tuple[DeltaState | None, int]:
+    """Summarise the runs `runs` and `results` cover and the summaries do not yet; the
+    summary table's state for the generation and how many runs were new to it (0 when
+    none had rows to summarise: runs without results rows are covered all the same). No
+    state (None) when this compaction left `runs` or `results` out, or the lake has no
+    results yet: readers then fold every run themselves."""
+    if "runs" not in states or "results" not in states:
+        return None, 0
+    before = prev.delta.get(TABLE) if prev is not None and not prev.legacy else None
+    covered = _recovered(store, before, before.key_array if before else no_ids())
+    new = _unsummarised(prev, states, before, covered)
+    dt = delta.open_table(store, TABLE)
+    appended_runs = 0
+    if len(new):
+        rows = _summary_rows(store, states, appended, new)
+        if rows.num_rows:
+            dt = delta.append(store, TABLE, rows, generation)
+            appended_runs = len(new)
+    if dt is None:  # nothing to summarise yet (runs without results rows)
+        return None, 0
+    delta.optimize(store, dt)
+    files, count = delta.data_files(store, dt, TABLE)
+    ids = pa.concat_arrays([covered, new.cast(pa.string())])
+    covers = states["results"].covers_index and len(ids) == states["results"].key_count
+    state = DeltaState(TABLE, dt.version(), tuple(files), ids, count, covers_index=covers)
+    return state, appended_runs

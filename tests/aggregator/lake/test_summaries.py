@@ -1,0 +1,151 @@
+"""Night summaries written at compaction give the answers of folding every run (issue 44).
+
+The oracle is `nightly`'s own fold of every run from the views (`nightly._sql`), which
+tests/aggregator/stats/test_nightly.py holds to the per-run code it replaced. On lakes
+with runs compacted and not, nights a time window cuts through, a compaction
+interrupted and rerun, and a lake compacted before summaries existed, the summaries'
+path must give the same nights: the same counts, runs and order, means and M2s to 9
+significant digits.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fiolake import layout
+from fiolake.aggregator.lake.compact import compact
+from fiolake.aggregator.lake.generations import latest_generation
+from fiolake.aggregator.lake.lake import Lake, connect
+from fiolake.aggregator.lake.summaries import TABLE
+from fiolake.aggregator.rows import night_rows
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.stats.nightly import BY_BACKEND, nightly
+from tests.aggregator import lakegen
+from tests.aggregator.stats.test_nightly import JOBS, _label, _lake
+
+METRICS = ["iops", "bw_bytes"]  # summarised (columns.HEADLINE_METRICS)
+ZERO = timedelta(0)
+
+
+class Interrupt(Exception):
+    pass
+
+
+def _folded(lake: Lake, filt: RunFilter, monkeypatch: pytest.MonkeyPatch) -> dict[Any, Any]:
+    """`nightly` from every run (the summaries turned away), as comparable tuples."""
+    with monkeypatch.context() as m:
+        m.setattr(night_rows, "partial_rows", lambda *_: None)
+        return _flat(nightly(lake, BY_BACKEND, filt, METRICS))
+
+
+def _flat(data: dict[Any, Any]) -> dict[Any, Any]:
+    out = {}
+    for key, by_metric in data.items():
+        for metric, s in by_metric.items():
+            out[(key, metric)] = (
+                s.n.tolist(), s.mean, s.m2, s.labels.to_pylist(), s.first_run.to_pylist(),
+                s.first_ms.to_pylist(), s.last_run.to_pylist(),
+            )  # fmt: skip
+    return out
+
+
+def _assert_same(lake: Lake, filt: RunFilter, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The summaries' nights equal the folded ones; how many nights there were."""
+    assert night_rows.partial_rows(lake, filt, METRICS) is not None  # the summaries answer
+    got, want = _flat(nightly(lake, BY_BACKEND, filt, METRICS)), _folded(lake, filt, monkeypatch)
+    assert got.keys() == want.keys() and want
+    for key, (n, mean, m2, *runs) in want.items():
+        assert got[key][0] == n, key
+        np.testing.assert_allclose(got[key][1], mean, rtol=1e-9, atol=0)
+        np.testing.assert_allclose(got[key][2], m2, rtol=1e-9, atol=1e-15)
+        assert list(got[key][3:]) == runs, key
+    return sum(len(v[0]) for v in want.values())
+
+
+def test_summaries_give_every_nights_fold_loose_runs_and_cut_nights_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _lake(tmp_path)  # nights 0-11 compacted (with their summaries), 12-23 runners' files
+    # A late run of compacted night 3: its night is a summary row and a run to merge.
+    late = {job: {"iops": 1300.0, "bw_bytes": 3e6} for job in JOBS}
+    lakegen.write_run(lakegen.local_store(tmp_path), run_id="n03-nvme-late", job_id="j-late",
+                      campaign=_label(3), metrics=late,
+                      started_at=lakegen.T0 + timedelta(days=3, hours=2))  # fmt: skip
+    cut = lakegen.T0 + timedelta(days=10, minutes=5)  # between night 10's two runs
+    filters = [
+        RunFilter(),
+        RunFilter(since=cut),
+        RunFilter(until=cut),
+        RunFilter(backends=("ssd",), since=cut, until=cut + timedelta(days=5)),
+        RunFilter(campaign="night-14"),
+    ]
+    with connect(str(tmp_path)) as lake:
+        nights = [_assert_same(lake, f, monkeypatch) for f in filters]
+    assert nights[0] > nights[1] > 0 and nights[2] > 0
+    compact(lakegen.local_store(tmp_path), grace=ZERO)  # every night compacted
+    with connect(str(tmp_path)) as lake:
+        assert [_assert_same(lake, f, monkeypatch) for f in filters] == nights
+        # Nothing to fold from the runs: the question never reads `results`.
+        partial = night_rows.partial_rows(lake, RunFilter(), METRICS) or ""
+        assert "results" not in partial and night_rows.VIEW in partial
+        # A night the window cuts is folded from its runs, the others read whole.
+        partial = night_rows.partial_rows(lake, RunFilter(since=cut), METRICS) or ""
+        assert "results" in partial and "'night-22'" in partial  # night 10's label
+
+
+def test_summaries_answer_only_what_they_hold(tmp_path: Path) -> None:
+    _lake(tmp_path)
+    with connect(str(tmp_path)) as lake:
+        assert night_rows.partial_rows(lake, RunFilter(), ["clat_mean_ns"]) is None
+        assert night_rows.partial_rows(lake, RunFilter(runs=("n00-nvme-r0",)), METRICS) is None
+    # A compaction that leaves `runs` out leaves the summaries behind: runs fold again.
+    lakegen.write_run(lakegen.local_store(tmp_path), run_id="late", job_id="j-late",
+                      campaign="night-01", started_at=lakegen.T0 + timedelta(days=30))  # fmt: skip
+    compact(lakegen.local_store(tmp_path), tables=["results"], grace=ZERO)
+    with connect(str(tmp_path)) as lake:
+        assert not night_rows.summarised(lake)
+        assert night_rows.partial_rows(lake, RunFilter(), METRICS) is None
+
+
+@pytest.mark.parametrize("stage", ["files-written", "generation-written"])
+def test_an_interrupted_compaction_never_summarises_a_run_twice(
+    tmp_path: Path, stage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _lake(tmp_path)
+    store = lakegen.local_store(tmp_path)
+
+    def hook(reached: str) -> None:
+        if reached == stage:
+            raise Interrupt(stage)
+
+    with pytest.raises(Interrupt):
+        compact(store, grace=ZERO, hook=hook)
+    compact(store, grace=ZERO)
+    state = latest_generation(store).delta[TABLE]  # type: ignore[union-attr]
+    assert state.key_count == len(set(state.key_array.to_pylist())) == 96  # each run once
+    with connect(str(tmp_path)) as lake:
+        assert night_rows._loose_run_ids(lake) == []
+        _assert_same(lake, RunFilter(), monkeypatch)
+
+
+def test_a_lake_compacted_before_summaries_gets_them_from_its_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _lake(tmp_path)
+    store = lakegen.local_store(tmp_path)
+    # As a compactor of a version before summaries left it: every run compacted, no summary.
+    tables = [t for t in layout.TABLES if t != "runs"]
+    compact(store, tables=tables, grace=ZERO)
+    compact(store, tables=["runs"], grace=ZERO)
+    gen = latest_generation(store)
+    assert gen is not None and gen.delta[TABLE].key_count == 48  # the first compaction's
+    report = compact(store, grace=ZERO)  # the summaries catch up from the tables' files
+    assert [(m.table, m.new_runs) for m in report.merged] == [(TABLE, 48)]
+    with connect(str(tmp_path)) as lake:
+        assert night_rows.summarised(lake) and night_rows._loose_run_ids(lake) == []
+        _assert_same(lake, RunFilter(), monkeypatch)
