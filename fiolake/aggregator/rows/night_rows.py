@@ -11,6 +11,7 @@ follows the nights, not the runs.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -21,6 +22,10 @@ from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.series import fetch_rows
 
 VIEW = f"{INTERNAL_SCHEMA}.{summaries.TABLE}"
+_VIEW_LOCK = threading.Lock()
+# Runs not compacted are named in the query: past this many (weeks without `lake
+# compact`) folding every run is no slower than a query that long.
+LOOSE_LIMIT = 20_000
 
 
 def summarised(lake: Lake) -> bool:
@@ -35,14 +40,17 @@ def summarised(lake: Lake) -> bool:
 
 
 def _view(lake: Lake) -> None:
-    """Create the summaries' view on first use (a connect binds none it may not need)."""
+    """Create the summaries' view on first use (a connect binds none it may not need);
+    once, under a lock: the app's sessions share one connection from several threads,
+    and two catalog writes at once conflict."""
     files = lake.compacted.files(summaries.TABLE)  # type: ignore[union-attr]
     source = parquet_source([lake.store.location(k) for k in files], hive=False)
-    cur = lake.cursor()
-    try:
-        cur.execute(f"CREATE VIEW IF NOT EXISTS {VIEW} AS SELECT * FROM {source}")
-    finally:
-        cur.close()
+    with _VIEW_LOCK:
+        cur = lake.cursor()
+        try:
+            cur.execute(f"CREATE VIEW IF NOT EXISTS {VIEW} AS SELECT * FROM {source}")
+        finally:
+            cur.close()
 
 
 def _loose_run_ids(lake: Lake) -> list[str]:
@@ -54,7 +62,8 @@ def _loose_run_ids(lake: Lake) -> list[str]:
 def partial_rows(lake: Lake, filt: RunFilter, metrics: Sequence[str]) -> str | None:
     """SQL of partial summary rows (the columns of `summaries.partial_sql`, without
     `run_ids`) that together fold exactly the runs `filt` selects; None when the
-    summaries cannot answer (no summaries, metrics they lack, a filter by run)."""
+    summaries cannot answer (no summaries, metrics they lack, a filter by run, more than
+    LOOSE_LIMIT runs not compacted)."""
     if filt.runs or not set(metrics) <= set(summaries.METRICS) or not summarised(lake):
         return None
     _view(lake)
@@ -77,6 +86,8 @@ def partial_rows(lake: Lake, filt: RunFilter, metrics: Sequence[str]) -> str | N
     kept = f"{inside} AND coalesce(s.campaign_id, '') NOT IN ({literals(cut)})" if cut else inside
     parts = [f"SELECT {', '.join(names)} FROM {VIEW} s WHERE {where} AND {kept}"]
     loose = _loose_run_ids(lake)
+    if len(loose) > LOOSE_LIMIT:
+        return None
     if cut or loose:
         rest = [f"coalesce(r.campaign_id, '') IN ({literals(cut)})"] if cut else []
         rest += [f"r.run_id IN ({literals(loose)})"] if loose else []

@@ -98,11 +98,16 @@ def test_summaries_give_every_nights_fold_loose_runs_and_cut_nights_too(
         assert "results" in partial and "'night-22'" in partial  # night 10's label
 
 
-def test_summaries_answer_only_what_they_hold(tmp_path: Path) -> None:
+def test_summaries_answer_only_what_they_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _lake(tmp_path)
     with connect(str(tmp_path)) as lake:
         assert night_rows.partial_rows(lake, RunFilter(), ["clat_mean_ns"]) is None
         assert night_rows.partial_rows(lake, RunFilter(runs=("n00-nvme-r0",)), METRICS) is None
+        assert night_rows.partial_rows(lake, RunFilter(), METRICS) is not None
+        monkeypatch.setattr(night_rows, "LOOSE_LIMIT", 47)  # the lake has 48 loose runs
+        assert night_rows.partial_rows(lake, RunFilter(), METRICS) is None
     # A compaction that leaves `runs` out leaves the summaries behind: runs fold again.
     lakegen.write_run(lakegen.local_store(tmp_path), run_id="late", job_id="j-late",
                       campaign="night-01", started_at=lakegen.T0 + timedelta(days=30))  # fmt: skip
