@@ -14,17 +14,22 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from fiolake import layout
+from fiolake.aggregator.lake import summaries
 from fiolake.aggregator.lake.compact import compact
 from fiolake.aggregator.lake.generations import latest_generation
 from fiolake.aggregator.lake.lake import Lake, connect
-from fiolake.aggregator.lake.summaries import TABLE
 from fiolake.aggregator.rows import night_rows
 from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.stats import nightly as folding
 from fiolake.aggregator.stats.nightly import BY_BACKEND, nightly
+from fiolake.schema import SCHEMAS
 from tests.aggregator import lakegen
 from tests.aggregator.stats.test_nightly import JOBS, _label, _lake
 
@@ -131,7 +136,7 @@ def test_an_interrupted_compaction_never_summarises_a_run_twice(
     with pytest.raises(Interrupt):
         compact(store, grace=ZERO, hook=hook)
     compact(store, grace=ZERO)
-    state = latest_generation(store).delta[TABLE]  # type: ignore[union-attr]
+    state = latest_generation(store).delta[summaries.TABLE]  # type: ignore[union-attr]
     assert state.key_count == len(set(state.key_array.to_pylist())) == 96  # each run once
     with connect(str(tmp_path)) as lake:
         assert night_rows._loose_run_ids(lake) == []
@@ -148,9 +153,67 @@ def test_a_lake_compacted_before_summaries_gets_them_from_its_tables(
     compact(store, tables=tables, grace=ZERO)
     compact(store, tables=["runs"], grace=ZERO)
     gen = latest_generation(store)
-    assert gen is not None and gen.delta[TABLE].key_count == 48  # the first compaction's
+    assert gen is not None and gen.delta[summaries.TABLE].key_count == 48  # the first compaction's
     report = compact(store, grace=ZERO)  # the summaries catch up from the tables' files
-    assert [(m.table, m.new_runs) for m in report.merged] == [(TABLE, 48)]
+    assert [(m.table, m.new_runs) for m in report.merged] == [(summaries.TABLE, 48)]
     with connect(str(tmp_path)) as lake:
         assert night_rows.summarised(lake) and night_rows._loose_run_ids(lake) == []
         _assert_same(lake, RunFilter(), monkeypatch)
+
+
+def _fleet(rng: np.random.Generator) -> tuple[Any, Any]:
+    """runs and results tables of 2 backends × 2 jobs × 25 nights × 1-5 runs with 1-2
+    threads each: starts tied, missing or out of night order, values ≤ 0 now and then."""
+    runs, results = [], []
+    for night in range(25):
+        for backend in ("nvme", "ssd"):
+            for rep in range(int(rng.integers(1, 6))):
+                run = f"{backend}-{night:02d}-{rep}"
+                at = lakegen.T0 + timedelta(hours=int(rng.integers(0, 3)) + 24 * night)
+                runs.append({
+                    "run_id": run, "campaign_id": f"c{night % 20}", "backend": backend,
+                    "profile": "p", "workload_sha256": "w", "role": None, "status": "ok",
+                    "started_at": None if rng.random() < 0.05 else at,
+                })  # fmt: skip
+                for job in ("a", "b"):
+                    for thread in range(int(rng.integers(1, 3))):
+                        values = {m: float(rng.lognormal(7, 0.1)) for m in METRICS}
+                        if rng.random() < 0.03:
+                            values["iops"] = 0.0
+                        results.append({"run_id": run, "job_name": job, "direction": "read",
+                                        "job_index": thread, **values})  # fmt: skip
+    return (
+        pa.Table.from_pylist(runs, SCHEMAS["runs"]),
+        pa.Table.from_pylist(results, SCHEMAS["results"]),
+    )
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_partial_summaries_of_any_split_merge_to_the_fold_of_every_run(seed: int) -> None:
+    """Runs split among compactions at random (each part summarised alone) merge to what
+    folding every run gives: `nightly`'s merge against its fold, in one DuckDB."""
+    rng = np.random.default_rng(seed)
+    runs, results = _fleet(rng)
+    part = rng.integers(0, 3, size=runs.num_rows)
+    partials = []
+    for k in range(3):
+        mine = runs.filter(pa.array(part == k))
+        rows = results.filter(pc.is_in(results["run_id"], value_set=mine["run_id"]))
+        partials.append(summaries.summarise(mine, rows))
+    con = duckdb.connect()
+    con.register("runs", runs)
+    con.register("results", results)
+    con.register("partials", pa.concat_tables(partials))
+    metrics = list(summaries.METRICS)
+    merged = con.execute(folding._merged_sql("SELECT * FROM partials", metrics)).fetchall()
+    folded = con.execute(folding._sql("r.backend", "true", metrics)).fetchall()
+    assert len(merged) == len(folded) == 2 * 2 * 20  # backends × jobs × campaigns
+    names = [d[0] for d in con.description]
+    key = lambda row: row[1:7]  # noqa: E731 - a sort key
+    for got, want in zip(sorted(merged, key=key), sorted(folded, key=key), strict=True):
+        mine = dict(zip(names, got, strict=True))
+        for name, value in zip(names, want, strict=True):
+            if isinstance(value, float):
+                assert mine[name] == pytest.approx(value, rel=1e-9, abs=1e-12), name
+            else:
+                assert mine[name] == value, (name, got, want)
