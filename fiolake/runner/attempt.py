@@ -346,11 +346,24 @@ def keep(attempt: Attempt, commit: Commit, durability: Durability) -> SpoolEntry
     return durability.spool.add(attempt.outcome.run_id, attempt.objects(), meta)
 
 
-def commit_spooled(store: ObjectStore, entry: SpoolEntry, durability: Spooled) -> Commit | None:
-    """Upload and commit an attempt a crash or an outage left in the spool; the winner."""
+def commit_spooled(
+    store: ObjectStore,
+    entry: SpoolEntry,
+    durability: Spooled,
+    *,
+    still_ours: Callable[[], bool] | None = None,
+) -> Commit | None | str:
+    """Upload and commit an attempt a crash or an outage left in the spool: the winner,
+    or LOST when `still_ours` says the job was taken over during the upload (nothing
+    committed, the entry dropped: the job is another runner's). The upload can outlast
+    the lease (a slow store: seen taking 6.3 s for one object, longer than a 6 s lease,
+    while another runner took the job over), so the lease is read again after it."""
     meta = entry.meta
     for key, data in entry.objects():
         durability.put(store, key, data)
+    if still_ours is not None and not still_ours():
+        durability.spool.remove(entry)
+        return LOST
     commit = new_commit(
         meta["job_id"],
         entry.run_id,

@@ -101,18 +101,38 @@ def test_kill_group_returns_once_no_member_is_left_and_names_one_that_stays(
 
 def test_a_ctrl_c_inside_sigint_deferred_is_raised_once_the_block_has_ended() -> None:
     """What `ensure_minio` relies on: the child's Popen object is assigned before the
-    KeyboardInterrupt, so the clean-up can kill its group."""
-    handler = signal.getsignal(signal.SIGINT)
-    assigned = []
-    with pytest.raises(KeyboardInterrupt):
+    KeyboardInterrupt, so the clean-up can kill its group.
+
+    Python's own Ctrl-C handler is installed first: a suite started as a background job
+    (`make test &`) inherits SIGINT ignored, and Python then installs none, so no Ctrl-C
+    could land (seen in a fresh clone's suite run that way)."""
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        handler = signal.getsignal(signal.SIGINT)
+        assigned = []
+        with pytest.raises(KeyboardInterrupt):
+            with sigint_deferred():
+                signal.raise_signal(signal.SIGINT)  # Python runs handlers right after this
+                assigned.append("proc")
+        assert assigned == ["proc"]
+        assert signal.getsignal(signal.SIGINT) is handler
+        with sigint_deferred():  # no Ctrl-C: nothing raised, the handler back as it was
+            assigned.append("again")
+        assert assigned == ["proc", "again"] and signal.getsignal(signal.SIGINT) is handler
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+
+
+def test_an_ignored_ctrl_c_stays_ignored() -> None:
+    """A SIGINT the process ignores (a background job) is left as it is: nothing held,
+    nothing raised after the block."""
+    inherited = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
         with sigint_deferred():
-            signal.raise_signal(signal.SIGINT)  # Python runs handlers right after this call
-            assigned.append("proc")
-    assert assigned == ["proc"]
-    assert signal.getsignal(signal.SIGINT) is handler
-    with sigint_deferred():  # no Ctrl-C: nothing raised, the handler back as it was
-        assigned.append("again")
-    assert assigned == ["proc", "again"] and signal.getsignal(signal.SIGINT) is handler
+            signal.raise_signal(signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, inherited)
 
 
 def test_sigint_deferred_outside_the_main_thread_changes_nothing() -> None:

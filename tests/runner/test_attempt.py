@@ -88,3 +88,27 @@ def test_a_gangs_commit_is_slot_zeros_run_whoever_writes_it(tmp_path: Path) -> N
     assert (commit.run_id, commit.members, commit.status) == ("r-slot0", slots, "ok")
     solo = done.commit("r2")
     assert (solo.run_id, solo.members) == (done.outcome.run_id, ())
+
+
+def test_a_spooled_attempt_whose_job_was_taken_over_during_its_upload_is_not_committed(
+    tmp_path: Path,
+) -> None:
+    """Seen in the fault history on versitygw: a runner resumed its spooled attempt, one
+    upload took 6.3 s, longer than its lease, another runner took the job over, and the
+    resumed attempt committed anyway. The lease is read again after the upload."""
+    request = ex.RunRequest(GOOD, "w", "b", tmp_path, "j-3", "c-1", runner="r1")
+    done = _refused(request)
+    spool = Spool(tmp_path / "spool")
+    durability = attempt.Spooled(0.3, spool=spool)
+    entry = attempt.keep(done, done.commit("r1"), durability)
+    assert entry is not None
+    store = LocalStore(tmp_path / "lake")
+    asked: list[int] = []
+
+    def taken_over() -> bool:
+        asked.append(len(list(store.list(layout.RESULTS_PREFIX))))  # after the upload
+        return False
+
+    won = attempt.commit_spooled(store, entry, durability, still_ours=taken_over)
+    assert won == attempt.LOST and asked and asked[0] > 0
+    assert store.head(layout.commit_key("j-3")) is None and spool.pending() == []

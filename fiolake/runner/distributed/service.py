@@ -11,6 +11,7 @@ import logging
 import random
 import threading
 import time
+from functools import partial
 
 from fiolake import layout
 from fiolake.commits import REASON_CHARS, Commit
@@ -334,12 +335,26 @@ class Runner:
         entries = self.spool.pending()
         for entry in entries:
             job_id = entry.meta["job_id"]
-            if resume_lease(self.store, job_id, self.config.runner_id, self.config.ttl_s) is None:
+            lease = resume_lease(self.store, job_id, self.config.runner_id, self.config.ttl_s)
+            if lease is None:
                 log.warning("%s is another runner's now: spooled %s orphaned", job_id, entry.run_id)
                 self.spool.remove(entry)
                 continue
             log.info("re-uploading spooled run %s of job %s", entry.run_id, job_id)
-            won = attempt.commit_spooled(self.store, entry, self.durability)
+            won = attempt.commit_spooled(
+                self.store,
+                entry,
+                self.durability,
+                still_ours=partial(still_ours, self.store, lease),
+            )
+            if won == attempt.LOST:
+                log.warning(
+                    "lease of %s was taken over while spooled %s re-uploaded: orphaned",
+                    job_id,
+                    entry.run_id,
+                )
+                self.stats.lost += 1
+                continue
             self._counted(job_id, entry.run_id, entry.meta["status"], won)
         return len(entries)
 
