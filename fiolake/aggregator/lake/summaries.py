@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fiolake import layout
-from fiolake.aggregator.lake import columns, delta
+from fiolake.aggregator.lake import columns, delta, workloads
 from fiolake.aggregator.lake.coveredids import no_ids
 from fiolake.aggregator.lake.generations import DeltaState, Generation
 from fiolake.schema import SCHEMAS
@@ -166,9 +166,22 @@ def read_rows(store: ObjectStore, table: str, files: Sequence[str], ids: pa.Arra
         data, _ = store.get(key)
         rows = pq.read_table(io.BytesIO(data), columns=names, read_dictionary=["run_id"])
         run_ids = rows.column("run_id").cast(pa.string())
-        picked = rows.set_column(0, "run_id", run_ids).filter(pc.is_in(run_ids, value_set=ids))
+        wanted = pc.is_in(run_ids, value_set=ids)
+        picked = rows.set_column(0, "run_id", run_ids).filter(wanted)
+        if table == "runs" and picked.column(workloads.COLUMN).null_count:
+            picked = _with_workloads(data, picked, wanted)
         parts.append(picked)
     return pa.concat_tables(parts, promote_options="permissive")
+
+
+def _with_workloads(data: bytes, picked: pa.Table, wanted: pa.Array) -> pa.Table:
+    """`picked` runs rows with the workload hash computed where the file has none, as the
+    `runs` view computes it (`workloads`): rows compacted before the column existed."""
+    texts = pq.read_table(io.BytesIO(data), columns=["canonical_job_file", "gang_size"])
+    texts = texts.filter(wanted)
+    whole = picked.append_column("canonical_job_file", texts.column("canonical_job_file"))
+    whole = workloads.filled(whole.append_column("gang_size", texts.column("gang_size")))
+    return whole.select(picked.column_names)
 
 
 def _recovered(store: ObjectStore, before: DeltaState | None, covered: pa.Array) -> pa.Array:

@@ -18,10 +18,11 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from fiolake import layout
-from fiolake.aggregator.lake import summaries
+from fiolake.aggregator.lake import summaries, workloads
 from fiolake.aggregator.lake.compact import compact
 from fiolake.aggregator.lake.generations import latest_generation
 from fiolake.aggregator.lake.lake import Lake, connect
@@ -30,6 +31,7 @@ from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.stats import nightly as folding
 from fiolake.aggregator.stats.nightly import BY_BACKEND, nightly
 from fiolake.schema import SCHEMAS
+from fiolake.workload import workload_sha256
 from tests.aggregator import lakegen
 from tests.aggregator.stats.test_nightly import JOBS, _label, _lake
 
@@ -217,3 +219,27 @@ def test_partial_summaries_of_any_split_merge_to_the_fold_of_every_run(seed: int
                 assert mine[name] == pytest.approx(value, rel=1e-9, abs=1e-12), name
             else:
                 assert mine[name] == value, (name, got, want)
+
+
+def test_runs_compacted_before_the_workload_column_are_summarised_by_their_job_text(
+    tmp_path: Path,
+) -> None:
+    """A runs file compacted by a fiolake before the workload hash holds none: the fold
+    computes it from the job text, as the `runs` view does, so the summaries pool those
+    runs with the same workload's new ones."""
+    text = "[job1]\nrw=randread\nbs=4k\n"
+    rows = [
+        {"run_id": "old", "canonical_job_file": text, "gang_size": None},
+        {"run_id": "new", "canonical_job_file": text, "gang_size": None,
+         workloads.COLUMN: "recorded"},
+    ]  # fmt: skip
+    store = lakegen.local_store(tmp_path)
+    table = pa.Table.from_pylist(rows, SCHEMAS["runs"])
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    store.put("compacted/delta/runs/part-0.parquet", sink.getvalue().to_pybytes())
+    got = summaries.read_rows(
+        store, "runs", ["compacted/delta/runs/part-0.parquet"], pa.array(["old", "new"])
+    )
+    hashes = dict(zip(got["run_id"].to_pylist(), got[workloads.COLUMN].to_pylist(), strict=True))
+    assert hashes == {"old": workload_sha256(text, None), "new": "recorded"}
