@@ -37,6 +37,7 @@ from fiolake.schema import SCHEMAS
 from fiolake.store import ObjectStore
 
 TABLE = layout.SUMMARY_TABLE
+SOURCES = ("runs", "results")  # the tables the summaries are folded from
 METRICS: tuple[str, ...] = columns.HEADLINE_METRICS
 KEY_COLUMN = "run_ids"  # runs first folded in each row: the coverage (`delta.keys_in`)
 # The run attributes a row is one value of: a night's runs differ in few of them.
