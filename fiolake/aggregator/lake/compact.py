@@ -201,14 +201,11 @@ def _compact_table(
     and the rows appended (None: none)."""
     prev = snap.compacted
     before = prev.delta.get(table) if prev and not prev.legacy else None
-    covered = before.key_array if before else no_ids()
     dt = delta.open_table(store, table)
-    if dt is not None and (before is None or dt.version() != before.version):
-        # Rows an interrupted compaction appended after the generation's version.
-        current, _ = delta.data_files(store, dt, table)
-        added = sorted(set(current) - set(before.files if before else ()))
-        recovered = delta.keys_in(store, table, added) - set(covered.to_pylist())
-        covered = pa.concat_arrays([covered, pa.array(sorted(recovered), pa.string())])
+    recorded = (before.version, before.files) if before else None
+    covered = delta.with_recovered(
+        store, dt, table, recorded, before.key_array if before else no_ids()
+    )
     new = _uncovered(snap, "job_id" if table == delta.COMMITS else "run_id", before, covered)
     data, folded = _new_rows(store, snap, table, new) if len(new) else (None, 0)
     if data is not None:

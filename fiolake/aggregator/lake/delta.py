@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from functools import cache
@@ -194,3 +194,21 @@ def keys_in(store: ObjectStore, table: str, files: list[str]) -> set[str]:
             ids = pc.list_flatten(ids)
         found.update(pc.unique(ids).to_pylist())
     return found
+
+
+def with_recovered(
+    store: ObjectStore,
+    dt: DeltaTable | None,
+    table: str,
+    recorded: tuple[int, Sequence[str]] | None,
+    covered: pa.Array,
+) -> pa.Array:
+    """`covered`, then the ids whose rows an interrupted compaction appended to `dt` after
+    the version and files the generation `recorded` (None: no record of the table), so
+    their rows are not appended again."""
+    if dt is None or (recorded is not None and dt.version() == recorded[0]):
+        return covered
+    current, _ = data_files(store, dt, table)
+    added = sorted(set(current) - set(recorded[1] if recorded else ()))
+    recovered = keys_in(store, table, added) - set(covered.to_pylist())
+    return pa.concat_arrays([covered, pa.array(sorted(recovered), pa.string())])

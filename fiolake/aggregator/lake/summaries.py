@@ -185,18 +185,6 @@ def _with_workloads(data: bytes, picked: pa.Table, wanted: pa.Array) -> pa.Table
     return whole.select(picked.column_names)
 
 
-def _recovered(store: ObjectStore, before: DeltaState | None, covered: pa.Array) -> pa.Array:
-    """`covered`, and the runs an interrupted compaction summarised after the generation's
-    version (their rows are in the table: counting them again would double them)."""
-    dt = delta.open_table(store, TABLE)
-    if dt is None or (before is not None and dt.version() == before.version):
-        return covered
-    current, _ = delta.data_files(store, dt, TABLE)
-    added = sorted(set(current) - set(before.files if before else ()))
-    recovered = delta.keys_in(store, TABLE, added) - set(covered.to_pylist())
-    return pa.concat_arrays([covered, pa.array(sorted(recovered), pa.string())])
-
-
 def _unsummarised(
     prev: Generation | None,
     states: dict[str, DeltaState],
@@ -291,9 +279,14 @@ def compact_summaries(
     if "runs" not in states or "results" not in states:
         return None, 0
     before = prev.delta.get(TABLE) if prev is not None and not prev.legacy else None
-    covered = _recovered(store, before, before.key_array if before else no_ids())
-    new = _unsummarised(prev, states, before, covered)
     dt = delta.open_table(store, TABLE)
+    # Runs an interrupted compaction summarised after the generation's version: their
+    # rows are in the table, so they are not folded again.
+    recorded = (before.version, before.files) if before else None
+    covered = delta.with_recovered(
+        store, dt, TABLE, recorded, before.key_array if before else no_ids()
+    )
+    new = _unsummarised(prev, states, before, covered)
     appended_runs = 0
     if len(new):
         rows = _summary_rows(store, states, appended, new)
