@@ -262,9 +262,16 @@ def generation_keys_key(generation: int, token: str) -> str:
     return f"{GENERATIONS_PREFIX}g{generation:08d}-keys-{check_id('token', token)}.parquet"
 
 
+def generation_cases_key(generation: int, token: str) -> str:
+    """Parquet object of a generation's case summaries (every compacted run of each case
+    folded, `aggregator.lake.cases`), named by a token of the compaction that wrote it."""
+    return f"{GENERATIONS_PREFIX}g{generation:08d}-cases-{check_id('token', token)}.parquet"
+
+
 def generation_object(key: str) -> int | None:
-    """The generation of a record's or a covered-ids object's key, else None (cleanup)."""
-    m = re.match(rf"^{GENERATIONS_PREFIX}g(\d{{8}})(\.json|-keys-[^/]+\.parquet)$", key)
+    """The generation of a record's, a covered-ids or a case-summaries object's key, else
+    None (cleanup)."""
+    m = re.match(rf"^{GENERATIONS_PREFIX}g(\d{{8}})(\.json|-(keys|cases)-[^/]+\.parquet)$", key)
     return int(m.group(1)) if m else None
 
 

@@ -178,7 +178,9 @@ def compare(
         _emit_gangs(lake, filt, members=gang_mode == "members", fmt=fmt)
         return
     with connect(lake, SUMMARY_TABLES) as handle:  # `gang_members` reads only `runs`
-        if gang_mode == "auto" and gang.has_gangs(handle.con, filt):
+        gen = handle.compacted
+        known = 0 if gen is None else gen.gang_runs  # gang members among compacted runs
+        if gang_mode == "auto" and gang.has_gangs(handle.con, filt, compacted_gang_runs=known):
             result = None
         else:
             result = compare_runs(

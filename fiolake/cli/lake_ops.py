@@ -113,6 +113,8 @@ def compact(lake: str, tables: tuple[str, ...], grace: str, wait: bool, full_lis
         )
         if report.migrated:
             click.echo("migrated the merged files of the earlier layout into Delta", err=True)
+        if report.cases_folded:
+            click.echo(f"case summaries: folded in {report.cases_folded} run(s)", err=True)
         if report.unlogged:
             click.echo(
                 f"note: {report.unlogged} new commit(s) have no commit-log entry (runners older "

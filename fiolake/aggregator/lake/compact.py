@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from fiolake import layout
-from fiolake.aggregator.lake import delta, summaries, workloads
+from fiolake.aggregator.lake import cases, delta, gang, summaries, workloads
 from fiolake.aggregator.lake.compact_lock import CompactionLock, compaction_lock
 from fiolake.aggregator.lake.coveredids import no_ids
 from fiolake.aggregator.lake.generations import (
@@ -81,6 +81,7 @@ class CompactionReport:
     migrated: bool = False  # a lake of the merged-file layout was folded into Delta
     removed: list[str] = field(default_factory=list)  # superseded compacted objects deleted
     cleanup_errors: list[str] = field(default_factory=list)
+    cases_folded: int = 0  # runs folded into the case summaries (`cases`)
 
 
 def _contract(table: str) -> pa.Schema:
@@ -266,8 +267,7 @@ def _cleanup(store: ObjectStore, grace: timedelta, report: CompactionReport) -> 
                     layout.delta_table_prefix(table) + p for p in delta.vacuum(store, dt, grace)
                 ]
     live = {layout.generation_key(current.generation), *current.commit_files()}
-    if current.keys_file:
-        live.add(current.keys_file)
+    live |= {k for k in (current.keys_file, current.cases_file) if k}
     live.add(layout.COMPACTION_LOCK_KEY)
     live |= {k for table in layout.TABLES for k in current.files(table)}
     cutoff = datetime.now(UTC) - grace
@@ -363,9 +363,20 @@ def _compact(
                 report.merged.append(
                     Merged(summaries.TABLE, summarised, state.key_count, state.rows, state.version)
                 )
+        lock.fence()
+        cases_file, cases_runs, report.cases_folded = cases.compact_cases(
+            store, prev, states, appended, gen
+        )
+    elif prev is not None and not prev.legacy:  # the case summaries still fold what they did
+        cases_file, cases_runs = prev.cases_file, prev.cases_runs
+    else:
+        cases_file, cases_runs = None, 0
+    gang_runs = gang.compacted_members(store, prev, states, appended.get("runs"))
     changed = report.migrated or states != (prev.delta if prev else {})
     # A mended record, or one of format 2 (ids inline), is rewritten even with nothing new.
     changed = changed or (prev is not None and (prev.mended or prev.format == INLINE_KEYS_FORMAT))
+    changed = changed or cases_file != (prev.cases_file if prev else None)
+    changed = changed or gang_runs != (prev.gang_runs if prev else None)
     if changed:
         # Without a full listing every marker found came from the log: none is unlogged.
         report.unlogged = _unlogged(store, snap) if full else 0
@@ -378,6 +389,9 @@ def _compact(
             commits_listed_at=vouched,
             delta=states,
             markers_listed_at=listed_at if full else prev.markers_listed_at,  # type: ignore[union-attr]
+            cases_file=cases_file,
+            cases_runs=cases_runs,
+            gang_runs=gang_runs,
         )
         if hook:
             hook("files-written")

@@ -146,6 +146,12 @@ class Generation:
     format: int = FORMAT
     keys_file: str | None = None  # format 3, as read: the covered-ids object the record names
     mended: bool = False  # read with its covered ids rebuilt: compaction writes a new one
+    # The case summaries (`cases`): their object and how many of the night summaries'
+    # covered runs they fold (the first that many); None before they existed.
+    cases_file: str | None = None
+    cases_runs: int = 0
+    # Compacted runs that are gang members (runs.gang_size); None where not counted.
+    gang_runs: int | None = None
 
     @property
     def legacy(self) -> bool:
@@ -215,6 +221,10 @@ class Generation:
             "commits_listed_at": self.commits_listed_at,
             "markers_listed_at": self.markers_listed_at,
             "keys_file": keys_file,
+            "cases": {"file": self.cases_file, "runs": self.cases_runs}
+            if self.cases_file
+            else None,
+            "gang_runs": self.gang_runs,
             "delta": [
                 {
                     "table": d.table,
@@ -322,6 +332,9 @@ class Generation:
             delta=delta,
             format=body["format"],
             keys_file=body.get("keys_file"),
+            cases_file=(body.get("cases") or {}).get("file"),  # absent before case summaries
+            cases_runs=(body.get("cases") or {}).get("runs", 0),
+            gang_runs=body.get("gang_runs"),  # absent before it was counted
         )
 
 

@@ -251,6 +251,36 @@ def _create_commits(
     return index
 
 
+def _contract_view(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    name: str,
+    sources: list[str],
+    contract: dict[str, str],
+) -> None:
+    """View `name` of `table`'s rows in `sources` (SELECTs), in the table's contract: the
+    columns of the current schema (NULL where files written before a column lack it),
+    then any others, then `date`; empty without sources."""
+    if not sources:
+        con.execute(f"CREATE VIEW {name} AS SELECT * FROM {INTERNAL_SCHEMA}.empty_{table}")
+        return
+    files = f"{INTERNAL_SCHEMA}.files_{name.rpartition('.')[2]}"
+    con.execute(f"CREATE VIEW {files} AS {' UNION ALL BY NAME '.join(sources)}")
+    present = _column_types(con, files)
+    cols = [
+        workloads.view_column(set(present))
+        if table == "runs" and column == workloads.COLUMN
+        else f'"{column}"'
+        if column in present
+        else f'CAST(NULL AS {dtype}) AS "{column}"'
+        for column, dtype in contract.items()
+        if column != "date"
+    ]
+    cols += [f'"{column}"' for column in present if column not in contract]
+    cols.append('"date"')
+    con.execute(f"CREATE VIEW {name} AS SELECT {', '.join(cols)} FROM {files}")
+
+
 def _create_views(
     con: duckdb.DuckDBPyConnection,
     store: ObjectStore,
@@ -283,39 +313,21 @@ def _create_views(
         # run id, 0.2 s of each query at 1,000,000 runs (issue 44).
         committed = "WHERE run_id IN (SELECT run_id FROM commits)"
         trusted = snap.compacted is not None and not snap.compacted.legacy
-        sources = []
-        for keys, hive, only in (
-            (snap.compacted_files(table), False, "" if trusted else committed),
-            ([] if table in local else snap.loose_files(table), True, committed),
+        parts: list[list[str]] = [[], []]  # compacted, then not compacted
+        for part, keys, hive, only in (
+            (parts[0], snap.compacted_files(table), False, "" if trusted else committed),
+            (parts[1], [] if table in local else snap.loose_files(table), True, committed),
         ):
             if keys:
                 one = footers.one_schema(digests, keys)
                 files = parquet_source([store.location(k) for k in keys], hive=hive, one_schema=one)
-                sources.append(f"SELECT * FROM {files} {only}")
+                part.append(f"SELECT * FROM {files} {only}")
                 read += keys
         if table in local:
-            sources.append(f"SELECT * FROM {INTERNAL_SCHEMA}.loose_{table} {committed}")
-        if not sources:
-            con.execute(f"CREATE VIEW {table} AS SELECT * FROM {INTERNAL_SCHEMA}.empty_{table}")
-            continue
-        union = " UNION ALL BY NAME ".join(sources)
-        con.execute(f"CREATE VIEW {INTERNAL_SCHEMA}.files_{table} AS {union}")
-        present = _column_types(con, f"{INTERNAL_SCHEMA}.files_{table}")
-        # Files written before a column existed still show it (as NULL): the contract holds.
-        cols = [
-            workloads.view_column(set(present))
-            if table == "runs" and name == workloads.COLUMN
-            else f'"{name}"'
-            if name in present
-            else f'CAST(NULL AS {dtype}) AS "{name}"'
-            for name, dtype in contract.items()
-            if name != "date"
-        ]
-        cols += [f'"{name}"' for name in present if name not in contract]
-        cols.append('"date"')
-        con.execute(
-            f"CREATE VIEW {table} AS SELECT {', '.join(cols)} FROM {INTERNAL_SCHEMA}.files_{table}"
-        )
+            parts[1].append(f"SELECT * FROM {INTERNAL_SCHEMA}.loose_{table} {committed}")
+        _contract_view(con, table, table, parts[0] + parts[1], contract)
+        if table == "runs":  # `gang.has_gangs` asks it alone when no compacted run is in a gang
+            _contract_view(con, table, gang.UNCOMPACTED_RUNS, parts[1], contract)
     return read
 
 

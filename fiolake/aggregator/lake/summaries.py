@@ -23,7 +23,7 @@ of its own tables.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -52,6 +52,7 @@ RUNS_COLUMNS = (
     "started_at",
 )  # fmt: skip
 RESULTS_COLUMNS = ("run_id", "job_name", "direction", "steady_state", *METRICS)
+MERGE_EVERY = 8  # `from_files` merges its files' rows after this many
 # Epoch microseconds past any start: where an ordering by start puts runs without one.
 NO_START = 2**63 - 1
 
@@ -73,46 +74,21 @@ def column_names(*, with_ids: bool = True) -> list[str]:
     return [*out, KEY_COLUMN] if with_ids else out
 
 
-def partial_sql(runs: str, results: str, where: str, *, with_ids: bool = True) -> str:
-    """Summary rows of the runs of relation `runs` (aliased r) that satisfy `where`, from
-    their rows in relation `results`: one row per night × case × attributes (ATTRIBUTES),
-    the columns of `metric_columns` for each of METRICS. A run's threads of one job and
-    direction fold first (`columns.per_run_aggregate`), as every comparison folds them."""
+def runs_sql(runs: str, results: str, where: str, *, first_case: bool = False) -> str:
+    """`WITH rr, per_run, j`: the runs of relation `runs` (aliased r) that satisfy `where`,
+    one row per run × job × direction in `j` with the attributes of ATTRIBUTES, the start,
+    each metric i of METRICS as "v{i}" (its threads folded by `columns.per_run_aggregate`,
+    as every comparison folds them) and its log "l{i}" (NULL unless positive). With
+    `first_case`, `j.first_case` marks each run's first job × direction."""
     per_run = ", ".join(f'{columns.per_run_aggregate(m)} AS "v{i}"' for i, m in enumerate(METRICS))
     logs = ", ".join(
         f'p."v{i}", CASE WHEN p."v{i}" > 0 THEN ln(p."v{i}") END AS "l{i}"'
         for i in range(len(METRICS))
     )
-    # A night's first and last run with a value, in the order (start, run id), runs
-    # without a start last: the smallest and largest such pair, streamed (an ordered
-    # aggregate holds every row of its group until the end).
-    at = f"coalesce(epoch_us(j.started_at), {NO_START})"
-    folded, split = [], []
-    for i, metric in enumerate(METRICS):
-        c = metric_columns(metric)
-        has = f'FILTER (WHERE j."l{i}" IS NOT NULL)'
-        folded.append(
-            f'count(j."v{i}") AS "{c["count"]}", '
-            f'count(*) FILTER (WHERE j."v{i}" <= 0) AS "{c["nonpositive"]}", '
-            f'avg(j."l{i}") AS "{c["log_mean"]}", '
-            f'coalesce(var_pop(j."l{i}") * count(j."l{i}"), 0) AS "{c["log_m2"]}", '
-            f'min(j."v{i}") AS "{c["min"]}", max(j."v{i}") AS "{c["max"]}", '
-            f'min(struct_pack(a := {at}, r := j.run_id)) {has} AS "_first{i}", '
-            f'max(struct_pack(a := {at}, r := j.run_id)) {has} AS "_last{i}"'
-        )
-        plain = ", ".join(f'"{c[p]}"' for p in list(c)[:6])
-        split.append(
-            f'{plain}, "_first{i}".r AS "{c["first_run"]}", '
-            f'nullif("_first{i}".a, {NO_START}) AS "{c["first_us"]}", '
-            f'"_last{i}".r AS "{c["last_run"]}", '
-            f'nullif("_last{i}".a, {NO_START}) AS "{c["last_us"]}"'
-        )
-    # Each run once, in the row of its first job × direction (none in its other rows).
-    ids = f', list(j.run_id) FILTER (WHERE j.first_case) AS "{KEY_COLUMN}"' if with_ids else ""
     first = (
         ", row_number() OVER (PARTITION BY run_id ORDER BY p.job_name, p.direction) = 1"
         " AS first_case"
-        if with_ids
+        if first_case
         else ""
     )
     return f"""
@@ -131,7 +107,49 @@ def partial_sql(runs: str, results: str, where: str, *, with_ids: bool = True) -
         ), j AS (
             SELECT rr.*, p.job_name, p.direction, p.steady, {logs}{first}
             FROM per_run p JOIN rr USING (run_id)
-        ), g AS (
+        )"""
+
+
+def moments(i: int, c: dict[str, str]) -> str:
+    """SQL aggregates over `runs_sql`'s rows j of metric i, named by `c` (its columns):
+    values, values ≤ 0, the positive values' log mean and M2 (sum of squared
+    deviations), the range."""
+    return (
+        f'count(j."v{i}") AS "{c["count"]}", '
+        f'count(*) FILTER (WHERE j."v{i}" <= 0) AS "{c["nonpositive"]}", '
+        f'avg(j."l{i}") AS "{c["log_mean"]}", '
+        f'coalesce(var_pop(j."l{i}") * count(j."l{i}"), 0) AS "{c["log_m2"]}", '
+        f'min(j."v{i}") AS "{c["min"]}", max(j."v{i}") AS "{c["max"]}"'
+    )
+
+
+def partial_sql(runs: str, results: str, where: str, *, with_ids: bool = True) -> str:
+    """Summary rows of the runs of relation `runs` (aliased r) that satisfy `where`, from
+    their rows in relation `results` (`runs_sql`): one row per night × case × attributes
+    (ATTRIBUTES), the columns of `metric_columns` for each of METRICS."""
+    # A night's first and last run with a value, in the order (start, run id), runs
+    # without a start last: the smallest and largest such pair, streamed (an ordered
+    # aggregate holds every row of its group until the end).
+    at = f"coalesce(epoch_us(j.started_at), {NO_START})"
+    folded, split = [], []
+    for i, metric in enumerate(METRICS):
+        c = metric_columns(metric)
+        has = f'FILTER (WHERE j."l{i}" IS NOT NULL)'
+        folded.append(
+            f"{moments(i, c)}, "
+            f'min(struct_pack(a := {at}, r := j.run_id)) {has} AS "_first{i}", '
+            f'max(struct_pack(a := {at}, r := j.run_id)) {has} AS "_last{i}"'
+        )
+        plain = ", ".join(f'"{c[p]}"' for p in list(c)[:6])
+        split.append(
+            f'{plain}, "_first{i}".r AS "{c["first_run"]}", '
+            f'nullif("_first{i}".a, {NO_START}) AS "{c["first_us"]}", '
+            f'"_last{i}".r AS "{c["last_run"]}", '
+            f'nullif("_last{i}".a, {NO_START}) AS "{c["last_us"]}"'
+        )
+    # Each run once, in the row of its first job × direction (none in its other rows).
+    ids = f', list(j.run_id) FILTER (WHERE j.first_case) AS "{KEY_COLUMN}"' if with_ids else ""
+    return f"""{runs_sql(runs, results, where, first_case=with_ids)}, g AS (
             SELECT {", ".join(ATTRIBUTES)}, count(*) AS runs,
                    min(j.started_at) AS min_at, max(j.started_at) AS max_at,
                    count(*) FILTER (WHERE j.started_at IS NULL) AS undated,
@@ -145,15 +163,18 @@ def partial_sql(runs: str, results: str, where: str, *, with_ids: bool = True) -
     """
 
 
-def summarise(runs: pa.Table, results: pa.Table) -> pa.Table:
-    """Summary rows (`partial_sql`) of the runs in `runs`, from their `results` rows."""
+def summarise(
+    runs: pa.Table, results: pa.Table, sql: Callable[[str, str, str], str] = partial_sql
+) -> pa.Table:
+    """Summary rows (`partial_sql`, or another fold `sql` of the same three arguments) of
+    the runs in `runs`, from their `results` rows."""
     import duckdb  # only compaction folds Arrow tables here
 
     con = duckdb.connect()
     try:
         con.register("new_runs", runs.select(list(RUNS_COLUMNS)))
         con.register("new_results", results.select(list(RESULTS_COLUMNS)))
-        return con.execute(partial_sql("new_runs", "new_results", "true")).to_arrow_table()
+        return con.execute(sql("new_runs", "new_results", "true")).to_arrow_table()
     finally:
         con.close()
 
@@ -204,23 +225,25 @@ def _unsummarised(
     return missing.take(pc.sort_indices(missing))
 
 
-def _summary_rows(
+def fold_new(
     store: ObjectStore,
     states: dict[str, DeltaState],
     appended: dict[str, pa.Table | None],
     new: pa.Array,
+    sql: Callable[[str, str, str], str] = partial_sql,
+    merge: Callable[[list[pa.Table]], pa.Table] = pa.concat_tables,
 ) -> pa.Table:
-    """Summary rows of the runs `new`: from the rows this compaction appended when those
-    hold them all (a night: its runs are what `results` gained), else from the tables'
-    files (`_from_files`)."""
+    """Summary rows (`sql`: see `summarise`) of the runs `new`: from the rows this
+    compaction appended when those hold them all (a night: its runs are what `results`
+    gained), else from the tables' files (`from_files`, `merge`)."""
     runs, results = appended.get("runs"), appended.get("results")
     if runs is not None:
         runs = runs.filter(pc.is_in(runs.column("run_id"), value_set=new))
     if runs is None or len(pc.unique(runs.column("run_id"))) != len(new):
-        return _from_files(store, states, new)
+        return from_files(store, states, new, sql, merge)
     if results is None:  # the night's runs have no results rows (all rejected)
         results = pa.Table.from_batches([], SCHEMAS["results"])
-    return summarise(runs, results.filter(pc.is_in(results.column("run_id"), value_set=new)))
+    return summarise(runs, results.filter(pc.is_in(results.column("run_id"), value_set=new)), sql)
 
 
 def _ids_in_file(store: ObjectStore, key: str) -> pa.Array:
@@ -230,24 +253,34 @@ def _ids_in_file(store: ObjectStore, key: str) -> pa.Array:
     return pc.unique(ids.column("run_id").combine_chunks().dictionary_decode())
 
 
-def _from_files(store: ObjectStore, states: dict[str, DeltaState], new: pa.Array) -> pa.Table:
-    """Summary rows of the runs `new` from the compacted tables' files: a lake compacted
+def from_files(
+    store: ObjectStore,
+    states: dict[str, DeltaState],
+    new: pa.Array,
+    sql: Callable[[str, str, str], str] = partial_sql,
+    merge: Callable[[list[pa.Table]], pa.Table] = pa.concat_tables,
+) -> pa.Table:
+    """Summary rows (`sql`) of the runs `new` from the compacted tables' files: a lake compacted
     before summaries existed (a year: 16 M results rows), or runs an interrupted
     compaction appended. One results file at a time, so memory follows a file, not the
     lake; a run whose rows two files share (an append or `optimize` can cut between a
-    run's rows) is folded last, from all of them."""
+    run's rows) is folded last, from all of them. `merge` joins the rows of several
+    files into one table (every MERGE_EVERY files: rows that fold across files, as the
+    case summaries' do, stay the size of one file's)."""
     runs = read_rows(store, "runs", states["runs"].files, new)
     files = list(states["results"].files)
     per_file = [_ids_in_file(store, key) for key in files]
     counts = pc.value_counts(pa.chunked_array(per_file, pa.string()))
     split = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
-    found = [summarise(runs.slice(0, 0), pa.Table.from_batches([], SCHEMAS["results"]))]
+    found = [summarise(runs.slice(0, 0), pa.Table.from_batches([], SCHEMAS["results"]), sql)]
     for key, ids in zip(files, per_file, strict=True):
         whole = ids.filter(pc.invert(pc.is_in(ids, value_set=split)))
         wanted = whole.filter(pc.is_in(whole, value_set=new))
         if len(wanted):
             rows = read_rows(store, "results", [key], wanted)
-            found.append(summarise(_of(runs, wanted), rows))
+            found.append(summarise(_of(runs, wanted), rows, sql))
+            if len(found) > MERGE_EVERY:
+                found = [merge(found)]
     shared = split.filter(pc.is_in(split, value_set=new))
     if len(shared):
         holding = [
@@ -255,8 +288,9 @@ def _from_files(store: ObjectStore, states: dict[str, DeltaState], new: pa.Array
             for key, ids in zip(files, per_file, strict=True)
             if pc.any(pc.is_in(ids, value_set=shared)).as_py()
         ]
-        found.append(summarise(_of(runs, shared), read_rows(store, "results", holding, shared)))
-    return pa.concat_tables(found)
+        rows = read_rows(store, "results", holding, shared)
+        found.append(summarise(_of(runs, shared), rows, sql))
+    return merge(found)
 
 
 def _of(rows: pa.Table, ids: pa.Array) -> pa.Table:
@@ -289,7 +323,7 @@ def compact_summaries(
     new = _unsummarised(prev, states, before, covered)
     appended_runs = 0
     if len(new):
-        rows = _summary_rows(store, states, appended, new)
+        rows = fold_new(store, states, appended, new)
         if rows.num_rows:
             dt = delta.append(store, TABLE, rows, generation)
             appended_runs = len(new)

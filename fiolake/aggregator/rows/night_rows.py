@@ -53,7 +53,7 @@ def _view(lake: Lake) -> None:
             cur.close()
 
 
-def _loose_run_ids(lake: Lake) -> list[str]:
+def loose_run_ids(lake: Lake) -> list[str]:
     """Committed runs whose runs or results rows the compacted tables do not hold."""
     loose = lake.snapshot.loose.items()
     return sorted({r for (table, _), runs in loose if table in ("runs", "results") for r in runs})
@@ -85,7 +85,7 @@ def partial_rows(lake: Lake, filt: RunFilter, metrics: Sequence[str]) -> str | N
     names = summaries.column_names(with_ids=False)
     kept = f"{inside} AND coalesce(s.campaign_id, '') NOT IN ({literals(cut)})" if cut else inside
     parts = [f"SELECT {', '.join(names)} FROM {VIEW} s WHERE {where} AND {kept}"]
-    loose = _loose_run_ids(lake)
+    loose = loose_run_ids(lake)
     if len(loose) > LOOSE_LIMIT:
         return None
     if cut or loose:

@@ -22,8 +22,9 @@ from fiolake.aggregator.lake.lake import Lake, quote
 from fiolake.aggregator.rows.filters import RunFilter, check_group_column, validate
 from fiolake.aggregator.stats import stats
 from fiolake.aggregator.stats.family_words import family_words
+from fiolake.aggregator.stats.groupstats import Case, Data, GroupStats
 from fiolake.aggregator.stats.job_versions import setup_notes, version_notes
-from fiolake.aggregator.stats.runsets import Case, Data, GroupStats, summarise
+from fiolake.aggregator.stats.runsets import summarise
 from fiolake.aggregator.stats.verdict_text import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
 from fiolake.errors import LakeError, UsageProblem
 

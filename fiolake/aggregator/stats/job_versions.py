@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from fiolake.aggregator.lake.lake import Lake
-from fiolake.aggregator.stats.runsets import Case, GroupStats, job_texts
+from fiolake.aggregator.stats.groupstats import Case, GroupStats
+from fiolake.aggregator.stats.runsets import job_texts
 from fiolake.workload import workload_differences
 
 

@@ -29,7 +29,8 @@ from fiolake.aggregator.lake.summaries import NO_START
 from fiolake.aggregator.rows import night_rows
 from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.stats import stats
-from fiolake.aggregator.stats.runsets import Case, per_run_columns
+from fiolake.aggregator.stats.groupstats import Case
+from fiolake.aggregator.stats.runsets import per_run_columns
 
 BY_BACKEND = "r.backend"  # the grouping `regressions` asks for: the summaries' backend
 

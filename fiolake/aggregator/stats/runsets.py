@@ -5,45 +5,24 @@ log-space moments, range, outliers (robust z via medians/MAD), steady/flagged co
 the setups pooled (fio versions, origins, targets, file systems) that `compare` needs,
 computed by DuckDB (`nightly` folds the runs of `regressions` night by night).
 Both pool by `runs.workload_sha256` (`fiolake.workload`; the view computes it for runs
-written before it existed).
+written before it existed). A question over every run of the lake is answered from the
+case summaries compaction keeps (`pooled`), a few hundred rows instead of every run.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 from fiolake.aggregator.lake import columns
 from fiolake.aggregator.lake.lake import Lake, literals
 from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.series import fetch_rows
-from fiolake.aggregator.stats import stats
+from fiolake.aggregator.stats import pooled, stats
+from fiolake.aggregator.stats.groupstats import Data, GroupStats
 
-
-@dataclass(frozen=True)
-class GroupStats:
-    """One group's repetitions of one metric, summarised in SQL."""
-
-    n: int
-    log: stats.LogSummary | None  # None when a value is zero or negative (no logs)
-    min: float | None
-    max: float | None
-    outliers: list[str]  # run ids (robust z on logs; from OUTLIER_MIN_N runs up)
-    steady: int
-    unsteady: int
-    steady_unknown: int
-    flagged: int
-    fio_versions: list[str]
-    preconditioned: int = 0  # runs that a precondition run prepared (runs.preconditioned_by)
-    origins: list[str] = field(default_factory=list)  # runs.origin: 'run', 'import'
-    targets: list[str] = field(default_factory=list)  # runs.target_kind: 'dir', 'device'
-    file_systems: list[str] = field(default_factory=list)  # runs.fs_type (where known)
-
-
-Case = tuple[str, str, str, str | None]  # profile, job_name, direction, workload
 WORKLOAD = "r.workload_sha256"
-Data = dict[tuple[str, Case], dict[str, GroupStats]]
 BY_CAMPAIGN = 'CAST(r."campaign_id" AS VARCHAR)'  # the group of each run: its campaign
 # Its backend and campaign: one summary answers the gate's per-backend questions at once.
 BACKEND_SEP = "\x1f"
@@ -87,8 +66,15 @@ def summarise(
                 (g.partition(BACKEND_SEP)[2], case): by_metric
                 for (g, case), by_metric in _part(data, wanted, metrics).items()
             }
-    sql = _summary_sql(group_expr, filt.where("r"), sha, metrics, exclude_unsteady=exclude_unsteady)
-    data = _group_stats(fetch_rows(lake, sql), metrics)
+    pooled_data = pooled.summarise(
+        lake, group_expr, filt, metrics, sha, exclude_unsteady=exclude_unsteady
+    )
+    if pooled_data is not None:
+        data = pooled_data
+    else:
+        where = filt.where("r")
+        sql = _summary_sql(group_expr, where, sha, metrics, exclude_unsteady=exclude_unsteady)
+        data = _group_stats(fetch_rows(lake, sql), metrics)
     with _KEPT_LOCK:
         lake.summaries[(group_expr, filt, sha, tuple(metrics), exclude_unsteady)] = data
         while len(lake.summaries) > KEPT_SUMMARIES:
@@ -153,8 +139,7 @@ def _mad_columns(count: int) -> str:
 def _outlier(i: int) -> str:
     """SQL condition: metric i of run j is an outlier of its case (robust z on logs,
     0.6745 (l − median) / MAD, above OUTLIER_Z)."""
-    cut = stats.OUTLIER_Z / 0.6745
-    return f'(d."mad{i}" > 0 AND abs(j."l{i}" - d."med{i}") > {cut} * d."mad{i}")'
+    return f'(d."mad{i}" > 0 AND abs(j."l{i}" - d."med{i}") > {stats.OUTLIER_CUT} * d."mad{i}")'
 
 
 def _summary_sql(

@@ -28,6 +28,8 @@ DEFAULT_MIN_EFFECT = 0.05  # ±5 %: smaller differences are "equivalent" when sh
 DEFAULT_POWER = 0.8
 ALPHA = 0.05
 OUTLIER_Z = 3.5  # robust z (Iglewicz & Hoaglin) above which a repetition is an outlier
+# The same in MADs of the logs: |log − median| > OUTLIER_CUT × MAD.
+OUTLIER_CUT = OUTLIER_Z / 0.6745
 OUTLIER_MIN_N = 5  # below this, the spread is shown instead
 
 

@@ -16,6 +16,7 @@ from deltalake import DeltaTable
 from fiolake import layout
 from fiolake.aggregator.lake import generations, snapcache
 from fiolake.aggregator.lake.compact import compact
+from fiolake.aggregator.lake.generations import latest_generation
 from fiolake.aggregator.lake.lake import connect
 from fiolake.cli import cli
 from tests.aggregator import lakegen
@@ -155,6 +156,7 @@ def test_interrupted_compaction_then_rerun(tmp_path: Path, stage: str) -> None:
         live |= {*lake.compacted.commit_files(), *lake.compacted.files(layout.SUMMARY_TABLE)}
         live.add(layout.generation_key(lake.compacted.generation))
         live.add(lake.compacted.keys_file)  # the covered ids the record names
+        live.add(lake.compacted.cases_file)  # and its case summaries
         live.add(layout.COMPACTION_LOCK_KEY)  # released, kept: its token only ever grows
     data_files = {k for k in compacted_objects(tmp_path) if "/_delta_log/" not in k}
     assert data_files == live
@@ -197,7 +199,8 @@ def test_cli_compact(tmp_path: Path) -> None:
     took = r" in \d+\.\d\d (ms|s)"
     assert re.fullmatch(
         r"generation 1: appended 55 run\(s\) × table to 5 Delta table\(s\); "
-        rf"11 commit\(s\) indexed \(every commit marker listed\){took}\n",
+        rf"11 commit\(s\) indexed \(every commit marker listed\){took}\n"
+        r"case summaries: folded in 11 run\(s\)\n",
         res.stderr,
     ), res.stderr
     res = CliRunner().invoke(cli, ["lake", "compact", "--lake", str(tmp_path)])
@@ -336,7 +339,9 @@ def test_covered_ids_an_interrupted_compaction_left_are_cleaned_up(tmp_path: Pat
     report = compact(store, grace=ZERO)
     assert report.generation == 2 and stray in report.removed
     left = {k for k in compacted_objects(tmp_path) if layout.generation_object(k)}
-    assert left == {layout.generation_key(2), fresh_ids(store, 2)}
+    gen = latest_generation(store)
+    assert gen is not None and gen.cases_file  # the record's case summaries stay too
+    assert left == {layout.generation_key(2), fresh_ids(store, 2), gen.cases_file}
 
 
 def fresh_ids(store: lakegen.LocalStore, generation: int) -> str:

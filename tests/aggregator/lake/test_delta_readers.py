@@ -229,9 +229,9 @@ def test_lake_of_the_merged_file_layout_is_read_then_migrated(tmp_path: Path) ->
         assert {t: lake.con.sql(f"SELECT count(*) FROM {t}").fetchone() for t in TABLES} == before
     assert_readers_agree(url, store, None, compacted_runs(url, None))
     # the old layout's objects are gone (grace 0); only Delta tables, the generation (its
-    # record and covered ids) and the (released) compaction lock remain
+    # record, covered ids and case summaries) and the (released) compaction lock remain
     left = {p.relative_to(tmp_path).as_posix() for p in (tmp_path / "compacted").rglob("*.*")}
     kept = {k for k in left if layout.generation_object(k) == 2} | {layout.COMPACTION_LOCK_KEY}
-    assert len(kept) == 3
+    assert len(kept) == 4
     assert all(k.startswith(layout.DELTA_PREFIX) for k in left - kept if "/." not in k)
     assert compact(store, grace=timedelta(0)).generation is None

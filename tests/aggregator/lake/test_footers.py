@@ -61,6 +61,7 @@ def test_files_of_one_schema_bind_from_one_footer_once_their_schemas_are_kept(
     assert set(binds[0].values()) == {"by name"}
     # Compacted files, the index and the loose files of night-3: two or more of each.
     views = ["commits", *(f"files_{t}" for t in ("runs", "results", "timeseries", "percentiles"))]
+    views.append("files_uncompacted_runs")  # the loose part of `runs` (`gang.has_gangs`)
     assert binds[1] == dict.fromkeys(views, "one schema")
     # The next compaction folds night-3's files in: their digests are forgotten.
     compact(store, grace=timedelta(0))

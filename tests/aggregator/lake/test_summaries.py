@@ -141,7 +141,7 @@ def test_an_interrupted_compaction_never_summarises_a_run_twice(
     state = latest_generation(store).delta[summaries.TABLE]  # type: ignore[union-attr]
     assert state.key_count == len(set(state.key_array.to_pylist())) == 96  # each run once
     with connect(str(tmp_path)) as lake:
-        assert night_rows._loose_run_ids(lake) == []
+        assert night_rows.loose_run_ids(lake) == []
         _assert_same(lake, RunFilter(), monkeypatch)
 
 
@@ -159,7 +159,7 @@ def test_a_lake_compacted_before_summaries_gets_them_from_its_tables(
     report = compact(store, grace=ZERO)  # the summaries catch up from the tables' files
     assert [(m.table, m.new_runs) for m in report.merged] == [(summaries.TABLE, 48)]
     with connect(str(tmp_path)) as lake:
-        assert night_rows.summarised(lake) and night_rows._loose_run_ids(lake) == []
+        assert night_rows.summarised(lake) and night_rows.loose_run_ids(lake) == []
         _assert_same(lake, RunFilter(), monkeypatch)
 
 

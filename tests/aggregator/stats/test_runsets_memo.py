@@ -14,7 +14,7 @@ import pytest
 from fiolake.aggregator.lake.lake import Lake, connect
 from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.series import fetch_rows
-from fiolake.aggregator.stats import runsets
+from fiolake.aggregator.stats import groupstats, runsets
 from fiolake.aggregator.stats.gate import gate
 from tests.aggregator import lakegen
 
@@ -31,7 +31,7 @@ def lake_of_nights(tmp_path: Path) -> str:
     return str(tmp_path)
 
 
-def fresh(root: str, group: str, filt: RunFilter, metrics: list[str]) -> runsets.Data:
+def fresh(root: str, group: str, filt: RunFilter, metrics: list[str]) -> groupstats.Data:
     with connect(root) as lake:
         return runsets.summarise(lake, group, filt, metrics)
 

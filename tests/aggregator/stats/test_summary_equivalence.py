@@ -23,7 +23,7 @@ import pytest
 from fiolake import layout
 from fiolake.aggregator.lake.lake import Lake, connect
 from fiolake.aggregator.rows.filters import RunFilter
-from fiolake.aggregator.stats import runsets, stats
+from fiolake.aggregator.stats import groupstats, runsets, stats
 from fiolake.aggregator.stats.compare import DEFAULT_METRICS, compare
 from fiolake.schema import parquet_bytes, to_table
 from tests.aggregator import lakegen
@@ -97,7 +97,7 @@ def _reference_sql(
 
 def _reference(
     monkeypatch: pytest.MonkeyPatch, lake: Lake, group_expr: str, metrics: list[str], **kw: bool
-) -> runsets.Data:
+) -> groupstats.Data:
     """`summarise` on the reference query."""
     with monkeypatch.context() as patch:
         patch.setattr(runsets, "_summary_sql", _reference_sql)
@@ -130,7 +130,9 @@ def _write_threads(store: lakegen.LocalStore, run_id: str, started: Any, metrics
     store.put(key, parquet_bytes(to_table("results", rows)))
 
 
-def _lake(root: Path) -> str:
+def every_kind_lake(root: Path) -> str:
+    """A lake of uncompacted runs with every kind of case the table shows (the module
+    docstring); its root."""
     store = lakegen.local_store(root)
     for b, backend in enumerate(BACKENDS):
         for profile in ("random-reads", "seq-writes"):
@@ -167,11 +169,11 @@ def _lake(root: Path) -> str:
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lake]:
     """One connection for the module's tests (connecting is most of their time)."""
-    with connect(_lake(tmp_path_factory.mktemp("equivalence") / "lake")) as handle:
+    with connect(every_kind_lake(tmp_path_factory.mktemp("equivalence") / "lake")) as handle:
         yield handle
 
 
-def _same_summaries(new: runsets.Data, old: runsets.Data) -> None:
+def _same_summaries(new: groupstats.Data, old: groupstats.Data) -> None:
     assert new.keys() == old.keys()
     for key, metrics in old.items():
         for metric, want in metrics.items():

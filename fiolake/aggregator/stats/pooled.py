@@ -1,0 +1,196 @@
+"""A comparison over every run pooled, from the case summaries instead of every run.
+
+`runsets.summarise` folds every selected run × job × direction (16 M rows at a year of a
+100-host fleet). When the question is every run of the lake, grouped by a run attribute
+the case summaries keep (`aggregator.lake.cases`), narrowed at most by backend, profile
+and status, the same `GroupStats` come from those summaries — a few hundred rows —
+plus the runs not compacted yet, folded by the same SQL. Counts, log moments (merged by
+Chan et al.'s update: the same ratios and p-values to ~1e-12), ranges and setups are
+exact. Outliers are judged against the median and MAD of the case's histogram of logs
+(within BIN/2 and BIN of the exact ones), each run by its exact log from the case's
+extremes; when a side of a case has more outliers than the extremes kept, None: the
+caller folds every run (docs/statistics.md, "Outliers of a pooled question").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from fiolake.aggregator.lake import cases
+from fiolake.aggregator.lake.idarrays import positions_array
+from fiolake.aggregator.lake.lake import Lake, literals
+from fiolake.aggregator.lake.sqltext import parquet_source
+from fiolake.aggregator.rows import night_rows
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.stats import case_sketch, stats
+from fiolake.aggregator.stats.groupstats import Data, GroupStats
+
+# Run attributes a case summary row has one value of, that `compare --by` may name.
+GROUPS = ("backend", "fio_version", "origin", "target_kind", "fs_type")
+KEYS = ("grp", "profile", "sha", "job_name", "direction")
+SETUP_COLUMNS = (
+    "steady", "runs", "flagged", "pre", "fio_version", "origin", "target_kind", "fs_type",
+)  # fmt: skip
+_GROUP_EXPR = re.compile(r'^CAST\(r\."(\w+)" AS VARCHAR\)$')
+
+
+def answerable(lake: Lake, group_expr: str, filt: RunFilter, metrics: list[str]) -> bool:
+    """Whether the case summaries can answer: every run of the lake (no campaign, run or
+    time window), grouped by one of GROUPS, headline metrics only, case summaries that
+    fold every compacted run."""
+    found = _GROUP_EXPR.match(group_expr)
+    gen = lake.compacted
+    return (
+        found is not None
+        and found.group(1) in GROUPS
+        and filt == replace(filt, campaign=None, campaigns=(), runs=(), since=None, until=None)
+        and set(metrics) <= set(cases.METRICS)
+        and night_rows.summarised(lake)
+        and gen is not None
+        and gen.cases_file is not None
+        and gen.cases_runs == gen.delta[cases.summaries.TABLE].key_count
+    )
+
+
+def summarise(
+    lake: Lake, group_expr: str, filt: RunFilter, metrics: list[str], sha: str,
+    *, exclude_unsteady: bool,
+) -> Data | None:  # fmt: skip
+    """`runsets.summarise`'s answer from the case summaries; None when they cannot give
+    it (`answerable`, more than `night_rows.LOOSE_LIMIT` runs not compacted, or a case
+    with more outliers on one side than `cases.TOP`)."""
+    if not answerable(lake, group_expr, filt, metrics):
+        return None
+    loose = night_rows.loose_run_ids(lake)
+    if len(loose) > night_rows.LOOSE_LIMIT:
+        return None
+    gen = lake.compacted
+    assert gen is not None and gen.cases_file is not None  # answerable
+    columns = ", ".join(cases.column_order())
+    parts = [
+        f"SELECT {columns} FROM {parquet_source([lake.store.location(gen.cases_file)], hive=False)}"
+    ]
+    if loose:
+        folded = cases.partial_sql("runs", "results", f"r.run_id IN ({literals(loose)})")
+        parts.append(f"SELECT {columns} FROM ({folded})")
+    steady_only = "AND s.steady IS NOT FALSE" if exclude_unsteady else ""
+    by = group_expr.replace("r.", "s.", 1)
+    selected = f"""
+        SELECT coalesce({by}, '') AS grp, coalesce({sha.replace("r.", "s.")}, '') AS sha, s.*
+        FROM ({" UNION ALL ".join(parts)}) s
+        WHERE {filt.where("s")} AND s.profile IS NOT NULL AND s.job_name IS NOT NULL
+          AND s.direction IS NOT NULL {steady_only}
+    """
+    cur = lake.cursor()
+    try:
+        table = cur.execute(selected).to_arrow_table()
+    finally:
+        cur.close()
+    return _data(table, metrics)
+
+
+def _data(table: pa.Table, metrics: list[str]) -> Data | None:
+    """The selected case summary rows merged per group × case, as `Data`; None when a
+    case has more outliers than its rows kept extremes."""
+    keys = list(zip(*(table.column(k).to_pylist() for k in KEYS), strict=True))
+    order = sorted(range(len(keys)), key=keys.__getitem__)  # a sort in SQL moves the sketches
+    table = table.take(positions_array(np.asarray(order, dtype=np.int64)))
+    keys = [keys[i] for i in order]
+    starts = [i for i in range(len(keys)) if i == 0 or keys[i] != keys[i - 1]]
+    case_of_row = np.repeat(np.arange(len(starts)), np.diff([*starts, len(keys)]))
+    data: Data = {}
+    per_metric = {
+        m: _metric(table, m, np.asarray(starts, dtype=np.int64), case_of_row) for m in metrics
+    }
+    if any(v is None for v in per_metric.values()):
+        return None
+    setups = _setups(table.select(list(SETUP_COLUMNS)).to_pylist(), case_of_row, len(starts))
+    for case, first in enumerate(starts):
+        grp, profile, sha_value, job, direction = keys[first]
+        out = {}
+        for metric in metrics:
+            n, log, lo, hi, odd = per_metric[metric][case]  # type: ignore[index]
+            out[metric] = GroupStats(
+                n, log, lo, hi, odd if n >= stats.OUTLIER_MIN_N else [], *setups[case]
+            )
+        data[(str(grp), (profile, job, direction, sha_value or None))] = out
+    return data
+
+
+def _metric(
+    table: pa.Table, metric: str, starts: np.ndarray, case_of_row: np.ndarray
+) -> list[tuple[int, stats.LogSummary | None, Any, Any, list[str]]] | None:
+    """Per case (its rows from `starts`): runs with a value, the log summary (counts
+    added, mean and M2 by Chan et al.'s update), range and outliers of `metric`; None
+    when a case has more outliers than its rows kept extremes."""
+    c = cases.metric_columns(metric)
+    got = table.select([c[p] for p in ("count", "nonpositive", "log_mean", "log_m2", "min", "max")])
+    count, bad, mean, m2, lows, highs = got.to_pydict().values()
+    count, bad = np.asarray(count, dtype=np.int64), np.asarray(bad, dtype=np.int64)
+    logs = count - bad
+    mean = np.asarray([0.0 if v is None else v for v in mean])
+    n = np.add.reduceat(count, starts)
+    n_logs = np.add.reduceat(logs, starts)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mu = np.add.reduceat(logs * mean, starts) / n_logs
+    spread = np.add.reduceat(np.asarray(m2) + logs * (mean - mu[case_of_row]) ** 2, starts)
+    median, mad = case_sketch.median_and_mad(
+        case_sketch.histograms(table.column(c["hist"])), case_of_row, len(starts)
+    )
+    sides = [case_sketch.extremes(table.column(c[side])) for side in ("low", "high")]
+    odd = case_sketch.outliers(sides, case_of_row, median, mad)
+    if odd is None:
+        return None
+    out = []
+    ends = [*starts[1:].tolist(), len(case_of_row)]
+    for case, (first, end) in enumerate(zip(starts.tolist(), ends, strict=True)):
+        total = int(n[case])
+        log = None
+        if total and not bad[first:end].any() and n_logs[case]:
+            var = float(spread[case]) / (total - 1) if total > 1 else None
+            log = stats.LogSummary(total, float(mu[case]), var)
+        lo = min((v for v in lows[first:end] if v is not None), default=None)
+        hi = max((v for v in highs[first:end] if v is not None), default=None)
+        out.append((total, log, lo, hi, odd.get(case, [])))
+    return out
+
+
+def _setups(rows: list[dict[str, Any]], case_of_row: np.ndarray, cases_count: int) -> list[tuple]:
+    """Per case: runs steady, unsteady, not judged, flagged; fio versions; runs
+    preconditioned; origins, targets and file systems pooled (GroupStats' order)."""
+    counts = np.zeros((cases_count, 5), dtype=np.int64)
+    seen: list[tuple[set, set, set, set]] = [
+        (set(), set(), set(), set()) for _ in range(cases_count)
+    ]
+    for row, case in zip(rows, case_of_row.tolist(), strict=True):
+        steady, runs = row["steady"], row["runs"]
+        counts[case] += (
+            runs * (steady is True), runs * (steady is False), runs * (steady is None),
+            runs * bool(row["flagged"]), runs * bool(row["pre"]),
+        )  # fmt: skip
+        fios, origins, targets, fss = seen[case]
+        fios.add(row["fio_version"])
+        origins.add(row["origin"] or "run")
+        targets.add(row["target_kind"] or "dir")
+        fss.add(row["fs_type"])
+    return [
+        (
+            steady,
+            unsteady,
+            unknown,
+            flagged,
+            sorted(v for v in fios if v),
+            pre,
+            sorted(origins),
+            sorted(targets),
+            sorted(v for v in fss if v),
+        )  # fmt: skip
+        for (steady, unsteady, unknown, flagged, pre), (fios, origins, targets, fss) in zip(
+            counts.tolist(), seen, strict=True
+        )
+    ]
