@@ -344,8 +344,10 @@ def _compact(
     for table in [*tables, delta.COMMITS]:
         lock.fence()  # appended by a compactor that lost its lock, rows could double
         state, merged, rows = _compact_table(store, snap, table, gen)
-        if table in summaries.SOURCES:  # kept for the night summaries; the rest let go
-            appended[table] = rows
+        if table in summaries.SOURCES:  # kept for the summaries; the rest let go
+            # One chunk: a night's rows come one chunk per runner's file (3,000), and each
+            # fold of them (night and case summaries) cost 0.6 s more so.
+            appended[table] = rows.combine_chunks() if rows is not None else None
         if state is not None:
             states[table] = state
         if merged is not None:
