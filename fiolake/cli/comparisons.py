@@ -163,6 +163,10 @@ def compare(
     (significant and bigger than --min-effect), equivalent, or inconclusive with the
     repetitions per side that would decide it. Runs of different workloads are
     never pooled unless --allow-mixed. docs/statistics.md has every formula.
+    Over every run (no --campaign, --run or --since) the answer comes from the
+    summaries `lake compact` keeps: the same numbers and verdicts, but outliers judged
+    against a histogram's median and MAD (runs within 0.14 % of the cut may differ);
+    add --since 2000-01-01 to fold every run and list them exactly.
       fiolake compare --campaign nightly --backend nvme --backend ceph
       fiolake compare --run RUN_A --run RUN_B --format json
       fiolake compare --campaign c-20261123-113827-952b --gang members
