@@ -36,6 +36,7 @@ import pyarrow.parquet as pq
 from fiolake import layout
 from fiolake.aggregator.lake import summaries
 from fiolake.aggregator.lake.generations import DeltaState, Generation
+from fiolake.errors import NotFound
 from fiolake.store import ObjectStore
 
 METRICS = summaries.METRICS
@@ -212,10 +213,14 @@ def compact_cases(
     kept = _still_folded(prev, covered)
     if kept == len(covered) and prev is not None:
         return prev.cases_file, kept, 0
-    todo = covered.slice(kept)
-    parts = [summaries.fold_new(store, states, appended, todo, partial_sql, _merge)]
+    parts = []
     if kept and prev is not None and prev.cases_file:
-        parts.insert(0, read(store, prev.cases_file))
+        try:
+            parts.append(read(store, prev.cases_file))
+        except NotFound:  # deleted behind the record's back: every run folded again
+            kept = 0
+    todo = covered.slice(kept)
+    parts.append(summaries.fold_new(store, states, appended, todo, partial_sql, _merge))
     merged = _merge(parts)
     key = layout.generation_cases_key(generation, uuid.uuid4().hex[:16])
     out = io.BytesIO()

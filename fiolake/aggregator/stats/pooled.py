@@ -18,6 +18,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 
@@ -89,6 +90,8 @@ def summarise(
     cur = lake.cursor()
     try:
         table = cur.execute(selected).to_arrow_table()
+    except duckdb.IOException:  # the object is gone (deleted behind its record): fold runs
+        return None
     finally:
         cur.close()
     return _data(table, metrics)
@@ -97,6 +100,8 @@ def summarise(
 def _data(table: pa.Table, metrics: list[str]) -> Data | None:
     """The selected case summary rows merged per group × case, as `Data`; None when a
     case has more outliers than its rows kept extremes."""
+    if not table.num_rows:
+        return {}
     keys = list(zip(*(table.column(k).to_pylist() for k in KEYS), strict=True))
     order = sorted(range(len(keys)), key=keys.__getitem__)  # a sort in SQL moves the sketches
     table = table.take(positions_array(np.asarray(order, dtype=np.int64)))

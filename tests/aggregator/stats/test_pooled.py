@@ -131,6 +131,9 @@ def test_case_summaries_answer_only_what_they_hold(
             assert not pooled.answerable(lake, BY_BACKEND, filt, METRICS)
         assert not pooled.answerable(lake, BY_BACKEND, RunFilter(), ["clat_mean_ns"])
         assert not pooled.answerable(lake, "CAST(r.campaign_id AS VARCHAR)", RunFilter(), METRICS)
+        nothing = RunFilter(status="failed")  # answerable, and no case summary row has one
+        assert pooled.summarise(lake, BY_BACKEND, nothing, METRICS, "NULL",
+                                exclude_unsteady=False) == {}  # fmt: skip
         monkeypatch.setattr(night_rows, "LOOSE_LIMIT", 5)  # 6 runs not compacted
         assert pooled.summarise(lake, BY_BACKEND, RunFilter(), METRICS, "NULL",
                                 exclude_unsteady=False) is None  # fmt: skip
@@ -200,3 +203,21 @@ def test_the_histograms_median_and_mad_are_within_their_bound(
     slack = 1e-9 * (1 + abs(median))  # the float rounding of bin centres
     assert abs(found[0] - median) <= cases.BIN / 2 + slack
     assert abs(found[1] - mad) <= cases.BIN + slack
+
+
+def test_a_case_object_gone_folds_every_run_and_the_next_compaction_rebuilds_it(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = lakegen.local_store(root)
+    gone = latest_generation(store).cases_file  # type: ignore[union-attr]
+    assert gone is not None
+    store.delete(gone)
+    with connect(str(root)) as lake:
+        assert pooled.answerable(lake, BY_BACKEND, RunFilter(), METRICS)
+        assert pooled.summarise(lake, BY_BACKEND, RunFilter(), METRICS, runsets.WORKLOAD,
+                                exclude_unsteady=False) is None  # fmt: skip
+        assert compare(lake).rows  # folded from every run
+    report = compact(store, grace=ZERO)
+    assert report.cases_folded == 48  # all of them, not only the 6 new
+    with connect(str(root)) as lake:
+        _same_summaries(_fast(lake), _exact(lake, monkeypatch))
