@@ -111,9 +111,11 @@ def median_and_mad(
     n = total.astype(np.int64)
     middle = [np.maximum(n - 1, 0) // 2, n // 2]
     bins = [_smallest_above(below, lowest - 1, highest, q) for q in middle]
-    twice = bins[0] + bins[1]  # twice the median's bin, in half-bins from its centre
+    twice = bins[0] + bins[1]  # the two middle bins: the median is (twice + 1) / (2 · SCALE)
 
-    def near(limit: np.ndarray) -> np.ndarray:  # runs within `limit` half-bins of it
+    # Bin b's centre lies |2b − twice| / (2 · SCALE) from the median: the runs of bins with
+    # |2b − twice| ≤ limit, i.e. from ceil((twice − limit) / 2) to floor((twice + limit) / 2).
+    def near(limit: np.ndarray) -> np.ndarray:
         return below((twice + limit) // 2) - below(-((limit - twice) // 2) - 1)
 
     reach = np.maximum(np.abs(2 * highest - twice), np.abs(2 * lowest - twice))
