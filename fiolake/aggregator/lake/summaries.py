@@ -123,6 +123,16 @@ def moments(i: int, c: dict[str, str]) -> str:
     )
 
 
+def chan_merge(n: str, mean: str, m2: str, mu: str) -> tuple[str, str]:
+    """SQL of Chan et al.'s merge of partial log moments (`n` values, their `mean` and
+    `m2`, SQL expressions of a row): the pooled mean over the rows of window `k`, and,
+    aggregated over the same rows given that mean as `mu`, the pooled M2."""
+    return (
+        f"sum({n} * {mean}) OVER k / nullif(sum({n}) OVER k, 0)",
+        f"coalesce(sum({m2} + {n} * ({mean} - {mu}) ^ 2) FILTER (WHERE {n} > 0), 0)",
+    )
+
+
 def partial_sql(runs: str, results: str, where: str, *, with_ids: bool = True) -> str:
     """Summary rows of the runs of relation `runs` (aliased r) that satisfy `where`, from
     their rows in relation `results` (`runs_sql`): one row per night × case × attributes

@@ -148,7 +148,8 @@ def _merged_sql(partial: str, metrics: list[str]) -> str:
             f'p."{c["first_run"]}" AS "first{i}", p."{c["first_us"]}" AS "fus{i}", '
             f'p."{c["last_run"]}" AS "last{i}", p."{c["last_us"]}" AS "lus{i}"'
         )
-        mu.append(f'sum("n{i}" * "mean{i}") OVER k / nullif(sum("n{i}") OVER k, 0) AS "mu{i}"')
+        pooled, spread = summaries.chan_merge(f'"n{i}"', f'"mean{i}"', f'"m2{i}"', f'"mu{i}"')
+        mu.append(f'{pooled} AS "mu{i}"')
         has = f'FILTER (WHERE "n{i}" > 0)'
         first, last = (
             f'struct_pack(a := coalesce("{us}{i}", {NO_START}), r := "{run}{i}")'
@@ -156,7 +157,7 @@ def _merged_sql(partial: str, metrics: list[str]) -> str:
         )
         merged.append(
             f'CAST(sum("n{i}") AS BIGINT) AS "n{i}", any_value("mu{i}") AS "mean{i}", '
-            f'coalesce(sum("m2{i}" + "n{i}" * ("mean{i}" - "mu{i}") ^ 2) {has}, 0) AS "m2{i}", '
+            f'{spread} AS "m2{i}", '
             f'min({first}) {has} AS "f{i}", max({last}) {has} AS "l{i}"'
         )
         picked.append(

@@ -80,9 +80,10 @@ def summarise(
         folded = cases.partial_sql("runs", "results", f"r.run_id IN ({literals(loose)})")
         parts.append(f"SELECT {columns} FROM ({folded})")
     steady_only = "AND s.steady IS NOT FALSE" if exclude_unsteady else ""
-    by = group_expr.replace("r.", "s.", 1)
+    column = _GROUP_EXPR.match(group_expr).group(1)  # type: ignore[union-attr]  # answerable
     selected = f"""
-        SELECT coalesce({by}, '') AS grp, coalesce({sha.replace("r.", "s.")}, '') AS sha, s.*
+        SELECT coalesce(CAST(s."{column}" AS VARCHAR), '') AS grp,
+               coalesce({sha.replace("r.", "s.")}, '') AS sha, s.*
         FROM ({" UNION ALL ".join(parts)}) s
         WHERE {filt.where("s")} AND s.profile IS NOT NULL AND s.job_name IS NOT NULL
           AND s.direction IS NOT NULL {steady_only}
