@@ -46,6 +46,10 @@ PROBE_PREFIX = "probe/"
 # Compaction's summary of each night's runs per case (aggregator.lake.summaries): derived
 # from `runs` and `results`, a Delta table beside theirs, never written by a runner.
 SUMMARY_TABLE = "night_summaries"
+# Each run's headline values per job × direction with its attributes, sorted by case
+# (aggregator.lake.series): what a trend of one case over a year reads. Derived the same way.
+SERIES_TABLE = "run_series"
+DERIVED_TABLES = (SUMMARY_TABLE, SERIES_TABLE)
 
 TABLES = (
     "runs",
@@ -286,12 +290,11 @@ def compacted_key(table: str, month: str, generation: int, token: str) -> str:
 
 
 def delta_table_prefix(table: str) -> str:
-    """The folder of the Delta table holding compacted `table` (or `commits`, or the
-    night summaries compaction derives from runs and results)."""
-    if table not in TABLES and table not in ("commits", SUMMARY_TABLE):
-        raise ValueError(
-            f"unknown table {table!r}; tables are {', '.join(TABLES)}, commits, {SUMMARY_TABLE}"
-        )
+    """The folder of the Delta table holding compacted `table` (or `commits`, or a table
+    compaction derives from runs and results: DERIVED_TABLES)."""
+    known = (*TABLES, "commits", *DERIVED_TABLES)
+    if table not in known:
+        raise ValueError(f"unknown table {table!r}; tables are {', '.join(known)}")
     return f"{DELTA_PREFIX}{table}/"
 
 

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from fiolake import layout
-from fiolake.aggregator.lake import cases, delta, gang, summaries, workloads
+from fiolake.aggregator.lake import cases, delta, gang, series, summaries, workloads
 from fiolake.aggregator.lake.compact_lock import CompactionLock, compaction_lock
 from fiolake.aggregator.lake.coveredids import no_ids
 from fiolake.aggregator.lake.generations import (
@@ -356,16 +356,17 @@ def _compact(
         for table, state in states.items():
             if table not in tables and table != delta.COMMITS and state.covers_index:
                 states[table] = replace(state, covers_index=False)
-    if "runs" in tables and "results" in tables:  # the night summaries follow both
+    if "runs" in tables and "results" in tables:  # the derived tables follow both
         lock.fence()
-        state, summarised = summaries.compact_summaries(store, prev, states, appended, gen)
-        if state is not None:
-            states[summaries.TABLE] = state
-            if summarised:
-                report.merged.append(
-                    Merged(summaries.TABLE, summarised, state.key_count, state.rows, state.version)
-                )
-        lock.fence()
+        for derived in (summaries.compact_summaries, series.compact_series):
+            state, folded = derived(store, prev, states, appended, gen)
+            if state is not None:
+                states[state.table] = state
+                if folded:
+                    report.merged.append(
+                        Merged(state.table, folded, state.key_count, state.rows, state.version)
+                    )
+            lock.fence()
         cases_file, cases_runs, report.cases_folded = cases.compact_cases(
             store, prev, states, appended, gen
         )

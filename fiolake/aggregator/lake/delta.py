@@ -137,8 +137,15 @@ def data_files(store: ObjectStore, dt: DeltaTable, table: str) -> tuple[list[str
     return sorted(f"{layout.delta_table_prefix(table)}{p}" for p in paths), rows
 
 
-def append(store: ObjectStore, table: str, data: pa.Table, generation: int) -> DeltaTable:
-    """Append `data` to `table` (created on first use); returns the table after the commit.
+def append(
+    store: ObjectStore,
+    table: str,
+    data: pa.Table,
+    generation: int,
+    row_group_rows: int = ROW_GROUP_ROWS,
+) -> DeltaTable:
+    """Append `data` to `table` (created on first use), in row groups of `row_group_rows`;
+    returns the table after the commit.
 
     New columns join the table's schema (files written before them read as NULL).
     """
@@ -150,7 +157,7 @@ def append(store: ObjectStore, table: str, data: pa.Table, generation: int) -> D
             schema_mode="merge",
             storage_options=storage_options(store),
             writer_properties=WriterProperties(
-                compression="ZSTD", max_row_group_size=ROW_GROUP_ROWS
+                compression="ZSTD", max_row_group_size=row_group_rows
             ),
             commit_properties=CommitProperties(
                 custom_metadata={"fiolake.generation": str(generation)}

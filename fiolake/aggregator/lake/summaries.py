@@ -216,7 +216,7 @@ def _with_workloads(data: bytes, picked: pa.Table, wanted: pa.Array) -> pa.Table
     return whole.select(picked.column_names)
 
 
-def _unsummarised(
+def uncovered(
     prev: Generation | None,
     states: dict[str, DeltaState],
     before: DeltaState | None,
@@ -242,15 +242,16 @@ def fold_new(
     new: pa.Array,
     sql: Callable[[str, str, str], str] = partial_sql,
     merge: Callable[[list[pa.Table]], pa.Table] = pa.concat_tables,
+    every: int = MERGE_EVERY,
 ) -> pa.Table:
     """Summary rows (`sql`: see `summarise`) of the runs `new`: from the rows this
     compaction appended when those hold them all (a night: its runs are what `results`
-    gained), else from the tables' files (`from_files`, `merge`)."""
+    gained), else from the tables' files (`from_files`, `merge`, `every`)."""
     runs, results = appended.get("runs"), appended.get("results")
     if runs is not None:
         runs = runs.filter(pc.is_in(runs.column("run_id"), value_set=new))
     if runs is None or len(pc.unique(runs.column("run_id"))) != len(new):
-        return from_files(store, states, new, sql, merge)
+        return from_files(store, states, new, sql, merge, every)
     if results is None:  # the night's runs have no results rows (all rejected)
         results = pa.Table.from_batches([], SCHEMAS["results"])
     return summarise(runs, results.filter(pc.is_in(results.column("run_id"), value_set=new)), sql)
@@ -269,14 +270,15 @@ def from_files(
     new: pa.Array,
     sql: Callable[[str, str, str], str] = partial_sql,
     merge: Callable[[list[pa.Table]], pa.Table] = pa.concat_tables,
+    every: int = MERGE_EVERY,
 ) -> pa.Table:
     """Summary rows (`sql`) of the runs `new` from the compacted tables' files: a lake compacted
     before summaries existed (a year: 16 M results rows), or runs an interrupted
     compaction appended. One results file at a time, so memory follows a file, not the
     lake; a run whose rows two files share (an append or `optimize` can cut between a
     run's rows) is folded last, from all of them. `merge` joins the rows of several
-    files into one table (every MERGE_EVERY files: rows that fold across files, as the
-    case summaries' do, stay the size of one file's)."""
+    files into one table (after `every` files: rows that fold across files, as the case
+    summaries' do, stay the size of one file's)."""
     runs = read_rows(store, "runs", states["runs"].files, new)
     files = list(states["results"].files)
     per_file = [_ids_in_file(store, key) for key in files]
@@ -289,7 +291,7 @@ def from_files(
         if len(wanted):
             rows = read_rows(store, "results", [key], wanted)
             found.append(summarise(_of(runs, wanted), rows, sql))
-            if len(found) > MERGE_EVERY:
+            if len(found) > every:
                 found = [merge(found)]
     shared = split.filter(pc.is_in(split, value_set=new))
     if len(shared):
@@ -330,7 +332,7 @@ def compact_summaries(
     covered = delta.with_recovered(
         store, dt, TABLE, recorded, before.key_array if before else no_ids()
     )
-    new = _unsummarised(prev, states, before, covered)
+    new = uncovered(prev, states, before, covered)
     appended_runs = 0
     if len(new):
         rows = fold_new(store, states, appended, new)

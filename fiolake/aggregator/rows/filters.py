@@ -70,14 +70,20 @@ class RunFilter:
 
 
 def _absent(lake: Lake, checks: list[tuple[str, str]]) -> list[bool]:
-    """For each (runs column, value): True when no committed run has it. One scan of
-    `runs` for all the pairs not already known present (`Lake.present`)."""
+    """For each (runs column, value): True when no committed run has it. One query for
+    all the pairs not already known present (`Lake.present`), each an EXISTS that stops
+    at its first row: a backend is in the first row group read, and a campaign's row
+    groups are found by their statistics, where `bool_or` read a year's column (0.15 s
+    of a trend over MinIO at 1,000,000 runs)."""
     unknown = [c for c in dict.fromkeys(checks) if c not in lake.present]
     if unknown:
-        tests = ", ".join(f"bool_or({column} = {literal(value)})" for column, value in unknown)
+        tests = ", ".join(
+            f"EXISTS (SELECT 1 FROM runs WHERE {column} = {literal(value)})"
+            for column, value in unknown
+        )
         cur = lake.cursor()
         try:
-            found = cur.execute(f"SELECT {tests} FROM runs").fetchone() or ()
+            found = cur.execute(f"SELECT {tests}").fetchone() or ()
         finally:
             cur.close()
         lake.present.update(c for c, hit in zip(unknown, found, strict=False) if hit)

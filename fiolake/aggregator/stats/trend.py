@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from fiolake.aggregator.lake import columns
 from fiolake.aggregator.lake.accepted import acceptances
-from fiolake.aggregator.lake.lake import Lake, literal
+from fiolake.aggregator.lake.lake import Lake, literal, literals
+from fiolake.aggregator.rows import case_series
 from fiolake.aggregator.rows.filters import RunFilter, validate
 from fiolake.aggregator.rows.series import fetch_rows
 from fiolake.aggregator.stats.compare import check_metrics
@@ -68,14 +69,7 @@ def trend(
     if bucket not in BUCKETS:
         raise UsageProblem(f"invalid bucket {bucket!r}: choose {' or '.join(BUCKETS)}")
     validate(lake, filt)
-    where = filt.where("r") + _case_where(case)
-    per_run = f"""
-        SELECT r.backend, r.profile, x.job_name, x.direction, r.started_at, x.run_id,
-               r.campaign_id, {columns.per_run_aggregate(metric)} AS value
-        FROM results x JOIN runs r USING (run_id)
-        WHERE {where}
-        GROUP BY ALL
-    """
+    per_run = _per_run(lake, metric, filt, case)
     # Times come as epoch microseconds: DuckDB makes each TIMESTAMPTZ a datetime through
     # pytz, 0.5 s for a year of one profile's runs (99,000 points), ~0.05 s this way.
     if bucket == "run":
@@ -97,6 +91,29 @@ def trend(
         raise LakeError(_nothing_matches(filt, case))
     marked = _mark_change_points(points, min_segment)
     return mark_accepted(lake, marked)  # issue 34: accepted changes
+
+
+def _per_run(lake: Lake, metric: str, filt: RunFilter, case: Case | None) -> str:
+    """SQL of one row per run × job × direction (case_series.COLUMNS, value): from the run
+    series compaction keeps sorted by case when it covers the compacted runs (a year of one
+    case is a row group per file, not every result row), else folded from the views."""
+
+    def folded(where: str) -> str:
+        return f"""
+            SELECT r.backend, r.profile, x.job_name, x.direction, r.started_at, x.run_id,
+                   r.campaign_id, {columns.per_run_aggregate(metric)} AS value
+            FROM results x JOIN runs r USING (run_id)
+            WHERE {where}
+            GROUP BY ALL"""
+
+    fast = case_series.compacted_rows(lake, filt, metric, case)
+    if fast is None:
+        return folded(filt.where("r") + _case_where(case))
+    sql, loose = fast
+    if not loose:
+        return sql
+    picked = f"{filt.where('r')}{_case_where(case)} AND r.run_id IN ({literals(loose)})"
+    return f"{sql} UNION ALL {folded(picked)}"
 
 
 def recent_start(lake: Lake, filt: RunFilter, days: int) -> datetime | None:

@@ -73,9 +73,9 @@ def test_compaction_keeps_answers_and_reads_few_files(tmp_path: Path) -> None:
     assert report.generation == 1
     # one Delta table per table, one data file each, with its own date column
     # (lakegen writes the first four tables only, as lakes did before disk_util & co.)
-    # and the night summaries that compaction derives from runs and results
+    # and the night summaries and run series that compaction derives from runs and results
     written = set(layout.TABLES[:4])
-    summarised = {(layout.SUMMARY_TABLE, 11, 11)}
+    summarised = {(table, 11, 11) for table in layout.DERIVED_TABLES}
     assert {(m.table, m.new_runs, m.runs) for m in report.merged} == {
         (t, 11, 11) for t in written
     } | summarised
@@ -153,7 +153,8 @@ def test_interrupted_compaction_then_rerun(tmp_path: Path, stage: str) -> None:
             views = lake.con.sql(f"SELECT count(*) FROM {table}").fetchone()[0]
             assert DeltaTable(str(tmp_path / layout.delta_table_prefix(table))).count() == views
         live = {k for keys in lake.files.values() for k in keys}
-        live |= {*lake.compacted.commit_files(), *lake.compacted.files(layout.SUMMARY_TABLE)}
+        live |= {*lake.compacted.commit_files()}
+        live |= {k for t in layout.DERIVED_TABLES for k in lake.compacted.files(t)}
         live.add(layout.generation_key(lake.compacted.generation))
         live.add(lake.compacted.keys_file)  # the covered ids the record names
         live.add(lake.compacted.cases_file)  # and its case summaries
@@ -198,7 +199,7 @@ def test_cli_compact(tmp_path: Path) -> None:
     # Each says how long it worked (human_ns's spelling: "840.12 ms", "1.25 s").
     took = r" in \d+\.\d\d (ms|s)"
     assert re.fullmatch(
-        r"generation 1: appended 55 run\(s\) × table to 5 Delta table\(s\); "
+        r"generation 1: appended 66 run\(s\) × table to 6 Delta table\(s\); "
         rf"11 commit\(s\) indexed \(every commit marker listed\){took}\n"
         r"case summaries: folded in 11 run\(s\)\n",
         res.stderr,
@@ -258,8 +259,8 @@ def test_generation_records_name_their_covered_ids_and_format_2_still_reads(
     record = json.loads(store.get(layout.generation_key(1))[0])
     assert record["format"] == 3 and "keys" not in json.dumps(record["delta"])
     ids = pq.read_table(tmp_path / record["keys_file"])
-    # runs, results, timeseries, percentiles, the night summaries; commits
-    assert ids.num_rows == sum(d["key_count"] for d in record["delta"]) == 5 * 11 + 11
+    # runs, results, timeseries, percentiles, the night summaries, the run series; commits
+    assert ids.num_rows == sum(d["key_count"] for d in record["delta"]) == 6 * 11 + 11
     with connect(str(tmp_path)) as lake:
         covered = {t: lake.compacted.covered(t) for t in lake.compacted.delta}
     # The same state as format 2 wrote it, as generation 2.
@@ -289,7 +290,7 @@ def test_generation_records_name_their_covered_ids_and_format_2_still_reads(
     ("damage", "what"),
     [
         ("delete", "is missing"),
-        ("replace", "is unreadable (it holds 2 ids where the record counts 66)"),
+        ("replace", "is unreadable (it holds 2 ids where the record counts 77)"),
     ],
 )
 def test_a_record_whose_covered_ids_are_gone_is_an_error_that_compaction_mends(

@@ -223,7 +223,7 @@ def test_lake_of_the_merged_file_layout_is_read_then_migrated(tmp_path: Path) ->
         assert {t: lake.con.sql(f"SELECT count(*) FROM {t}").fetchone() for t in TABLES} == before
     report = compact(store, grace=timedelta(0))
     assert report.generation == 2 and report.migrated
-    assert {m.table for m in report.merged} == {*TABLES, layout.SUMMARY_TABLE}
+    assert {m.table for m in report.merged} == {*TABLES, *layout.DERIVED_TABLES}
     with connect(url) as lake:
         assert not lake.compacted.legacy
         assert {t: lake.con.sql(f"SELECT count(*) FROM {t}").fetchone() for t in TABLES} == before

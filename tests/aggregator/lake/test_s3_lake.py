@@ -47,7 +47,7 @@ def test_s3_lake_views_compare_and_compaction(stack) -> None:  # noqa: ANN001
     with pytest.raises(AccessDenied, match="access denied"):
         compact(open_store(url, analyst), grace=timedelta(0))
     report = compact(store, grace=timedelta(0))
-    assert report.generation is not None and len(report.merged) == 5  # 4 tables, summaries
+    assert report.generation is not None and len(report.merged) == 6  # 4 tables, 2 derived
     store.put("scratch/x", b"1")
     assert store.location("scratch/x") == f"{url}/scratch/x"
     store.delete("scratch/x")
@@ -79,7 +79,7 @@ def test_compact_prune_and_reads_on_each_real_server(s3_server) -> None:  # noqa
     env = {**s3_server.environ(), "FIOLAKE_LAKE": url}
     compacted = CliRunner().invoke(cli, ["lake", "compact", "--grace", "0s"], env=env)
     assert compacted.exit_code == 0, compacted.output
-    assert compacted.stderr.startswith("generation 1: appended 15 run(s) × table to 5 Delta")
+    assert compacted.stderr.startswith("generation 1: appended 18 run(s) × table to 6 Delta")
     with connect(url, s3_server.settings) as lake:
         assert lake.con.sql(FINGERPRINT).fetchone() == before
         assert all(k.startswith("compacted/") for keys in lake.files.values() for k in keys)

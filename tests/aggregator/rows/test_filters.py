@@ -1,4 +1,4 @@
-"""Filter validation: every value named once, all checked in one pass over `runs`."""
+"""Filter validation: every value named once, all checked in one query of `runs`."""
 
 from __future__ import annotations
 

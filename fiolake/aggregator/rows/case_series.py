@@ -1,0 +1,96 @@
+"""The run series a trend reads instead of a year's result rows.
+
+Compaction keeps each run's headline values per job × direction sorted by case
+(`aggregator.lake.series`). A trend of one case reads the rows of the compacted runs it
+selects from there — a row group or two of each file — and the runs not compacted yet
+from the views, with the same fold. The values are the ones the views' fold gives: the
+same aggregate, computed once at compaction.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from fiolake.aggregator.lake import series
+from fiolake.aggregator.lake.lake import INTERNAL_SCHEMA, Lake, literal
+from fiolake.aggregator.lake.sqltext import parquet_source
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.night_rows import LOOSE_LIMIT, loose_run_ids
+
+VIEW = f"{INTERNAL_SCHEMA}.{series.TABLE}"
+_VIEW_LOCK = threading.Lock()
+# What a per-run row of a trend holds, in this order.
+COLUMNS = ("backend", "profile", "job_name", "direction", "started_at", "run_id", "campaign_id")
+
+
+def covered(lake: Lake) -> bool:
+    """Whether the run series covers exactly the compacted runs and results (a compaction
+    that left out `runs` or `results`, or one of a version before the series, leaves it
+    behind: then trends read `results`)."""
+    gen = lake.compacted
+    if gen is None or gen.legacy or not {"runs", "results"} <= set(lake.files):
+        return False
+    states = [gen.delta.get(t) for t in (series.TABLE, "runs", "results")]
+    return all(states) and len({s.key_count for s in states if s}) == 1
+
+
+def compacted_rows(
+    lake: Lake, filt: RunFilter, metric: str, case: tuple[str | None, str | None] | None
+) -> tuple[str, list[str]] | None:
+    """SQL of the per-run rows (COLUMNS, then `value`) of `metric` of the compacted runs
+    `filt` selects, from the run series (alias s; `case_where` adds conditions on it), and
+    the runs not compacted yet, for the caller to fold from the views; `case` (job name,
+    direction; either may be None) keeps that job and/or direction. None when the
+    series cannot answer: a metric it does not keep, it does not cover the compacted
+    runs, or more than LOOSE_LIMIT runs are not compacted."""
+    if metric not in series.METRICS or filt.runs or not covered(lake):
+        return None
+    loose = loose_run_ids(lake)
+    if len(loose) > LOOSE_LIMIT:
+        return None
+    _view(lake)
+    job, direction = case or (None, None)
+    where = [filt.where("s")]
+    where += [f"s.job_name = {literal(job)}"] if job is not None else []
+    where += [f"s.direction = {literal(direction)}"] if direction is not None else []
+    where += _key_range(filt, job, direction)
+    picked = ", ".join(f"s.{c}" for c in COLUMNS)
+    sql = f'SELECT {picked}, s."{metric}" AS value FROM {VIEW} s WHERE {" AND ".join(where)}'
+    return sql, loose
+
+
+def _key_range(filt: RunFilter, job: str | None, direction: str | None) -> list[str]:
+    """The range of case keys the question's rows have (`series.case_prefix`), as far as
+    it names the case parts in order: what row groups' statistics skip by. The other
+    conditions imply it; it only tells the reader where not to look."""
+    parts: list[str] = []
+    for value in (
+        filt.backends[0] if len(filt.backends) == 1 else None,
+        filt.profile,
+        job,
+        direction,
+    ):
+        if value is None:
+            break
+        parts.append(value)
+    if not parts:
+        return []
+    prefix = series.case_prefix(parts)
+    key = f"s.{series.CASE_KEY}"
+    return [f"{key} >= {literal(prefix)}", f"{key} < {literal(prefix[:-1] + chr(32))}"]
+
+
+def _view(lake: Lake) -> None:
+    """Create the series' view on first use, once, under a lock (the app's sessions share
+    one connection from several threads)."""
+    files = lake.compacted.files(series.TABLE)  # type: ignore[union-attr]
+    # Bound from one footer: every file holds `series.rows_sql`'s columns (appended or
+    # merged), so reading the other forty footers to line them up bought nothing (0.12 s).
+    paths = [lake.store.location(k) for k in files]
+    source = parquet_source(paths, hive=False, one_schema=len(paths) > 1)
+    with _VIEW_LOCK:
+        cur = lake.cursor()
+        try:
+            cur.execute(f"CREATE VIEW IF NOT EXISTS {VIEW} AS SELECT * FROM {source}")
+        finally:
+            cur.close()
