@@ -1,5 +1,5 @@
-"""A derived Delta table kept clustered: files sorted by a key, so a question about one
-case over a year reads a row group per file instead of every row.
+"""A derived Delta table kept clustered: files sorted by a key, and few of them, so a
+question about one case over a year reads a row group of each of a dozen files.
 
 delta-rs offers two rewrites and neither fits a table a compaction appends to every
 night. `optimize.compact` bin-packs small files in the order it finds them: a merged file
@@ -7,15 +7,21 @@ mixes every case in every row group, so nothing can be skipped. `optimize.z_orde
 but rewrites every file of the table each time, a year of rows for a night's append.
 So fiolake writes the files itself — sorted Parquet, put in the table's folder, then one
 Delta commit that adds them (and removes the files they replace): the table stays a Delta
-table any reader can read, with the history of what replaced what. Files this module
-wrote carry MERGED_PREFIX in their name and are never rewritten again; a compaction's
-appends are merged once more than `delta.MAX_FILES` of them have gathered.
+table any reader can read, with the history of what replaced what.
+
+Files are merged in levels, as a log-structured merge tree does: a compaction's appends
+are level 0; more than `delta.MAX_FILES` of one level are merged into one file of the
+next, up to TOP_LEVEL, whose files stay (a lake's history caught up at once is written
+there directly, in files of about MERGED_ROWS). A reader opens every file's footer
+(~7 ms each over HTTP), so the count matters more than the size: a year of nights is
+at most 8 files of each lower level and a few of the top one, where one level was 40.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -30,14 +36,22 @@ from fiolake.aggregator.lake import delta
 from fiolake.store import ObjectStore
 
 MERGED_PREFIX = "part-fiolake-sorted-"
-# Rows per file a merge writes: big enough that a year is tens of files (a question
-# reads one row group of each), small enough that writing one holds little memory.
+_LEVEL = re.compile(rf"^{MERGED_PREFIX}(\d+)-")
+TOP_LEVEL = 2  # level 1 holds ~9 nights, level 2 ~81: a year is 4–5 files of it
+# Rows per file written at the top level: a lake's history is written in files this big
+# (memory follows one), and a merge of lower levels is cut into files this big.
 MERGED_ROWS = 2_000_000
 
 
 def sort_rows(rows: pa.Table, keys: Sequence[str]) -> pa.Table:
     """`rows` in the order of `keys` (ascending, NULLs last)."""
     return rows.sort_by([(k, "ascending") for k in keys])
+
+
+def level(path: str) -> int:
+    """A data file's merge level: 0 for a compaction's append (or a file delta-rs wrote)."""
+    found = _LEVEL.match(path.rsplit("/", 1)[-1])
+    return int(found.group(1)) if found else 0
 
 
 def add_sorted(
@@ -47,12 +61,13 @@ def add_sorted(
     keys: Sequence[str],
     row_group_rows: int,
     *,
+    at_level: int = TOP_LEVEL,
     replacing: Sequence[str] = (),
 ) -> DeltaTable:
-    """Write `rows`, sorted by `keys`, as merged files of `table` (MERGED_ROWS each) and
-    commit them in one Delta version, removing the files `replacing` (paths relative to
-    the table) in the same commit. The table is created first when it does not exist.
-    Returns the table after the commit."""
+    """Write `rows`, sorted by `keys`, as files of level `at_level` of `table`
+    (MERGED_ROWS each) and commit them in one Delta version, removing the files
+    `replacing` (paths relative to the table) in the same commit. The table is created
+    first when it does not exist. Returns the table after the commit."""
     rows = _delta_types(rows)
     dt = delta.open_table(store, table)
     with delta.mapped_errors(store):
@@ -71,7 +86,7 @@ def add_sorted(
         buf = io.BytesIO()
         pq.write_table(chunk, buf, compression="zstd", row_group_size=row_group_rows)
         data = buf.getvalue()
-        name = f"{MERGED_PREFIX}{uuid.uuid4().hex}.zstd.parquet"
+        name = f"{MERGED_PREFIX}{at_level}-{uuid.uuid4().hex}.zstd.parquet"
         store.put(prefix + name, data)
         stats = json.dumps({"numRecords": chunk.num_rows})
         # A merge moves rows (dataChange false, as Delta's own OPTIMIZE); new rows do not.
@@ -92,21 +107,34 @@ def _delta_types(rows: pa.Table) -> pa.Table:
     return rows.cast(pa.schema(fields))
 
 
-def merge_appends(
+def merge_levels(
     store: ObjectStore,
     dt: DeltaTable,
     table: str,
     keys: Sequence[str],
     row_group_rows: int,
 ) -> DeltaTable:
-    """When `table` holds more than `delta.MAX_FILES` files a compaction appended (not
-    merged ones), rewrite them as merged files sorted by `keys`; the table after."""
-    with delta.mapped_errors(store):
-        paths = pa.table(dt.get_add_actions(flatten=True)).column("path").to_pylist()
-    appended = [p for p in paths if not p.rsplit("/", 1)[-1].startswith(MERGED_PREFIX)]
-    if len(appended) <= delta.MAX_FILES:
-        return dt
-    prefix = layout.delta_table_prefix(table)
-    parts = [pq.read_table(io.BytesIO(store.get(prefix + p)[0])) for p in appended]
-    rows = pa.concat_tables(parts, promote_options="permissive")
-    return add_sorted(store, table, rows, keys, row_group_rows, replacing=appended)
+    """Merge each level below TOP_LEVEL holding more than `delta.MAX_FILES` files into
+    one file of the next level, sorted by `keys`; the table after. Level-0 files of half
+    `delta.TARGET_FILE_BYTES` or more are left as they are: a table delta-rs's `optimize`
+    compacted before (its files mix every key, but reading a year of them into memory to
+    sort them costs more than they do)."""
+    for merging in range(TOP_LEVEL):
+        with delta.mapped_errors(store):
+            actions = pa.table(dt.get_add_actions(flatten=True))
+        paths = actions.column("path").to_pylist()
+        sizes = actions.column("size_bytes").to_pylist()
+        chosen = [
+            path
+            for path, size in zip(paths, sizes, strict=True)
+            if level(path) == merging and (merging or size < delta.TARGET_FILE_BYTES // 2)
+        ]
+        if len(chosen) <= delta.MAX_FILES:
+            continue
+        prefix = layout.delta_table_prefix(table)
+        parts = [pq.read_table(io.BytesIO(store.get(prefix + p)[0])) for p in chosen]
+        rows = pa.concat_tables(parts, promote_options="permissive")
+        dt = add_sorted(
+            store, table, rows, keys, row_group_rows, at_level=merging + 1, replacing=chosen
+        )
+    return dt

@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from fiolake import layout
-from fiolake.aggregator.lake import cases, delta, gang, series, summaries, workloads
+from fiolake.aggregator.lake import cases, delta, derived, gang, series, summaries, workloads
 from fiolake.aggregator.lake.compact_lock import CompactionLock, compaction_lock
 from fiolake.aggregator.lake.coveredids import no_ids
 from fiolake.aggregator.lake.generations import (
@@ -358,8 +358,8 @@ def _compact(
                 states[table] = replace(state, covers_index=False)
     if "runs" in tables and "results" in tables:  # the derived tables follow both
         lock.fence()
-        for derived in (summaries.compact_summaries, series.compact_series):
-            state, folded = derived(store, prev, states, appended, gen)
+        for spec in (derived.NIGHT_SUMMARIES, series.SPEC):
+            state, folded = derived.compact_derived(spec, store, prev, states, appended, gen)
             if state is not None:
                 states[state.table] = state
                 if folded:

@@ -8,9 +8,9 @@ Compaction now also writes, for the runs it appends, one row per run × job × d
 to the Delta table `run_series`: the run's attributes a filter names (RunFilter), its
 case as one key column (CASE_KEY), and its value of each headline metric (its threads
 folded by `columns.per_run_aggregate`, as every question folds them). A night's rows
-are appended sorted by SORT_KEYS in small row groups; once more than `delta.MAX_FILES`
-nights gather they are merged into files sorted the same way (`clustered`), so one
-case's rows of a year sit in about one row group per file.
+are appended sorted by SORT_KEYS in small row groups and merged in levels into files
+sorted the same way (`clustered`), so one case's rows of a year sit in about one row
+group of each of a dozen files.
 
 Derived like the night summaries (`summaries`): the same fold, the same coverage (the
 run ids the table covers, in the generation record), the same recovery of an
@@ -26,11 +26,9 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from fiolake import layout
-from fiolake.aggregator.lake import clustered, delta, summaries
-from fiolake.aggregator.lake.coveredids import no_ids
-from fiolake.aggregator.lake.generations import DeltaState, Generation
+from fiolake.aggregator.lake import summaries
+from fiolake.aggregator.lake.derived import Derived
 from fiolake.schema import SCHEMAS
-from fiolake.store import ObjectStore
 
 TABLE = layout.SERIES_TABLE
 METRICS = summaries.METRICS
@@ -76,47 +74,4 @@ def _stored(i: int, metric: str) -> str:
     return f'j."v{i}"'
 
 
-def compact_series(
-    store: ObjectStore,
-    prev: Generation | None,
-    states: dict[str, DeltaState],
-    appended: dict[str, pa.Table | None],
-    generation: int,
-) -> tuple[DeltaState | None, int]:
-    """Add the series rows of the runs `results` covers and the table does not; its state
-    for the generation and how many runs were new to it. None when this compaction left
-    `runs` or `results` out, or no run has results rows yet: readers then read `results`."""
-    if "runs" not in states or "results" not in states:
-        return None, 0
-    before = prev.delta.get(TABLE) if prev is not None and not prev.legacy else None
-    dt = delta.open_table(store, TABLE)
-    recorded = (before.version, before.files) if before else None
-    covered = delta.with_recovered(
-        store, dt, TABLE, recorded, before.key_array if before else no_ids()
-    )
-    new = summaries.uncovered(prev, states, before, covered)
-    written = [0]  # rows written for `new` (runs without results rows have none)
-    if len(new):
-        # A lake's history (an upgrade) is written as merged files after each results
-        # file, so memory follows one file, not the lake; a night is appended.
-        def write_merged(parts: list[pa.Table]) -> pa.Table:
-            rows = pa.concat_tables(parts, promote_options="permissive")
-            if rows.num_rows:
-                clustered.add_sorted(store, TABLE, rows, SORT_KEYS, ROW_GROUP_ROWS)
-                written[0] += rows.num_rows
-            return rows.slice(0, 0)
-
-        rows = summaries.fold_new(store, states, appended, new, rows_sql, write_merged, every=1)
-        if rows.num_rows:
-            ordered = clustered.sort_rows(rows, SORT_KEYS)
-            delta.append(store, TABLE, ordered, generation, ROW_GROUP_ROWS)
-            written[0] += rows.num_rows
-        dt = delta.open_table(store, TABLE)
-    if dt is None:  # no run has results rows yet
-        return None, 0
-    dt = clustered.merge_appends(store, dt, TABLE, SORT_KEYS, ROW_GROUP_ROWS)
-    files, count = delta.data_files(store, dt, TABLE)
-    ids = pa.concat_arrays([covered, new.cast(pa.string())])
-    covers = states["results"].covers_index and len(ids) == states["results"].key_count
-    state = DeltaState(TABLE, dt.version(), tuple(files), ids, count, covers_index=covers)
-    return state, len(new) if written[0] else 0
+SPEC = Derived(TABLE, rows_sql, SORT_KEYS, ROW_GROUP_ROWS)

@@ -13,6 +13,8 @@ among compactions.
 
 The rows are derived: the same SQL (`partial_sql`) folds the runs a reader has no
 summary for (runs not yet compacted) from the lake's views, and readers merge both.
+They are kept in SORT_KEYS order (`derived`, `clustered`), so a question about one
+backend reads that backend's row groups of each file.
 Coverage is kept like any Delta table's (`generations.DeltaState`: the run ids
 summarised), so an interrupted compaction never counts a run twice: each run is named
 once, in `run_ids` of the row of its first job × direction (naming it in every row was
@@ -30,8 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fiolake import layout
-from fiolake.aggregator.lake import columns, delta, workloads
-from fiolake.aggregator.lake.coveredids import no_ids
+from fiolake.aggregator.lake import columns, workloads
 from fiolake.aggregator.lake.generations import DeltaState, Generation
 from fiolake.schema import SCHEMAS
 from fiolake.store import ObjectStore
@@ -53,6 +54,9 @@ RUNS_COLUMNS = (
 )  # fmt: skip
 RESULTS_COLUMNS = ("run_id", "job_name", "direction", "steady_state", *METRICS)
 MERGE_EVERY = 8  # `from_files` merges its files' rows after this many
+# The order rows are kept in (`derived`): a question about one backend (`regressions
+# --backend`) reads its row groups of each file, not the other backends'.
+SORT_KEYS = ("backend", "profile", "job_name", "direction", "campaign_id")
 # Epoch microseconds past any start: where an ordering by start puts runs without one.
 NO_START = 2**63 - 1
 
@@ -308,42 +312,3 @@ def from_files(
 def _of(rows: pa.Table, ids: pa.Array) -> pa.Table:
     """The rows of the runs `ids`."""
     return rows.filter(pc.is_in(rows.column("run_id"), value_set=ids))
-
-
-def compact_summaries(
-    store: ObjectStore,
-    prev: Generation | None,
-    states: dict[str, DeltaState],
-    appended: dict[str, pa.Table | None],
-    generation: int,
-) -> tuple[DeltaState | None, int]:
-    """Summarise the runs `runs` and `results` cover and the summaries do not yet; the
-    summary table's state for the generation and how many runs were new to it (0 when
-    none had rows to summarise: runs without results rows are covered all the same). No
-    state (None) when this compaction left `runs` or `results` out, or the lake has no
-    results yet: readers then fold every run themselves."""
-    if "runs" not in states or "results" not in states:
-        return None, 0
-    before = prev.delta.get(TABLE) if prev is not None and not prev.legacy else None
-    dt = delta.open_table(store, TABLE)
-    # Runs an interrupted compaction summarised after the generation's version: their
-    # rows are in the table, so they are not folded again.
-    recorded = (before.version, before.files) if before else None
-    covered = delta.with_recovered(
-        store, dt, TABLE, recorded, before.key_array if before else no_ids()
-    )
-    new = uncovered(prev, states, before, covered)
-    appended_runs = 0
-    if len(new):
-        rows = fold_new(store, states, appended, new)
-        if rows.num_rows:
-            dt = delta.append(store, TABLE, rows, generation)
-            appended_runs = len(new)
-    if dt is None:  # nothing to summarise yet (runs without results rows)
-        return None, 0
-    delta.optimize(store, dt)
-    files, count = delta.data_files(store, dt, TABLE)
-    ids = pa.concat_arrays([covered, new.cast(pa.string())])
-    covers = states["results"].covers_index and len(ids) == states["results"].key_count
-    state = DeltaState(TABLE, dt.version(), tuple(files), ids, count, covers_index=covers)
-    return state, appended_runs

@@ -10,6 +10,7 @@ significant digits.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from fiolake import layout
-from fiolake.aggregator.lake import summaries, workloads
+from fiolake.aggregator.lake import clustered, delta, derived, summaries, workloads
 from fiolake.aggregator.lake.compact import compact
 from fiolake.aggregator.lake.generations import latest_generation
 from fiolake.aggregator.lake.lake import Lake, connect
@@ -103,6 +104,36 @@ def test_summaries_give_every_nights_fold_loose_runs_and_cut_nights_too(
         # A night the window cuts is folded from its runs, the others read whole.
         partial = night_rows.partial_rows(lake, RunFilter(since=cut), METRICS) or ""
         assert "results" in partial and "'night-22'" in partial  # night 10's label
+
+
+def test_merged_summary_files_are_sorted_by_backend_and_answer_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nights' files merged (`clustered`): one backend's rows together in each file, so
+    `regressions --backend` reads its row groups only; the same nights as before."""
+    monkeypatch.setattr(delta, "MAX_FILES", 1)  # the second night's append merges both
+    small_groups = replace(derived.NIGHT_SUMMARIES, row_group_rows=4)
+    monkeypatch.setattr(derived, "NIGHT_SUMMARIES", small_groups)  # several per file
+    _lake(tmp_path)  # nights 0-11 compacted, one append
+    store = lakegen.local_store(tmp_path)
+    compact(store, grace=ZERO)  # nights 12-23: a second append, then both merged
+    dt = delta.open_table(store, summaries.TABLE)
+    assert dt is not None
+    files, rows = delta.data_files(store, dt, summaries.TABLE)
+    assert files and all(clustered.MERGED_PREFIX in k for k in files)
+    for key in files:
+        data = pq.ParquetFile(tmp_path / key)
+        table = data.read()
+        assert table.equals(clustered.sort_rows(table, summaries.SORT_KEYS))
+        backends = [  # each row group's backends: a range, so a filter skips the others
+            data.metadata.row_group(i).column(table.column_names.index("backend")).statistics
+            for i in range(data.metadata.num_row_groups)
+        ]
+        assert len(backends) > 1 and any(b.min == b.max for b in backends)
+    assert rows == dt.count()
+    with connect(str(tmp_path)) as lake:
+        for filt in (RunFilter(), RunFilter(backends=("ssd",))):
+            _assert_same(lake, filt, monkeypatch)
 
 
 def test_summaries_answer_only_what_they_hold(
