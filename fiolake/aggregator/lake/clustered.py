@@ -38,8 +38,8 @@ from fiolake.store import ObjectStore
 MERGED_PREFIX = "part-fiolake-sorted-"
 _LEVEL = re.compile(rf"^{MERGED_PREFIX}(\d+)-")
 TOP_LEVEL = 2  # level 1 holds ~9 nights, level 2 ~81: a year is 4–5 files of it
-# Rows per file written at the top level: a lake's history is written in files this big
-# (memory follows one), and a merge of lower levels is cut into files this big.
+# Rows per file a merge writes at most (a lake's history is written in files this big:
+# memory follows one), unless the table asks for fewer (`add_sorted`'s `file_rows`).
 MERGED_ROWS = 2_000_000
 
 
@@ -63,9 +63,10 @@ def add_sorted(
     *,
     at_level: int = TOP_LEVEL,
     replacing: Sequence[str] = (),
+    file_rows: int | None = None,
 ) -> DeltaTable:
     """Write `rows`, sorted by `keys`, as files of level `at_level` of `table`
-    (MERGED_ROWS each) and commit them in one Delta version, removing the files
+    (`file_rows` each, at most MERGED_ROWS) and commit them in one Delta version, removing the files
     `replacing` (paths relative to the table) in the same commit. The table is created
     first when it does not exist. Returns the table after the commit."""
     rows = _delta_types(rows)
@@ -81,8 +82,9 @@ def add_sorted(
     now = int(time.time() * 1000)
     actions: list[AddAction | RemoveAction] = [RemoveAction(path, False, now) for path in replacing]
     prefix = layout.delta_table_prefix(table)
-    for start in range(0, ordered.num_rows, MERGED_ROWS):
-        chunk = ordered.slice(start, MERGED_ROWS)
+    step = min(file_rows or MERGED_ROWS, MERGED_ROWS)
+    for start in range(0, ordered.num_rows, step):
+        chunk = ordered.slice(start, step)
         buf = io.BytesIO()
         pq.write_table(chunk, buf, compression="zstd", row_group_size=row_group_rows)
         data = buf.getvalue()

@@ -35,6 +35,8 @@ class Derived:
     sql: Callable[[str, str, str], str]
     sort_keys: tuple[str, ...]
     row_group_rows: int
+    # Rows of a lake's history gathered before they are written as one file: its memory.
+    file_rows: int = clustered.MERGED_ROWS
 
 
 def compact_derived(
@@ -69,15 +71,19 @@ def compact_derived(
             """Called after each results file of a lake's history: its rows gather until
             a top-level file's worth (few files: each costs a reader a footer)."""
             rows = pa.concat_tables(parts, promote_options="permissive")
-            if rows.num_rows < clustered.MERGED_ROWS:
+            if rows.num_rows < spec.file_rows:
                 return rows
-            clustered.add_sorted(store, table, rows, spec.sort_keys, spec.row_group_rows)
+            clustered.add_sorted(
+                store, table, rows, spec.sort_keys, spec.row_group_rows, file_rows=spec.file_rows
+            )
             written[0] += rows.num_rows
             return rows.slice(0, 0)
 
         rows = summaries.fold_new(store, states, appended, new, spec.sql, write_sorted, every=1)
         if rows.num_rows and written[0]:  # the rest of a lake's history
-            clustered.add_sorted(store, table, rows, spec.sort_keys, spec.row_group_rows)
+            clustered.add_sorted(
+                store, table, rows, spec.sort_keys, spec.row_group_rows, file_rows=spec.file_rows
+            )
         elif rows.num_rows:  # a night's runs: appended, merged with others later
             ordered = clustered.sort_rows(rows, spec.sort_keys)
             delta.append(store, table, ordered, generation, spec.row_group_rows)
@@ -93,6 +99,9 @@ def compact_derived(
     return state, len(new) if written[0] else 0
 
 
-# Row groups of 8,192 rows: a merged file of 32 nights (150,000 rows at the bench's
-# fleet) keeps each of its 4 backends in its own few; 65,536 would mix them all.
-NIGHT_SUMMARIES = Derived(summaries.TABLE, summaries.partial_sql, summaries.SORT_KEYS, 8_192)
+# Row groups of 8,192 rows: a merged file of 9 nights (43,000 rows at the bench's fleet)
+# keeps each of its 4 backends in its own few; 65,536 would mix them all. A row holds 61
+# columns, so a lake's history is written 500,000 rows a file (2,000,000 took 3.3 GB).
+NIGHT_SUMMARIES = Derived(
+    summaries.TABLE, summaries.partial_sql, summaries.SORT_KEYS, 8_192, file_rows=500_000
+)

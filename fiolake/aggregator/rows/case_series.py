@@ -9,16 +9,13 @@ same aggregate, computed once at compaction.
 
 from __future__ import annotations
 
-import threading
-
 from fiolake.aggregator.lake import series
-from fiolake.aggregator.lake.lake import INTERNAL_SCHEMA, Lake, literal
-from fiolake.aggregator.lake.sqltext import parquet_source
+from fiolake.aggregator.lake.lake import Lake, literal
+from fiolake.aggregator.rows import derived_view
 from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.night_rows import LOOSE_LIMIT, loose_run_ids
 
-VIEW = f"{INTERNAL_SCHEMA}.{series.TABLE}"
-_VIEW_LOCK = threading.Lock()
+VIEW = derived_view.name(series.TABLE)
 # What a per-run row of a trend holds, in this order.
 COLUMNS = ("backend", "profile", "job_name", "direction", "started_at", "run_id", "campaign_id")
 
@@ -48,7 +45,9 @@ def compacted_rows(
     loose = loose_run_ids(lake)
     if len(loose) > LOOSE_LIMIT:
         return None
-    _view(lake)
+    # One footer binds it: every file holds `series.rows_sql`'s columns (appended or
+    # merged), so reading the other footers to line them up bought nothing (0.12 s).
+    derived_view.ensure(lake, series.TABLE, one_schema=True)
     job, direction = case or (None, None)
     where = [filt.where("s")]
     where += [f"s.job_name = {literal(job)}"] if job is not None else []
@@ -78,19 +77,3 @@ def _key_range(filt: RunFilter, job: str | None, direction: str | None) -> list[
     prefix = series.case_prefix(parts)
     key = f"s.{series.CASE_KEY}"
     return [f"{key} >= {literal(prefix)}", f"{key} < {literal(prefix[:-1] + chr(32))}"]
-
-
-def _view(lake: Lake) -> None:
-    """Create the series' view on first use, once, under a lock (the app's sessions share
-    one connection from several threads)."""
-    files = lake.compacted.files(series.TABLE)  # type: ignore[union-attr]
-    # Bound from one footer: every file holds `series.rows_sql`'s columns (appended or
-    # merged), so reading the other forty footers to line them up bought nothing (0.12 s).
-    paths = [lake.store.location(k) for k in files]
-    source = parquet_source(paths, hive=False, one_schema=len(paths) > 1)
-    with _VIEW_LOCK:
-        cur = lake.cursor()
-        try:
-            cur.execute(f"CREATE VIEW IF NOT EXISTS {VIEW} AS SELECT * FROM {source}")
-        finally:
-            cur.close()

@@ -11,18 +11,16 @@ follows the nights, not the runs.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
 from fiolake.aggregator.lake import summaries
-from fiolake.aggregator.lake.lake import INTERNAL_SCHEMA, Lake, literal, literals
-from fiolake.aggregator.lake.sqltext import parquet_source
+from fiolake.aggregator.lake.lake import Lake, literal, literals
+from fiolake.aggregator.rows import derived_view
 from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.series import fetch_rows
 
-VIEW = f"{INTERNAL_SCHEMA}.{summaries.TABLE}"
-_VIEW_LOCK = threading.Lock()
+VIEW = derived_view.name(summaries.TABLE)
 # Runs not compacted are named in the query: past this many (weeks without `lake
 # compact`) folding every run is no slower than a query that long.
 LOOSE_LIMIT = 20_000
@@ -39,20 +37,6 @@ def summarised(lake: Lake) -> bool:
     return all(states) and len({s.key_count for s in states if s}) == 1
 
 
-def _view(lake: Lake) -> None:
-    """Create the summaries' view on first use (a connect binds none it may not need);
-    once, under a lock: the app's sessions share one connection from several threads,
-    and two catalog writes at once conflict."""
-    files = lake.compacted.files(summaries.TABLE)  # type: ignore[union-attr]
-    source = parquet_source([lake.store.location(k) for k in files], hive=False)
-    with _VIEW_LOCK:
-        cur = lake.cursor()
-        try:
-            cur.execute(f"CREATE VIEW IF NOT EXISTS {VIEW} AS SELECT * FROM {source}")
-        finally:
-            cur.close()
-
-
 def loose_run_ids(lake: Lake) -> list[str]:
     """Committed runs whose runs or results rows the compacted tables do not hold."""
     loose = lake.snapshot.loose.items()
@@ -66,7 +50,7 @@ def partial_rows(lake: Lake, filt: RunFilter, metrics: Sequence[str]) -> str | N
     LOOSE_LIMIT runs not compacted)."""
     if filt.runs or not set(metrics) <= set(summaries.METRICS) or not summarised(lake):
         return None
-    _view(lake)
+    derived_view.ensure(lake, summaries.TABLE)
     where = replace(filt, since=None, until=None).where("s")
     inside, cut = "true", []
     if filt.since is not None or filt.until is not None:
