@@ -203,7 +203,11 @@ def test_a_lake_compacted_before_the_series_gets_it_from_its_files(
     with connect(str(root)) as lake:
         assert not case_series.covered(lake)  # so trends fold `results`
         assert case_series.compacted_rows(lake, RunFilter(), "iops", None) is None
+    # Written in files of 50 rows as it goes (a year: 2,000,000), the table created so.
+    monkeypatch.setattr(series, "SPEC", replace(series.SPEC, file_rows=50))
     report = compact(store, grace=ZERO)
     assert (layout.SERIES_TABLE, 42) in [(m.table, m.new_runs) for m in report.merged]
+    levels = [clustered.level(k) for k in _described(root)]
+    assert len(levels) > 1 and set(levels) == {clustered.TOP_LEVEL}
     _late_runs(root)
     _assert_same_trends(root, monkeypatch)
