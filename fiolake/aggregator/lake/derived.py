@@ -8,8 +8,8 @@ table existed, from the tables' files, one results file at a time, written out a
 so memory follows a file or two); the rows are written sorted by the table's key, and
 appended files are merged in levels into files sorted the same way (`clustered`), so a
 reader's row-group statistics find one backend's or one case's rows without reading
-the others, in a dozen files rather than a year of them. Coverage is the run ids folded, as for the
-lake's tables, so an interrupted compaction never folds a run twice.
+the others, in a dozen files rather than a year of them. Coverage is the run ids
+folded, as for the lake's tables, so an interrupted compaction never folds a run twice.
 """
 
 from __future__ import annotations

@@ -21,14 +21,9 @@ COLUMNS = ("backend", "profile", "job_name", "direction", "started_at", "run_id"
 
 
 def covered(lake: Lake) -> bool:
-    """Whether the run series covers exactly the compacted runs and results (a compaction
-    that left out `runs` or `results`, or one of a version before the series, leaves it
-    behind: then trends read `results`)."""
-    gen = lake.compacted
-    if gen is None or gen.legacy or not {"runs", "results"} <= set(lake.files):
-        return False
-    states = [gen.delta.get(t) for t in (series.TABLE, "runs", "results")]
-    return all(states) and len({s.key_count for s in states if s}) == 1
+    """Whether the run series covers exactly the compacted runs (else trends read
+    `results`)."""
+    return derived_view.covers_compacted(lake, series.TABLE)
 
 
 def compacted_rows(

@@ -20,6 +20,17 @@ def name(table: str) -> str:
     return f"{INTERNAL_SCHEMA}.{table}"
 
 
+def covers_compacted(lake: Lake, table: str) -> bool:
+    """Whether derived `table` covers exactly the runs the compacted `runs` and `results`
+    cover. A compaction that left out `runs` or `results` (`--table`), or one of a version
+    before the table, leaves it behind: then questions fold every run from the views."""
+    gen = lake.compacted
+    if gen is None or gen.legacy or not {"runs", "results"} <= set(lake.files):
+        return False
+    states = [gen.delta.get(t) for t in (table, "runs", "results")]
+    return all(states) and len({s.key_count for s in states if s}) == 1
+
+
 def ensure(lake: Lake, table: str, *, one_schema: bool = False) -> str:
     """Create the view of `table`'s files in the lake's compaction generation unless it
     exists; its name. `one_schema`: every file is known to hold the same columns, so the

@@ -27,14 +27,9 @@ LOOSE_LIMIT = 20_000
 
 
 def summarised(lake: Lake) -> bool:
-    """Whether the lake's summaries cover exactly the compacted runs and results (a
-    compaction left out `--table runs` or `results`, or one of a version before
-    summaries, leaves them behind: then every run is folded from the views)."""
-    gen = lake.compacted
-    if gen is None or gen.legacy or not {"runs", "results"} <= set(lake.files):
-        return False
-    states = [gen.delta.get(t) for t in (summaries.TABLE, "runs", "results")]
-    return all(states) and len({s.key_count for s in states if s}) == 1
+    """Whether the lake's summaries cover exactly the compacted runs and results (else
+    every run is folded from the views)."""
+    return derived_view.covers_compacted(lake, summaries.TABLE)
 
 
 def loose_run_ids(lake: Lake) -> list[str]:
