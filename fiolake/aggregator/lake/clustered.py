@@ -66,9 +66,9 @@ def add_sorted(
     file_rows: int | None = None,
 ) -> DeltaTable:
     """Write `rows`, sorted by `keys`, as files of level `at_level` of `table`
-    (`file_rows` each, at most MERGED_ROWS) and commit them in one Delta version, removing the files
-    `replacing` (paths relative to the table) in the same commit. The table is created
-    first when it does not exist. Returns the table after the commit."""
+    (`file_rows` each, at most MERGED_ROWS) and commit them in one Delta version,
+    removing the files `replacing` (paths relative to the table) in the same commit. The
+    table is created first when it does not exist. Returns the table after the commit."""
     rows = _delta_types(rows)
     dt = delta.open_table(store, table)
     with delta.mapped_errors(store):

@@ -30,8 +30,8 @@ class Derived:
     """What a derived table is: its name, its fold and its order."""
 
     table: str
-    # SQL of the table's rows for the runs of relation a (aliased r) satisfying c, from
-    # their rows in relation b (`summaries.partial_sql` and the like).
+    # (runs relation, results relation, condition on runs aliased r) -> SQL of the
+    # table's rows for those runs (`summaries.partial_sql`, `series.rows_sql`).
     sql: Callable[[str, str, str], str]
     sort_keys: tuple[str, ...]
     row_group_rows: int

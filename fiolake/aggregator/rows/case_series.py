@@ -30,9 +30,9 @@ def compacted_rows(
     lake: Lake, filt: RunFilter, metric: str, case: tuple[str | None, str | None] | None
 ) -> tuple[str, list[str]] | None:
     """SQL of the per-run rows (COLUMNS, then `value`) of `metric` of the compacted runs
-    `filt` selects, from the run series (alias s; `case_where` adds conditions on it), and
-    the runs not compacted yet, for the caller to fold from the views; `case` (job name,
-    direction; either may be None) keeps that job and/or direction. None when the
+    `filt` selects, from the run series (alias s), and the runs not compacted yet, for
+    the caller to fold from the views; `case` (job name, direction; either may be None)
+    keeps that job and/or direction. None when the
     series cannot answer: a metric it does not keep, it does not cover the compacted
     runs, or more than LOOSE_LIMIT runs are not compacted."""
     if metric not in series.METRICS or filt.runs or not covered(lake):
