@@ -1,7 +1,7 @@
 """`fiolake gate`, known answer on real fio: an fsync-heavy 4 KiB write job on tmpfs
-(campaign A) against the same job file on a disk directory (B) is worse in p99 latency
-and IOPS — exit 1, a JUnit failure, a Markdown table; tmpfs again (C) against A
-differs only by chance."""
+(campaign A) against the same job file on a disk directory (B) is worse in IOPS and
+mean latency, and not better in p99 — exit 1, a JUnit failure, a Markdown table; tmpfs
+again (C) against A differs only by chance."""
 
 from __future__ import annotations
 
@@ -93,20 +93,33 @@ def test_disk_after_tmpfs_fails_the_gate(lake: Path, tmp_path: Path) -> None:
     assert table[2].startswith("| backend | profile | job | dir | metric |")
     assert table[3].startswith("|---|")
     worse = [line for line in table if "▼ worse" in line]
-    assert any("| clat_p99_ns |" in line for line in worse), res.stdout
     assert any("| iops |" in line for line in worse), res.stdout
+    assert any("| lat_mean_ns |" in line for line in worse), res.stdout
     assert table[4] in worse  # worst first
     cases = [case for suite in JUnitXml.fromfile(str(junit)) for case in suite]
     failures = [c for c in cases if any(isinstance(r, Failure) for r in c.result)]
-    assert len(failures) >= 1
-    assert {c.name for c in failures} >= {"fsync-writes.write.clat_p99_ns"}
+    assert {c.name for c in failures} >= {
+        "fsync-writes.write.iops",
+        "fsync-writes.write.lat_mean_ns",
+    }
     assert "family: campaign A, campaign B, backend box vs A" in res.stderr
 
     doc = json.loads(
         gate(lake, "--campaign", "B", "--baseline-campaign", "A", "--format", "json").stdout
     )
-    p99 = next(r for r in doc["rows"] if r["metric"] == "clat_p99_ns")
-    assert p99["verdict"] == "worse" and p99["ratio"] > 1.05 and p99["p_adjusted"] < 0.05
+    rows = {r["metric"]: r for r in doc["rows"]}
+    for metric in ("iops", "lat_mean_ns"):
+        assert rows[metric]["verdict"] == "worse" and rows[metric]["p_adjusted"] < 0.05
+    assert rows["iops"]["ratio"] < 0.95 and rows["lat_mean_ns"]["ratio"] > 1.05
+    # p99 is a disk's tail: over 3 runs a side it may be `worse` or, when one run's tail is
+    # far from the others', `inconclusive` — never `better` or `same`. CI at 0aac352:
+    # clat_p99 15.9x [0.668x, 377x], p_adjusted 0.065, while iops was 0.00657x, p 6e-05.
+    p99 = rows["clat_p99_ns"]
+    assert p99["ratio"] > 1.05 and p99["verdict"] in ("worse", "inconclusive"), p99
+    if p99["verdict"] == "worse":
+        assert p99["p_adjusted"] < 0.05
+    else:
+        assert p99["ratio_ci_high"] > 1 > p99["ratio_ci_low"], p99
 
 
 def test_tmpfs_again_differs_only_by_chance_and_the_default_baseline_is_the_newest_earlier(
