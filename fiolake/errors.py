@@ -58,6 +58,13 @@ class StoreUnavailable(StoreError):
     """The store could not be reached or answered 5xx / slow down: worth retrying."""
 
 
+class StoreFull(StoreUnavailable):
+    """The store has no room for the object (S3 507 XMinioStorageFull, a local file system
+    with no space left). Retrying helps once someone frees space, so it is a
+    StoreUnavailable: runners keep their results spooled and retry; the CLI says what to
+    free instead of "try again in a minute"."""
+
+
 class PreconditionFailed(StoreError):
     """A conditional write lost: the key exists (If-None-Match) or changed (If-Match)."""
 

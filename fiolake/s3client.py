@@ -21,6 +21,7 @@ from fiolake.errors import (
     NotFound,
     PreconditionFailed,
     StoreError,
+    StoreFull,
     StoreUnavailable,
 )
 
@@ -223,6 +224,10 @@ _UNAVAILABLE_CODES = frozenset(
 )  # fmt: skip
 
 
+# 507 Insufficient Storage: MinIO's drives are (over 99 %) full.
+_FULL_CODES = frozenset({"XMinioStorageFull"})
+
+
 def s3_error(exc: Exception, key: str, *, url: str, endpoint: str, bucket: str) -> Exception:
     """The fiolake error for botocore's `exc` on `key` of the lake at `url` (in `bucket`)."""
     from botocore.exceptions import (
@@ -281,6 +286,13 @@ def s3_error(exc: Exception, key: str, *, url: str, endpoint: str, bucket: str) 
                 "where this object goes (another key has it as its prefix, which a "
                 "file-system back end such as versitygw's POSIX one cannot hold); remove "
                 "that key or point the lake at another prefix"
+            )
+        if code in _FULL_CODES or status == 507:
+            return StoreFull(
+                f"{key}: {endpoint} answered {status} ({code or status}) — the object store "
+                "is out of space: free space on its drives (or remove old runs with "
+                "`fiolake lake prune`), then try again (runners keep their results and "
+                "retry on their own)"
             )
         if code in _UNAVAILABLE_CODES or (status is not None and status >= 500):
             return StoreUnavailable(

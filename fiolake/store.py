@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import errno
 import fcntl
 import hashlib
 import os
@@ -20,7 +21,7 @@ from email.utils import parsedate_to_datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from fiolake.errors import NotFound, PreconditionFailed, StoreError
+from fiolake.errors import NotFound, PreconditionFailed, StoreError, StoreFull
 from fiolake.s3client import S3Settings, error_code, put_object, s3_client, s3_error
 
 
@@ -118,7 +119,24 @@ class LocalStore:
     def put(
         self, key: str, data: bytes, *, if_none_match: bool = False, if_match: str | None = None
     ) -> str:
-        """Write `data` atomically; create-only or compare-and-swap when asked."""
+        """Write `data` atomically; create-only or compare-and-swap when asked. A file
+        system with no space left raises StoreFull, the key untouched."""
+        with self._space_errors(key):
+            return self._put(key, data, if_none_match=if_none_match, if_match=if_match)
+
+    @contextlib.contextmanager
+    def _space_errors(self, key: str) -> Iterator[None]:
+        try:
+            yield
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise StoreFull(
+                f"{key}: no space left on the file system of {self.root} — free space there "
+                "(or remove old runs with `fiolake lake prune`), then try again"
+            ) from None
+
+    def _put(self, key: str, data: bytes, *, if_none_match: bool, if_match: str | None) -> str:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")

@@ -1,0 +1,155 @@
+"""A store with no room left: a lake directory on a full file system (a small tmpfs the
+test mounts and fills) and a MinIO whose one drive is full (a loop device the test makes)
+refuse a write. The CLI says the store is out of space and what to free, exit 1, no
+traceback, no temporary file left; the store's StoreFull is a StoreUnavailable, so a
+runner keeps its results spooled and retries as it does through an outage."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from fiolake.cli import cli
+from fiolake.errors import StoreFull, StoreUnavailable
+from fiolake.stack import minio
+from fiolake.stack.bootstrap_tls import ensure_bootstrap_tls
+from fiolake.stack.process import free_ports, wait_for
+from fiolake.store import LocalStore, S3Settings, S3Store
+
+CORPUS = Path(__file__).parent.parent / "data" / "fio-outputs"
+FIO_OUTPUT = CORPUS / "vc-fio-3.13.txt"
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mount)")
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` mounted at `where`, unmounted afterwards."""
+    where.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+@contextlib.contextmanager
+def full_tmpfs(where: Path) -> Iterator[Path]:
+    """A 1 MiB tmpfs at `where`, filled but for a few KiB."""
+    with tmpfs(where, "1m"):
+        filler = where / "filler"
+        with contextlib.suppress(OSError), filler.open("wb") as f:  # until ENOSPC
+            while True:
+                f.write(bytes(4096))
+                f.flush()
+        yield where
+
+
+@needs_root
+def test_a_lake_on_a_full_file_system_says_so(tmp_path: Path) -> None:
+    with full_tmpfs(tmp_path / "small") as small:
+        lake = small / "lake"
+        lake.mkdir()
+        res = CliRunner().invoke(
+            cli, ["import", str(FIO_OUTPUT), "--backend", "b", "--lake", str(lake)]
+        )
+        assert res.exit_code == 1, res.output
+        assert "Traceback" not in res.output
+        error = res.stderr.strip().splitlines()[-1]
+        assert error.startswith(("Error: raw/", "Error: results/")), error  # the first write
+        assert error.endswith(
+            f": no space left on the file system of {lake} — free space there (or remove "
+            "old runs with `fiolake lake prune`), then try again"
+        ), error
+        assert not [p for p in lake.rglob("*") if p.name.endswith(".tmp")]
+        assert not list(lake.rglob("commits/**/*.json"))  # nothing committed half-written
+
+        with pytest.raises(StoreFull) as raised:
+            LocalStore(lake).put("x/big", bytes(2**20))
+        assert isinstance(raised.value, StoreUnavailable)  # runners retry it
+        assert not list((lake / "x").iterdir())
+
+        (small / "filler").unlink()  # space again: the same import succeeds
+        res = CliRunner().invoke(
+            cli, ["import", str(FIO_OUTPUT), "--backend", "b", "--lake", str(lake)]
+        )
+        assert res.exit_code == 0, res.output
+
+
+@needs_root
+@pytest.mark.stack
+def test_a_full_minio_says_out_of_space_not_try_again(tmp_path: Path) -> None:
+    """MinIO answers 507 XMinioStorageFull once its drive has less free space than it keeps
+    (4 MiB left of 1.1 GB here; with 256 KiB left the write itself fails, 500 InternalError).
+    MinIO refuses drives under ~1 GiB, hence the size."""
+    ca, crt, key = ensure_bootstrap_tls(tmp_path / "tls", ["127.0.0.1"])
+    certs = tmp_path / "certs"  # the names MinIO looks for
+    certs.mkdir()
+    shutil.copy(crt, certs / "public.crt")
+    shutil.copy(key, certs / "private.key")
+    port, console = free_ports(2)
+    user, password = "full-root", secrets.token_urlsafe(24)
+    with tmpfs(tmp_path / "drive", "1100m") as drive:
+        argv = minio.server_argv(minio.ensure_minio(), address=f"127.0.0.1:{port}",
+                                 console_address=f"127.0.0.1:{console}",
+                                 certs_dir=certs, data_dir=drive / "data")  # fmt: skip
+        env = {**os.environ, **minio.server_env(user, password)}
+        with open(tmp_path / "minio.log", "wb") as log:
+            proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)  # noqa: S603
+        try:
+            endpoint = f"https://127.0.0.1:{port}"
+            wait_for(lambda: minio.ready(endpoint, ca), timeout_s=30, what="the full MinIO")
+            store = S3Store(
+                "lake", "", S3Settings(endpoint=endpoint, access_key=user, secret_key=password,
+                                       ca_bundle=str(ca))
+            )  # fmt: skip
+            store.client.create_bucket(Bucket="lake")
+            free = shutil.disk_usage(drive).free
+            filler = str(drive / "filler")
+            subprocess.run(["fallocate", "-l", str(free - 4 * 2**20), filler], check=True)
+            s3 = {"FIOLAKE_S3_ENDPOINT": endpoint, "AWS_ACCESS_KEY_ID": user,
+                  "AWS_SECRET_ACCESS_KEY": password, "FIOLAKE_CA_BUNDLE": str(ca)}  # fmt: skip
+            args = ["import", str(FIO_OUTPUT), "--backend", "b", "--lake", "s3://lake/full"]
+            res = CliRunner().invoke(cli, args, env=s3)
+            assert res.exit_code == 1, res.output
+            assert "Traceback" not in res.output
+            error = res.stderr.strip().splitlines()[-1]
+            # The first write: the store probe's (a lake's first contact) or the run's own.
+            assert error.startswith(("Error: full/probe/", "Error: raw/")), error
+            assert error.endswith(
+                f": {endpoint} answered 507 (XMinioStorageFull) — the object store is out of "
+                "space: free space on its drives (or remove old runs with `fiolake lake "
+                "prune`), then try again (runners keep their results and retry on their own)"
+            ), error
+            assert list(store.list("full/")) == []  # nothing written, the probe cleaned up
+
+            with pytest.raises(StoreFull):
+                store.put("k", b"x")
+
+            os.unlink(filler)  # room again, once MinIO looks at its drive again (~1 s)
+
+            def writable() -> bool:
+                with contextlib.suppress(StoreFull):
+                    store.put("k", b"x")
+                    return True
+                return False
+
+            wait_for(writable, timeout_s=30, what="MinIO with room again")
+            # the same import succeeds
+            res = CliRunner().invoke(cli, args, env=s3)
+            assert res.exit_code == 0, res.output
+        finally:
+            proc.kill()
+            proc.wait()
