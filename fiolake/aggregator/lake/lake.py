@@ -347,7 +347,11 @@ def new_connection(s3: S3Settings | None) -> duckdb.DuckDBPyConnection:
     threads = duckdb_threads()
     con = duckdb.connect(":memory:", config={"threads": threads} if threads else {})
     con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET parquet_metadata_cache = true")
+    # GLOBAL, as the S3 settings: every question runs on a cursor (`Lake.cursor`), a new
+    # connection that does not inherit session settings. Set for the session only, each
+    # query read every Parquet footer again: a page's four-run timeseries query on the
+    # 1,000,000-run lake 0.44-0.54 s instead of 0.19 s (136 files).
+    con.execute("SET GLOBAL parquet_metadata_cache = true")
     workloads.register(con)
     if s3 is not None:
         configure_s3(con, s3)

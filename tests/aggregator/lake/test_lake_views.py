@@ -161,14 +161,17 @@ def test_queries_cannot_read_outside_the_lake(tmp_path: Path) -> None:
 
 def test_s3_connections_cache_what_the_docs_say_without_revalidation() -> None:
     con = new_connection(S3Settings(endpoint="https://127.0.0.1:9"))
-    settings = dict(
-        con.execute(
-            "SELECT name, value FROM duckdb_settings() WHERE name IN ('parquet_metadata_cache',"
-            " 'enable_http_metadata_cache', 'validate_external_file_cache')"
-        ).fetchall()
-    )
-    assert settings == {
-        "parquet_metadata_cache": "true",
-        "enable_http_metadata_cache": "true",
-        "validate_external_file_cache": "NO_VALIDATION",
-    }
+    # Questions run on cursors (Lake.cursor: new connections), which must cache too.
+    for each in (con, con.cursor()):
+        settings = dict(
+            each.execute(
+                "SELECT name, value FROM duckdb_settings() WHERE name IN "
+                "('parquet_metadata_cache', 'enable_http_metadata_cache', "
+                "'validate_external_file_cache')"
+            ).fetchall()
+        )
+        assert settings == {
+            "parquet_metadata_cache": "true",
+            "enable_http_metadata_cache": "true",
+            "validate_external_file_cache": "NO_VALIDATION",
+        }
