@@ -54,10 +54,12 @@ def per_second(lake: Lake, run_ids: list[str], metric: str) -> list[SeriesPoint]
         SELECT t.run_id, r.backend, t.job_name, t.direction, t.second, {agg}(t."{metric}"),
                coalesce(bool_and(t.zero_filled), false), coalesce(bool_or(t.partial), false)
         FROM timeseries t JOIN runs r USING (run_id)
-        WHERE t.run_id IN ({marks})
+        WHERE t.run_id IN ({marks}) AND r.run_id IN ({marks})
         GROUP BY ALL ORDER BY ALL
     """
-    return [SeriesPoint(*row) for row in fetch_rows(lake, sql, list(run_ids))]
+    # The runs named on both sides: DuckDB does not carry the filter across the join, and
+    # building the join from every runs row was 60 of 160 ms at 1,000,000 runs.
+    return [SeriesPoint(*row) for row in fetch_rows(lake, sql, [*run_ids, *run_ids])]
 
 
 def distinct(lake: Lake, column: str, where: str = "true", params: list[Any] | None = None) -> list:
