@@ -119,6 +119,16 @@ def test_a_full_minio_says_out_of_space_not_try_again(tmp_path: Path) -> None:
             free = shutil.disk_usage(drive).free
             filler = str(drive / "filler")
             subprocess.run(["fallocate", "-l", str(free - 4 * 2**20), filler], check=True)
+
+            def writable() -> bool:
+                with contextlib.suppress(StoreFull):
+                    store.put("k", b"x")
+                    return True
+                return False
+
+            # MinIO looks at its drive about once a second: a write just after the fill
+            # still succeeded here, so wait until it refuses one.
+            wait_for(lambda: not writable(), timeout_s=30, what="MinIO to see its drive full")
             s3 = {"FIOLAKE_S3_ENDPOINT": endpoint, "AWS_ACCESS_KEY_ID": user,
                   "AWS_SECRET_ACCESS_KEY": password, "FIOLAKE_CA_BUNDLE": str(ca)}  # fmt: skip
             args = ["import", str(FIO_OUTPUT), "--backend", "b", "--lake", "s3://lake/full"]
@@ -138,14 +148,7 @@ def test_a_full_minio_says_out_of_space_not_try_again(tmp_path: Path) -> None:
             with pytest.raises(StoreFull):
                 store.put("k", b"x")
 
-            os.unlink(filler)  # room again, once MinIO looks at its drive again (~1 s)
-
-            def writable() -> bool:
-                with contextlib.suppress(StoreFull):
-                    store.put("k", b"x")
-                    return True
-                return False
-
+            os.unlink(filler)  # room again, once MinIO looks at its drive again
             wait_for(writable, timeout_s=30, what="MinIO with room again")
             # the same import succeeds
             res = CliRunner().invoke(cli, args, env=s3)
