@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -19,10 +18,10 @@ from click.testing import CliRunner
 
 from fiolake.cli import cli
 from fiolake.errors import StoreFull, StoreUnavailable
-from fiolake.stack import minio
-from fiolake.stack.bootstrap_tls import ensure_bootstrap_tls
-from fiolake.stack.process import free_ports, wait_for
-from fiolake.store import LocalStore, S3Settings, S3Store
+from fiolake.stack.process import wait_for
+from fiolake.store import LocalStore, S3Store
+from tests.own_minio import own_minio
+from tests.versitygw import S3Server
 
 CORPUS = Path(__file__).parent.parent / "data" / "fio-outputs"
 FIO_OUTPUT = CORPUS / "vc-fio-3.13.txt"
@@ -94,65 +93,42 @@ def test_a_full_minio_says_out_of_space_not_try_again(tmp_path: Path) -> None:
     """MinIO answers 507 XMinioStorageFull once its drive has less free space than it keeps
     (4 MiB left of 1.1 GB here; with 256 KiB left the write itself fails, 500 InternalError).
     MinIO refuses drives under ~1 GiB, hence the size."""
-    ca, crt, key = ensure_bootstrap_tls(tmp_path / "tls", ["127.0.0.1"])
-    certs = tmp_path / "certs"  # the names MinIO looks for
-    certs.mkdir()
-    shutil.copy(crt, certs / "public.crt")
-    shutil.copy(key, certs / "private.key")
-    port, console = free_ports(2)
-    user, password = "full-root", secrets.token_urlsafe(24)
-    with tmpfs(tmp_path / "drive", "1100m") as drive:
-        argv = minio.server_argv(minio.ensure_minio(), address=f"127.0.0.1:{port}",
-                                 console_address=f"127.0.0.1:{console}",
-                                 certs_dir=certs, data_dir=drive / "data")  # fmt: skip
-        env = {**os.environ, **minio.server_env(user, password)}
-        with open(tmp_path / "minio.log", "wb") as log:
-            proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)  # noqa: S603
-        try:
-            endpoint = f"https://127.0.0.1:{port}"
-            wait_for(lambda: minio.ready(endpoint, ca), timeout_s=30, what="the full MinIO")
-            store = S3Store(
-                "lake", "", S3Settings(endpoint=endpoint, access_key=user, secret_key=password,
-                                       ca_bundle=str(ca))
-            )  # fmt: skip
-            store.client.create_bucket(Bucket="lake")
-            free = shutil.disk_usage(drive).free
-            filler = str(drive / "filler")
-            subprocess.run(["fallocate", "-l", str(free - 4 * 2**20), filler], check=True)
+    with tmpfs(tmp_path / "drive", "1100m") as drive, own_minio(tmp_path, drive / "data") as s3:
+        store = S3Store("lake", "", s3)
+        store.client.create_bucket(Bucket="lake")
+        free = shutil.disk_usage(drive).free
+        filler = str(drive / "filler")
+        subprocess.run(["fallocate", "-l", str(free - 4 * 2**20), filler], check=True)
 
-            def writable() -> bool:
-                with contextlib.suppress(StoreFull):
-                    store.put("k", b"x")
-                    return True
-                return False
-
-            # MinIO looks at its drive about once a second: a write just after the fill
-            # still succeeded here, so wait until it refuses one.
-            wait_for(lambda: not writable(), timeout_s=30, what="MinIO to see its drive full")
-            s3 = {"FIOLAKE_S3_ENDPOINT": endpoint, "AWS_ACCESS_KEY_ID": user,
-                  "AWS_SECRET_ACCESS_KEY": password, "FIOLAKE_CA_BUNDLE": str(ca)}  # fmt: skip
-            args = ["import", str(FIO_OUTPUT), "--backend", "b", "--lake", "s3://lake/full"]
-            res = CliRunner().invoke(cli, args, env=s3)
-            assert res.exit_code == 1, res.output
-            assert "Traceback" not in res.output
-            error = res.stderr.strip().splitlines()[-1]
-            # The first write: the store probe's (a lake's first contact) or the run's own.
-            assert error.startswith(("Error: full/probe/", "Error: raw/")), error
-            assert error.endswith(
-                f": {endpoint} answered 507 (XMinioStorageFull) — the object store is out of "
-                "space: free space on its drives (or remove old runs with `fiolake lake "
-                "prune`), then try again (runners keep their results and retry on their own)"
-            ), error
-            assert list(store.list("full/")) == []  # nothing written, the probe cleaned up
-
-            with pytest.raises(StoreFull):
+        def writable() -> bool:
+            with contextlib.suppress(StoreFull):
                 store.put("k", b"x")
+                return True
+            return False
 
-            os.unlink(filler)  # room again, once MinIO looks at its drive again
-            wait_for(writable, timeout_s=30, what="MinIO with room again")
-            # the same import succeeds
-            res = CliRunner().invoke(cli, args, env=s3)
-            assert res.exit_code == 0, res.output
-        finally:
-            proc.kill()
-            proc.wait()
+        # MinIO looks at its drive about once a second: a write just after the fill
+        # still succeeded here, so wait until it refuses one.
+        wait_for(lambda: not writable(), timeout_s=30, what="MinIO to see its drive full")
+        env = S3Server("minio", s3, "lake").environ()
+        args = ["import", str(FIO_OUTPUT), "--backend", "b", "--lake", "s3://lake/full"]
+        res = CliRunner().invoke(cli, args, env=env)
+        assert res.exit_code == 1, res.output
+        assert "Traceback" not in res.output
+        error = res.stderr.strip().splitlines()[-1]
+        # The first write: the store probe's (a lake's first contact) or the run's own.
+        assert error.startswith(("Error: full/probe/", "Error: raw/")), error
+        assert error.endswith(
+            f": {s3.endpoint} answered 507 (XMinioStorageFull) — the object store is out of "
+            "space: free space on its drives (or remove old runs with `fiolake lake "
+            "prune`), then try again (runners keep their results and retry on their own)"
+        ), error
+        assert list(store.list("full/")) == []  # nothing written, the probe cleaned up
+
+        with pytest.raises(StoreFull):
+            store.put("k", b"x")
+
+        os.unlink(filler)  # room again, once MinIO looks at its drive again
+        wait_for(writable, timeout_s=30, what="MinIO with room again")
+        # the same import succeeds
+        res = CliRunner().invoke(cli, args, env=env)
+        assert res.exit_code == 0, res.output

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import socket
 import ssl
-import subprocess
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -27,11 +25,9 @@ import pytest
 
 from fiolake.aggregator.lake import delta
 from fiolake.aggregator.lake.compact import compact
-from fiolake.stack import minio
-from fiolake.stack.bootstrap_tls import ensure_bootstrap_tls
-from fiolake.stack.process import free_ports, wait_for
 from fiolake.store import S3Settings, S3Store, open_store
 from tests.aggregator import lakegen
+from tests.own_minio import own_minio
 
 pytestmark = pytest.mark.stack
 
@@ -39,30 +35,8 @@ pytestmark = pytest.mark.stack
 @pytest.fixture
 def other_minio(tmp_path: Path) -> Iterator[S3Settings]:
     """A second MinIO whose certificate a CA of its own signed (not the stack's)."""
-    ca, crt, key = ensure_bootstrap_tls(tmp_path / "tls", ["127.0.0.1"])
-    certs = tmp_path / "certs"
-    certs.mkdir()
-    shutil.copy(crt, certs / "public.crt")
-    shutil.copy(key, certs / "private.key")
-    port, console = free_ports(2)
-    user, password = "other-root", secrets.token_urlsafe(24)
-    argv = minio.server_argv(
-        minio.ensure_minio(),
-        address=f"127.0.0.1:{port}",
-        console_address=f"127.0.0.1:{console}",
-        certs_dir=certs,
-        data_dir=tmp_path / "data",
-    )
-    env = {**os.environ, **minio.server_env(user, password)}
-    with open(tmp_path / "minio.log", "wb") as log:
-        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)  # noqa: S603
-    try:
-        endpoint = f"https://127.0.0.1:{port}"
-        wait_for(lambda: minio.ready(endpoint, ca), timeout_s=30, what="the second MinIO")
-        yield S3Settings(endpoint=endpoint, access_key=user, secret_key=password, ca_bundle=str(ca))
-    finally:
-        proc.kill()
-        proc.wait()
+    with own_minio(tmp_path, tmp_path / "data", user="other-root") as settings:
+        yield settings
 
 
 def _default_trust_handshake(endpoint: str) -> str:
