@@ -121,13 +121,8 @@ class LocalStore:
     ) -> str:
         """Write `data` atomically; create-only or compare-and-swap when asked. A file
         system with no space left raises StoreFull, the key untouched."""
-        with self._space_errors(key):
-            return self._put(key, data, if_none_match=if_none_match, if_match=if_match)
-
-    @contextlib.contextmanager
-    def _space_errors(self, key: str) -> Iterator[None]:
         try:
-            yield
+            return self._put(key, data, if_none_match=if_none_match, if_match=if_match)
         except OSError as exc:
             if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
                 raise

@@ -1,6 +1,6 @@
 """A store with no room left: a lake directory on a full file system (a small tmpfs the
-test mounts and fills) and a MinIO whose one drive is full (a loop device the test makes)
-refuse a write. The CLI says the store is out of space and what to free, exit 1, no
+test mounts and fills) and a MinIO whose one drive is full (a tmpfs the test mounts and
+fills) refuse a write. The CLI says the store is out of space and what to free, exit 1, no
 traceback, no temporary file left; the store's StoreFull is a StoreUnavailable, so a
 runner keeps its results spooled and retries as it does through an outage."""
 

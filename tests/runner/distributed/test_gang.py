@@ -176,6 +176,8 @@ def _skewed_gang(env: LakeEnv, round_: int) -> dict[str, dict]:
     ]  # fmt: skip
     for proc, name in zip(procs, names, strict=True):
         assert env.exit_code(proc, 180) == 0, env.runner_log(name)
+    [commit] = [c for c in commits(env) if c.campaign_id == campaign]
+    assert commit.status == "ok"
     found = [m for m in _members(env) if m["campaign_id"] == campaign]
     return {m["runner"].rsplit("-", 1)[0]: m for m in found}
 
