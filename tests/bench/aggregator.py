@@ -71,6 +71,51 @@ PERCENTILES = (1, 5, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 99, 99.5, 99.9, 99.
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 SPACING = timedelta(seconds=864)  # 10,000 runs over 100 days (--runs-per-day 100)
 FLUSH_RUNS = 20_000  # runs held in memory before their rows go to the Delta tables
+# A campaign is a night of the fleet (issue 44: "365 nights × 100 hosts × ~30 runs"), so
+# a series has a night per day whatever the fleet's size. Before, a campaign was every
+# 200 runs: ~14 a day at a million runs, 5,000 a year (`--campaign-runs 200`).
+CAMPAIGN_RUNS = 0
+# The night's own spread: each night × backend is off by a lognormal factor (σ 2 %), as a
+# real fleet's nights differ beyond their runs' 3 % (load, firmware, the network).
+NIGHT_SPREAD = np.random.default_rng(3).lognormal(0.0, 0.02, (20_000, 4))
+# Planted changes: (backend, profile or None for all, first night, factor on IOPS, kernel
+# from that night or None). A Ceph upgrade with a new kernel a third into the year, a
+# slower NFS for random writes later, a faster NVMe near the end.
+PLANTED = (
+    ("ceph-rbd", None, 0.33, 0.85, "6.8.0-1-amd64"),
+    ("nfs", "random-writes", 0.66, 0.7, None),
+    ("nvme", "sequential-reads", 0.85, 1.2, None),
+)
+KERNEL = "6.1.0-18-amd64"
+
+
+def runs_per_night(spacing: timedelta) -> int:
+    """Runs started per day at this spacing (the build's chunks, one night each)."""
+    return int(timedelta(days=1) / spacing)
+
+
+def campaign_of(i: int, spacing: timedelta) -> str:
+    """Run i's campaign: its night (`night-0042`), or every CAMPAIGN_RUNS runs."""
+    if CAMPAIGN_RUNS:
+        return f"camp-{i // CAMPAIGN_RUNS:03d}"
+    return f"night-{i // runs_per_night(spacing):04d}"
+
+
+def planted(idx: np.ndarray, nights: np.ndarray, total_nights: int) -> tuple[np.ndarray, list[str]]:
+    """Per run: the factor the planted changes put on its IOPS, and its kernel."""
+    factor = np.ones(len(idx))
+    kernel = [KERNEL] * len(idx)
+    backend = idx % len(BACKENDS)
+    profile = idx // len(BACKENDS) % len(PROFILES)
+    for name, prof, share, times, new_kernel in PLANTED:
+        hit = (backend == BACKENDS.index(name)) & (nights >= int(share * total_nights))
+        if prof is not None:
+            hit &= profile == PROFILES.index(prof)
+        factor[hit] *= times
+        if new_kernel:
+            for k in np.flatnonzero(hit):
+                kernel[k] = new_kernel
+    return factor, kernel
 
 
 def table(name: str, columns: dict[str, object], n: int) -> pa.Table:
@@ -88,27 +133,36 @@ def run_ids(first: int, count: int) -> list[str]:
 
 
 def build_tables(
-    first: int, count: int, rng: np.random.Generator, spacing: timedelta = SPACING
+    first: int,
+    count: int,
+    rng: np.random.Generator,
+    spacing: timedelta = SPACING,
+    total_runs: int = 0,
 ) -> dict[str, pa.Table]:
     """The runs, results, timeseries and percentiles tables for runs first .. first+count-1,
-    one run started every `spacing`."""
+    one run started every `spacing`; the planted changes start at their share of the
+    `total_runs` runs' nights (none without it)."""
     idx = np.arange(first, first + count)
     ids = run_ids(first, count)
     started = [T0 + spacing * int(i) for i in idx]
     backend = [BACKENDS[i % len(BACKENDS)] for i in idx]
+    nights = idx // runs_per_night(spacing)
+    total_nights = -(-total_runs // runs_per_night(spacing)) if total_runs else 1 << 62
+    factor, kernel = planted(idx, nights, total_nights)
+    factor *= NIGHT_SPREAD[nights % len(NIGHT_SPREAD), idx % len(BACKENDS)]
     runs = table(
         "runs",
         {
             "run_id": ids,
             "job_id": [f"job-{i:06d}" for i in idx],
-            "campaign_id": [f"camp-{i // 200:03d}" for i in idx],
+            "campaign_id": [campaign_of(int(i), spacing) for i in idx],
             "repetition": [int(i // 20 % 10) for i in idx],
             "backend": backend,
             "runner": [f"runner-{i % 7}" for i in idx],
             "host": [f"host-{i % 7}" for i in idx],
             "profile": [PROFILES[i // len(BACKENDS) % len(PROFILES)] for i in idx],
             "fio_version": ["fio-3.33"] * count,
-            "kernel": ["6.1.0-18-amd64"] * count,
+            "kernel": kernel,
             "fs_type": ["ext4"] * count,
             "started_at": started,
             "finished_at": [s + timedelta(seconds=SECONDS * len(JOBS)) for s in started],
@@ -117,7 +171,7 @@ def build_tables(
         count,
     )
     cases = len(JOBS) * len(DIRECTIONS)
-    speed = np.array([1.0, 0.6, 0.4, 3.0])[idx % len(BACKENDS)]
+    speed = np.array([1.0, 0.6, 0.4, 3.0])[idx % len(BACKENDS)] * factor
     iops = np.repeat(speed * 20000, cases) * rng.normal(1.0, 0.03, count * cases)
     lat = 1e9 / iops
     r_ids = np.repeat(ids, cases)
@@ -199,7 +253,7 @@ def commit_bytes(i: int, spacing: timedelta = SPACING) -> bytes:
     return Commit(
         f"job-{i:06d}",
         f"run-{i:06d}",
-        f"camp-{i // 200:03d}",
+        campaign_of(i, spacing),
         f"runner-{i % 7}",
         "ok",
         started.isoformat(),
@@ -233,7 +287,7 @@ def build_compacted(root: Path, runs: int, placeholders: bool, spacing: timedelt
             flush()
         current = f"{day:%Y-%m}"
         ids = run_ids(first, count)
-        for name, data in build_tables(first, count, rng, spacing).items():
+        for name, data in build_tables(first, count, rng, spacing, runs).items():
             dated = data.append_column("date", pa.array([day] * data.num_rows, pa.date32()))
             month.setdefault(name, []).append(dated)
             if placeholders:
@@ -394,9 +448,11 @@ def end_to_end(urls: list[str], repeat: int) -> None:
     """`fiolake sql "select 1"`, `compare --campaign` and `compare` pooled as new processes,
     the lakes alternating run by run (so their ratio is of the same moments): with an
     empty snapshot cache each time, and with a warm one."""
+    with connect(urls[0]) as lake:
+        first = lake.con.sql("SELECT min(campaign_id) FROM runs").fetchone()[0]
     asks = {
         'sql "select 1"': ["sql", "select 1"],
-        "compare --campaign": ["compare", "--campaign", "camp-000"],
+        "compare --campaign": ["compare", "--campaign", first],
         "compare (pooled)": ["compare"],
     }
     times: dict[tuple[str, str, str], list[float]] = {}
@@ -492,6 +548,13 @@ def main() -> None:
         "fleet (issue 44) is about 3,000",
     )
     parser.add_argument(
+        "--campaign-runs",
+        type=int,
+        default=0,
+        help="a campaign every N runs (the benches before 2026-12-07: 200); default one a "
+        "night, as a fleet runs them",
+    )
+    parser.add_argument(
         "--build-only", action="store_true", help="build and keep the big lake, measure nothing"
     )
     parser.add_argument(
@@ -505,6 +568,8 @@ def main() -> None:
         help="with --lake: also time fiolake commands as new processes, N times each",
     )
     args = parser.parse_args()
+    global CAMPAIGN_RUNS
+    CAMPAIGN_RUNS = args.campaign_runs
     if args.lake is not None:
         print(f"load average before: {os.getloadavg()}")
         for lake in args.lake:

@@ -45,7 +45,15 @@ from fiolake.aggregator.stats.compare import compare
 from fiolake.commits import Commit
 from fiolake.config import Settings
 from fiolake.store import open_store
-from tests.bench.aggregator import SPACING, T0, build_tables, parquet_bytes, timed, upload
+from tests.bench.aggregator import (
+    SPACING,
+    T0,
+    build_tables,
+    campaign_of,
+    parquet_bytes,
+    timed,
+    upload,
+)
 
 
 def _count_boto(counter: Counter[str]) -> None:
@@ -88,7 +96,7 @@ def write_night(url: str, settings: Settings, runs: int) -> str:
     next compaction: per-run files, markers and commit-log entries. Its campaign id."""
     store = open_store(url, settings.s3)
     first = sum(1 for _ in store.list(layout.COMMITS_PREFIX))  # run ids go on from there
-    campaign = f"camp-{first // 200:03d}"
+    campaign = campaign_of(first, SPACING)
     rng = np.random.default_rng(first)
     now = store.server_time()
 
