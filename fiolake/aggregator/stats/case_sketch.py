@@ -137,24 +137,26 @@ def extremes(column: pa.ChunkedArray) -> Extremes:
 
 def outliers(
     sides: list[Extremes], case_of_row: np.ndarray, median: np.ndarray, mad: np.ndarray
-) -> dict[int, list[str]] | None:
+) -> tuple[dict[int, list[str]], set[int]]:
     """Per case, the run ids whose robust z (their exact log against the case's median
-    and MAD) passes OUTLIER_Z, sorted; None when some row kept TOP extremes of a side
-    and the last of them is an outlier (more may lie beyond)."""
+    and MAD) passes OUTLIER_Z, sorted; and the cases whose extremes ran out: some row kept
+    TOP extremes of a side and the last of them is an outlier (more may lie beyond, so
+    their lists are not whole)."""
     found: dict[int, set[str]] = {}
+    overflow: set[int] = set()
     for logs, ids, offsets in sides:
         row = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
         case = case_of_row[row]
         spread = np.where(np.isnan(mad[case]), 0.0, mad[case])
         beyond = (spread > 0) & (np.abs(logs - median[case]) > stats.OUTLIER_CUT * spread)
         lengths = np.diff(offsets)
-        full = lengths >= cases.TOP
-        if full.any() and beyond[offsets[1:][full] - 1].any():
-            return None
+        full = np.flatnonzero(lengths >= cases.TOP)
+        last = offsets[1:][full] - 1
+        overflow.update(case_of_row[full[beyond[last]]].tolist())
         picked = np.flatnonzero(beyond)
         if len(picked):
             for c, run in zip(
                 case[picked].tolist(), ids.take(positions_array(picked)).to_pylist(), strict=True
             ):
                 found.setdefault(c, set()).add(run)
-    return {c: sorted(runs) for c, runs in found.items()}
+    return {c: sorted(runs) for c, runs in found.items()}, overflow

@@ -24,9 +24,9 @@ from fiolake.aggregator.lake import cases, summaries
 from fiolake.aggregator.lake.compact import compact
 from fiolake.aggregator.lake.generations import latest_generation
 from fiolake.aggregator.lake.lake import Lake, connect
-from fiolake.aggregator.rows import night_rows
+from fiolake.aggregator.rows import derived_view, night_rows
 from fiolake.aggregator.rows.filters import RunFilter
-from fiolake.aggregator.stats import case_sketch, pooled, runsets
+from fiolake.aggregator.stats import case_sketch, overflow_outliers, pooled, runsets
 from fiolake.aggregator.stats.compare import compare
 from tests.aggregator import lakegen
 from tests.aggregator.stats.test_summary_equivalence import (
@@ -139,19 +139,34 @@ def test_case_summaries_answer_only_what_they_hold(
                                 exclude_unsteady=False) is None  # fmt: skip
 
 
-def test_more_outliers_than_the_extremes_kept_fold_every_run(
+def test_more_outliers_than_the_extremes_kept_are_read_from_the_run_series(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A case whose outliers outnumber its kept extremes (a level that changed during the
+    history) is judged from the run series, the runs not compacted yet from the views:
+    the same lists as folding every run. Where the series cannot answer (the unsteady
+    left out: it has no steadiness), every run is folded."""
     monkeypatch.setattr(cases, "TOP", 1)  # one extreme a side: backend a's outlier fills it
     every_kind_lake(tmp_path)
     compact(lakegen.local_store(tmp_path), grace=ZERO)
+    _late_runs(tmp_path)
+    asked: list[int] = []
+    real = overflow_outliers.outliers
+    monkeypatch.setattr(
+        overflow_outliers, "outliers", lambda *a, **k: asked.append(len(a[2])) or real(*a, **k)
+    )
     with connect(str(tmp_path)) as lake:
-        assert pooled.answerable(lake, BY_BACKEND, RunFilter(), METRICS)
+        assert len(night_rows.loose_run_ids(lake)) == 6
+        got = _fast(lake)
+        assert asked and asked[0] > 0  # cases overflowed, and the run series answered them
+        want = _exact(lake, monkeypatch)
+        _same_summaries(got, want)
+        assert any("late-d-4" in s.outliers for m in got.values() for s in m.values())
+        assert pooled.summarise(lake, BY_BACKEND, RunFilter(), METRICS, runsets.WORKLOAD,
+                                exclude_unsteady=True) is None  # fmt: skip
+        monkeypatch.setattr(derived_view, "covers_compacted", lambda *_: False)
         assert pooled.summarise(lake, BY_BACKEND, RunFilter(), METRICS, runsets.WORKLOAD,
                                 exclude_unsteady=False) is None  # fmt: skip
-        got = runsets.summarise(lake, BY_BACKEND, RunFilter(), METRICS)  # every run folded
-        assert any(s.outliers for m in got.values() for s in m.values())
-        _same_summaries(got, _exact(lake, monkeypatch))
 
 
 @pytest.mark.parametrize("stage", ["files-written", None])

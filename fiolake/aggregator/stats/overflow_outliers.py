@@ -1,0 +1,98 @@
+"""Outliers of pooled cases whose kept extremes ran out, read from the run series.
+
+The case summaries keep each case's `cases.TOP` most extreme logs a side: enough for a
+case whose level held. A case whose level changed during the pooled history (a backend
+30 % slower from some night on) has a whole segment beyond the cut — 1,596 of 5,000 runs
+on the bench's 100,000-run lake with its planted changes — and the pooled question fell
+back to folding every run: 3.8 s and 0.9 GB at 100,000 runs, tens of seconds at a
+million (issue 44). Those cases' runs are read from the run series instead
+(`aggregator.lake.series`: sorted by case, so a row group or two of each file), the runs
+not compacted yet from the views by the same fold, and each run is judged by its exact
+log against the same median and MAD (the case summary's histogram, `case_sketch`): the
+list the extremes would have given had they been long enough.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from fiolake.aggregator.lake import series
+from fiolake.aggregator.lake.idarrays import numbers, positions_array
+from fiolake.aggregator.lake.lake import Lake, literal, literals
+from fiolake.aggregator.rows import case_series, derived_view
+from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.stats import stats
+
+# A pooled case: backend, profile, workload hash ('' for none), job, direction.
+Case = tuple[str, str, str, str, str]
+
+
+def outliers(
+    lake: Lake,
+    filt: RunFilter,
+    cuts: Mapping[Case, Mapping[str, tuple[float, float]]],
+    loose: Sequence[str],
+) -> dict[tuple[Case, str], list[str]] | None:
+    """Per case and metric of `cuts` (their median and MAD of logs), the run ids of the
+    runs `filt` selects whose log lies beyond OUTLIER_CUT MADs of the median, sorted;
+    None when the run series does not cover the compacted runs (then the caller folds
+    every run). `loose`: the runs not compacted yet, folded from the views."""
+    if not cuts or not case_series.covered(lake):
+        return None
+    cases = list(cuts)
+    metrics = sorted({m for by_metric in cuts.values() for m in by_metric})
+    derived_view.ensure(lake, series.TABLE, one_schema=True)
+    # The case key is what the series' row groups are bounded by: only theirs are read.
+    keys = ", ".join(sorted({literal(series.case_prefix([c[0], c[1], c[3], c[4]])) for c in cases}))
+    values = ", ".join(f's."{m}"' for m in metrics)
+    columns = f"s.run_id, s.backend, s.profile, s.job_name, s.direction, {values}"
+    where = f"s.{series.CASE_KEY} IN ({keys})"
+    parts = [f"SELECT {columns} FROM {case_series.VIEW} s WHERE {filt.where('s')} AND {where}"]
+    if loose:
+        fresh = f"{filt.where('r')} AND r.run_id IN ({literals(loose)})"
+        parts.append(f"SELECT {columns} FROM ({series.rows_sql('runs', 'results', fresh)}) s "
+                     f"WHERE {where}")  # fmt: skip
+    named = ", ".join(
+        f"({i}, {', '.join(literal(part) for part in case)})" for i, case in enumerate(cases)
+    )
+    logs = ", ".join(
+        f'CASE WHEN s."{m}" > 0 THEN ln(s."{m}") ELSE \'NaN\'::DOUBLE END AS "l{i}"'
+        for i, m in enumerate(metrics)
+    )
+    sql = f"""
+        WITH c(no, backend, profile, sha, job_name, direction) AS (VALUES {named})
+        SELECT c.no, s.run_id, {logs}
+        FROM ({" UNION ALL ".join(parts)}) s JOIN runs r USING (run_id)
+        JOIN c ON c.backend = s.backend AND c.profile = s.profile
+              AND c.sha = coalesce(r.workload_sha256, '') AND c.job_name = s.job_name
+              AND c.direction = s.direction
+        ORDER BY c.no, s.run_id
+    """
+    cur = lake.cursor()
+    try:
+        table = cur.execute(sql).to_arrow_table()
+    finally:
+        cur.close()
+    case_no = numbers(table["no"])
+    found: dict[tuple[Case, str], list[str]] = {}
+    for i, metric in enumerate(metrics):
+        # As `case_sketch.outliers` judges the kept extremes: the same arithmetic.
+        median = np.array([cuts[c].get(metric, (np.nan, np.nan))[0] for c in cases])
+        mad = np.array([cuts[c].get(metric, (np.nan, np.nan))[1] for c in cases])
+        run_logs = numbers(table[f"l{i}"])  # NaN where no positive value: never beyond
+        spread = np.where(np.isnan(mad[case_no]), 0.0, mad[case_no])
+        with np.errstate(invalid="ignore"):
+            beyond = (spread > 0) & (
+                np.abs(run_logs - median[case_no]) > stats.OUTLIER_CUT * spread
+            )
+        picked = np.flatnonzero(beyond)
+        ids = table["run_id"].take(positions_array(picked)).to_pylist()
+        owners = case_no[picked].tolist()
+        for case in cases:
+            if metric in cuts[case]:
+                found[case, metric] = []
+        for no, run_id in zip(owners, ids, strict=True):
+            found[cases[no], metric].append(run_id)
+    return found
