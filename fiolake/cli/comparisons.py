@@ -174,14 +174,16 @@ def compare(
     from fiolake.aggregator.lake import gang
     from fiolake.aggregator.lake.columns import format_value
     from fiolake.aggregator.lake.lake import SUMMARY_TABLES
-    from fiolake.aggregator.stats.compare import DEFAULT_METRICS
-    from fiolake.aggregator.stats.compare import compare as compare_runs
 
     filt = run_filter(campaign, backends, profile, since, runs)
     if gang_mode in ("members", "aggregate"):
         _emit_gangs(lake, filt, members=gang_mode == "members", fmt=fmt)
         return
-    with connect(lake, SUMMARY_TABLES) as handle:  # `gang_members` reads only `runs`
+    # `gang_members` reads only `runs`
+    with connect(lake, SUMMARY_TABLES, meanwhile=["fiolake.aggregator.stats.compare"]) as handle:
+        from fiolake.aggregator.stats.compare import DEFAULT_METRICS
+        from fiolake.aggregator.stats.compare import compare as compare_runs
+
         gen = handle.compacted
         known = 0 if gen is None else gen.gang_runs  # gang members among compacted runs
         if gang_mode == "auto" and gang.has_gangs(handle.con, filt, compacted_gang_runs=known):

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from fiolake.aggregator.stats.gate_config import GateConfig
     from fiolake.aggregator.stats.slo import Slo
 
+# The gate's statistics (with scipy), imported while the lake connects (`connect`).
+GATE_MODULE = "fiolake.aggregator.stats.gate"
 FIELDS = ("profile", "job_name", "direction", "metric", "n", "n_baseline", "geomean", "ratio",
           "ratio_ci_low", "ratio_ci_high", "p_value", "p_adjusted", "p_equivalence",
           "p_equivalence_adjusted", "verdict", "reps_to_confirm", "reps_for_equivalence",
@@ -229,10 +231,10 @@ def _result(
     """The gate's result and `extra` of it (None without); every problem is a usage
     error (exit 2), so that gate's exit 1 keeps meaning "worse" — for `report` too, whose
     own failed write afterwards stays a failure (exit 1)."""
-    from fiolake.aggregator.stats.compare import DEFAULT_METRICS
-    from fiolake.aggregator.stats.gate import gate as run_gate
+    with problems_are_usage(), connect(lake, meanwhile=[GATE_MODULE]) as handle:
+        from fiolake.aggregator.stats.compare import DEFAULT_METRICS
+        from fiolake.aggregator.stats.gate import gate as run_gate
 
-    with problems_are_usage(), connect(lake) as handle:
         result = run_gate(handle, campaign, baseline, label=label, since=since,
                           metrics=list(metrics) or list(DEFAULT_METRICS),
                           min_effect=min_effect, slo=slo, config=config)  # fmt: skip

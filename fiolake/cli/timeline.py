@@ -37,6 +37,9 @@ min_segment_option = click.option(
     "not a change.",
 )
 
+# The statistics `regressions` needs once connected (imported meanwhile: `connect`).
+REGRESSIONS_MODULE = "fiolake.aggregator.stats.regressions"
+
 
 @click.command()
 @lake_option
@@ -84,10 +87,11 @@ def trend(
     randread --direction read --since 365d`."""
     from fiolake.aggregator.lake.columns import formatters
     from fiolake.aggregator.lake.lake import SUMMARY_TABLES
-    from fiolake.aggregator.stats.trend import trend as metric_trend
 
     filt = run_filter(campaign, backends, profile, since)
-    with connect(lake, SUMMARY_TABLES) as handle:
+    with connect(lake, SUMMARY_TABLES, meanwhile=["fiolake.aggregator.stats.trend"]) as handle:
+        from fiolake.aggregator.stats.trend import trend as metric_trend
+
         points = metric_trend(
             handle, metric, filt=filt, bucket=bucket, slo=slo, min_segment=min_segment,
             case=(job, direction) if job or direction else None,
@@ -168,12 +172,13 @@ def regressions(
       fiolake regressions --since 7d --backend nvme
     """
     from fiolake.aggregator.lake.lake import SUMMARY_TABLES
-    from fiolake.aggregator.stats.compare import DEFAULT_METRICS
-    from fiolake.aggregator.stats.regressions import regressions as find
 
     window = parse_window(since)
     filt = run_filter(campaign, backends, profile)
-    with connect(lake, SUMMARY_TABLES) as handle:
+    with connect(lake, SUMMARY_TABLES, meanwhile=[REGRESSIONS_MODULE]) as handle:
+        from fiolake.aggregator.stats.compare import DEFAULT_METRICS
+        from fiolake.aggregator.stats.regressions import regressions as find
+
         report = find(
             handle,
             since=window,

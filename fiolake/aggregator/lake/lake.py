@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import tempfile
 from collections.abc import Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -384,15 +385,23 @@ def connect(
     if unknown:
         raise ValueError(f"not lake tables: {', '.join(sorted(unknown))}")
     chosen = [t for t in TABLES if tables is None or t in tables]
-    try:
-        store = open_store(lake_url, s3)
-        snap = cached_scan(store, snapshot_cache, chosen)
-    except StoreError as exc:
-        raise LakeError(f"cannot read lake {lake_url}: {exc}") from exc
-    if snap.commits.num_rows == 0:
-        raise empty_lake_error(lake_url)
     remote = lake_url.startswith("s3://")
-    con = new_connection(s3 if remote else None)
+    # DuckDB sets itself up (httpfs, the S3 secret: ~0.1 s, the GIL released) while the
+    # store client is made and the snapshot read: both sit in every command's connect.
+    with ThreadPoolExecutor(1, thread_name_prefix="fiolake-duckdb") as pool:
+        setup = pool.submit(new_connection, s3 if remote else None)
+        try:
+            store = open_store(lake_url, s3)
+            snap = cached_scan(store, snapshot_cache, chosen)
+            if snap.commits.num_rows == 0:
+                raise empty_lake_error(lake_url)
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                setup.result().close()
+            if isinstance(exc, StoreError):
+                raise LakeError(f"cannot read lake {lake_url}: {exc}") from exc
+            raise
+        con = setup.result()
     try:
         keep = loose.folder(snapshot_cache, store) if snapshot_cache and kept_rows else None
         digests = footers.kept(snapshot_cache, store)
