@@ -20,7 +20,7 @@ from typing import Any
 from fiolake.aggregator.lake import columns
 from fiolake.aggregator.lake.lake import Lake, quote
 from fiolake.aggregator.rows.filters import RunFilter, check_group_column, validate
-from fiolake.aggregator.stats import stats
+from fiolake.aggregator.stats import power, stats
 from fiolake.aggregator.stats.family_words import family_words
 from fiolake.aggregator.stats.groupstats import Case, Data, GroupStats
 from fiolake.aggregator.stats.job_versions import setup_notes, version_notes
@@ -289,7 +289,7 @@ def _judge(rows: list[CompareRow], adjustment: str, family: str, min_effect: flo
     for row in rows:
         if row.verdict == "":
             row.verdict = _decide(row, row.metric, min_effect)
-        _runs_needed(row, min_effect)
+    _runs_needed(rows, min_effect)
     return tests
 
 
@@ -353,16 +353,21 @@ def _row(
     return row
 
 
-def _runs_needed(row: CompareRow, min_effect: float) -> None:
-    """Runs per side that would decide the row at its observed ratio, at the α its
+def _runs_needed(rows: list[CompareRow], min_effect: float) -> None:
+    """Runs per side that would decide each row at its observed ratio, at the α its
     verdict faces: α / (tests in the family), Bonferroni, the bound of Holm's first step
     (conservative for BH). At the unadjusted α a row of 3 runs could read `~2 runs per
-    side would confirm` and still be inconclusive after adjustment."""
-    if row.sd_log is None or not row.ratio:
-        return
-    alpha = stats.ALPHA / max(1, row.family_tests)
-    row.reps_to_confirm = stats.reps_to_confirm(row.sd_log, row.ratio, alpha)
-    row.reps_for_equivalence = stats.reps_for_equivalence(row.sd_log, row.ratio, min_effect, alpha)
+    side would confirm` and still be inconclusive after adjustment. All rows' searches
+    at once (`power.runs_needed`)."""
+    asked = [r for r in rows if r.sd_log is not None and r.ratio]
+    confirm, equivalence = power.runs_needed(
+        [r.sd_log for r in asked],  # type: ignore[misc]  # not None: asked
+        [r.ratio for r in asked],  # type: ignore[misc]
+        min_effect,
+        [stats.ALPHA / max(1, r.family_tests) for r in asked],
+    )
+    for row, to_confirm, for_equivalence in zip(asked, confirm, equivalence, strict=True):
+        row.reps_to_confirm, row.reps_for_equivalence = to_confirm, for_equivalence
 
 
 def _adjust(rows: list[CompareRow], method: str, family: str = "question") -> int:

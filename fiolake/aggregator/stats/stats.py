@@ -6,17 +6,16 @@ repetitions, Welch's t on logs gives the ratio's confidence interval (never belo
 and two one-sided tests (TOST) on logs decide equivalence within ±min-effect. p-values
 are adjusted across a whole table (Holm, or Benjamini–Hochberg).
 
-Only `scipy.special`'s ufuncs are used (Student's t, noncentral t, the normal quantile),
-never `scipy.stats`: importing scipy.stats costs ~0.5 s, a third of the 1.5 s a whole
-`fiolake compare` may take (issue "scale"), and its scalar calls cost ~0.3 ms each. So the
-few things taken from scipy.stats are written here on those ufuncs — Holm (scipy has
-none), Benjamini–Hochberg, the pooled two-sample t-test, the geometric mean — and the
-tests check each against scipy.stats or statsmodels.
+Only `scipy.special`'s ufuncs are used, never `scipy.stats`: importing scipy.stats costs
+~0.5 s, a third of the 1.5 s a whole `fiolake compare` may take (issue "scale"), and its
+scalar calls cost ~0.3 ms each. So the few things taken from scipy.stats are written here
+on those ufuncs — Holm (scipy has none), Benjamini–Hochberg, the pooled two-sample t-test,
+the geometric mean — and the tests check each against scipy.stats or statsmodels. The
+runs per side that would decide a comparison (noncentral t) are `power`'s.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,9 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+# The power analysis' own; named here too, where every verdict's α is read.
+from fiolake.aggregator.stats.power import ALPHA as ALPHA
+from fiolake.aggregator.stats.power import DEFAULT_POWER as DEFAULT_POWER
+from fiolake.aggregator.stats.power import bounds, reps_for_power
+
 DEFAULT_MIN_EFFECT = 0.05  # ±5 %: smaller differences are "equivalent" when shown to be
-DEFAULT_POWER = 0.8
-ALPHA = 0.05
 OUTLIER_Z = 3.5  # robust z (Iglewicz & Hoaglin) above which a repetition is an outlier
 # The same in MADs of the logs: |log − median| > OUTLIER_CUT × MAD.
 OUTLIER_CUT = OUTLIER_Z / 0.6745
@@ -57,121 +59,6 @@ def positive(values: Sequence[float]) -> bool:
 def geomean(values: Sequence[float]) -> float:
     """Geometric mean of positive values."""
     return float(np.exp(np.mean(np.log(np.asarray(values, dtype=float)))))
-
-
-def _bounds(min_effect: float) -> float:
-    # Symmetric on the log scale: ratios within [1/(1+δ), 1+δ] are "within ±δ".
-    return math.log1p(min_effect)
-
-
-@functools.cache
-def _z_sum(alpha: float, power: float) -> float:
-    return float(special.ndtri(1 - alpha / 2) + special.ndtri(power))
-
-
-def _nct_cdf(df: float, nc: float, x: float) -> float:
-    """P(T′ ≤ x), T′ ~ noncentral t(df, nc); scipy.special's nctdtr returns NaN at some
-    points far in a tail (df 2, nc 7.7, x −23: found by the issue-23 demo, where it made
-    the power NaN and `~2 runs per side` came out of the starting guess). There the
-    probability is ~0 left of the mode and ~1 right of it: those values err towards less
-    power, i.e. more runs."""
-    p = float(special.nctdtr(df, nc, x))
-    if math.isnan(p):
-        return 0.0 if x < nc else 1.0
-    return p
-
-
-def _power(n: int, effect_sd: float, alpha: float) -> float:
-    """Power of a two-sided two-sample t-test with n per group at a standardised effect
-    (noncentral t through scipy.special's ufuncs: scipy.stats' scalar calls are slow)."""
-    df = 2 * n - 2
-    nc = effect_sd * math.sqrt(n / 2)
-    crit = float(special.stdtrit(df, 1 - alpha / 2))
-    return 1.0 - _nct_cdf(df, nc, crit) + _nct_cdf(df, nc, -crit)
-
-
-def reps_for_power(
-    sd_log: float, min_effect: float, alpha: float = ALPHA, power: float = DEFAULT_POWER
-) -> int:
-    """Repetitions per group for a two-sided t-test on logs to detect a `min_effect` ratio
-    with `power`, given the per-run standard deviation of log values: the smallest n
-    whose power under the noncentral t distribution reaches `power` (as statsmodels'
-    TTestIndPower.solve_power, rounded up; checked in the tests)."""
-    if sd_log <= 0:
-        return 2
-    effect_sd = _bounds(min_effect) / sd_log
-    n = max(2, math.ceil(2 * (_z_sum(alpha, power) / effect_sd) ** 2))  # normal approx.
-    while _power(n, effect_sd, alpha) < power:
-        n += 1
-    return n
-
-
-def _tost_power(n: int, diff_sd: float, bound_sd: float, alpha: float) -> float:
-    """Power of TOST (two one-sided t-tests, n per group) when the true log difference is
-    `diff_sd` and the bounds ±`bound_sd`, both in per-run standard deviations: the chance
-    both one-sided tests reject, 1 − P(miss low) − P(miss high) under noncentral t."""
-    df = 2 * n - 2
-    scale = math.sqrt(n / 2)
-    crit = float(special.stdtrit(df, 1 - alpha))
-    miss_low = _nct_cdf(df, (bound_sd + diff_sd) * scale, crit)
-    miss_high = _nct_cdf(df, (bound_sd - diff_sd) * scale, crit)
-    return max(0.0, 1.0 - miss_low - miss_high)
-
-
-MAX_REPS = 10_000  # beyond this "would decide" means "would not, in practice"
-
-
-def reps_to_confirm(
-    sd_log: float, ratio: float, alpha: float = ALPHA, power: float = DEFAULT_POWER
-) -> int | None:
-    """Repetitions per side for the two-sided test on logs to detect a difference of the
-    observed size (`ratio`) with `power`; None for a ratio of exactly 1 or beyond MAX_REPS."""
-    effect = abs(math.log(ratio))
-    if effect == 0.0:
-        return None
-    n = reps_for_power(sd_log, math.expm1(effect), alpha, power)
-    return n if n <= MAX_REPS else None
-
-
-def reps_for_equivalence(
-    sd_log: float,
-    ratio: float,
-    min_effect: float,
-    alpha: float = ALPHA,
-    power: float = DEFAULT_POWER,
-) -> int | None:
-    """Repetitions per side for TOST to show equivalence within ±min_effect with `power`
-    if the true ratio is the observed one; None when the observed ratio is at or beyond
-    the bounds (equivalence cannot be shown there) or beyond MAX_REPS."""
-    bound, diff = _bounds(min_effect), abs(math.log(ratio))
-    if diff >= bound:
-        return None
-    if sd_log <= 0:
-        return 2
-    # TOST power grows with n: bisect the grid for the first n that reaches `power`, ~8
-    # pairs of noncentral t where walking n up took ~60 (0.25 s of a 1,280-row gate).
-    grid = _EQUIVALENCE_GRID
-    low, high = 0, len(grid)
-    while low < high:
-        mid = (low + high) // 2
-        if _tost_power(grid[mid], diff / sd_log, bound / sd_log, alpha) >= power:
-            high = mid
-        else:
-            low = mid + 1
-    return grid[low] if low < len(grid) else None
-
-
-def _grid(start: int, stop: int) -> tuple[int, ...]:
-    """The runs per side `reps_for_equivalence` can answer: every n up to 64, then steps
-    of 10 % (coarse only far out), up to MAX_REPS."""
-    found, n = [], start
-    while n <= stop:
-        found.append(n)
-        n = n + 1 if n < 64 else math.ceil(n * 1.1)
-    return tuple(found)
-
-
-_EQUIVALENCE_GRID = _grid(2, MAX_REPS)
 
 
 @dataclass(frozen=True)
@@ -223,7 +110,7 @@ def compare_summaries(
     vx, vy = other.var / other.n, base.var / base.n
     se = math.sqrt(vx + vy)
     reps = reps_for_power(math.sqrt((other.var + base.var) / 2), min_effect)
-    bound = _bounds(min_effect)
+    bound = bounds(min_effect)
     if se == 0.0:  # identical repetitions on both sides: the difference is exact
         p = 1.0 if diff == 0.0 else 0.0
         p_tost = 0.0 if abs(diff) < bound else 1.0

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from fiolake.aggregator.stats import stats
+from fiolake.aggregator.stats import power, stats
 
 
 def test_ratio_and_ci_are_welch_on_logs() -> None:
@@ -88,14 +88,14 @@ def test_the_statistics_never_import_scipy_stats() -> None:
 def test_reps_for_power_grows_with_noise_and_shrinks_with_effect() -> None:
     from statsmodels.stats.power import TTestIndPower
 
-    assert stats.reps_for_power(0.02, 0.05) < stats.reps_for_power(0.1, 0.05)
-    assert stats.reps_for_power(0.1, 0.2) < stats.reps_for_power(0.1, 0.05)
+    assert power.reps_for_power(0.02, 0.05) < power.reps_for_power(0.1, 0.05)
+    assert power.reps_for_power(0.1, 0.2) < power.reps_for_power(0.1, 0.05)
     # the noncentral-t solution, as statsmodels solves it (rounded up to whole runs)
     for sd_log, effect in ((0.02, 0.05), (0.05, 0.05), (0.1, 0.2), (0.3, 0.05)):
         expected = TTestIndPower().solve_power(
             effect_size=math.log1p(effect) / sd_log, alpha=0.05, power=0.8
         )
-        assert stats.reps_for_power(sd_log, effect) == math.ceil(expected), (sd_log, effect)
+        assert power.reps_for_power(sd_log, effect) == math.ceil(expected), (sd_log, effect)
 
 
 def test_reps_to_confirm_the_observed_ratio_is_the_power_solution_at_it() -> None:
@@ -105,16 +105,16 @@ def test_reps_to_confirm_the_observed_ratio_is_the_power_solution_at_it() -> Non
         expected = TTestIndPower().solve_power(
             effect_size=abs(math.log(ratio)) / sd_log, alpha=0.05, power=0.8
         )
-        assert stats.reps_to_confirm(sd_log, ratio) == max(2, math.ceil(expected))
-    assert stats.reps_to_confirm(0.1, 1.0) is None  # no difference to confirm
-    assert stats.reps_to_confirm(0.5, 1.0001) is None  # beyond any practical count
+        assert power.reps_to_confirm(sd_log, ratio) == max(2, math.ceil(expected))
+    assert power.reps_to_confirm(0.1, 1.0) is None  # no difference to confirm
+    assert power.reps_to_confirm(0.5, 1.0001) is None  # beyond any practical count
 
 
 def test_reps_for_equivalence_reach_80_percent_tost_power_by_simulation() -> None:
     """At the returned n, TOST (Welch's t on logs through stats.compare_logs) declares
     equivalence in ~80 % of simulated campaigns; one run fewer falls short."""
     sd, ratio, delta = 0.05, 1.01, 0.05
-    n = stats.reps_for_equivalence(sd, ratio, delta)
+    n = power.reps_for_equivalence(sd, ratio, delta)
     assert n is not None and 5 < n < 40
     rng = np.random.default_rng(26)
 
@@ -128,7 +128,7 @@ def test_reps_for_equivalence_reach_80_percent_tost_power_by_simulation() -> Non
 
     assert rate(n) >= 0.77
     assert rate(n - 2) < 0.8
-    assert stats.reps_for_equivalence(sd, 1.06, delta) is None  # beyond ±5 %: out of reach
+    assert power.reps_for_equivalence(sd, 1.06, delta) is None  # beyond ±5 %: out of reach
 
 
 def test_outliers_need_five_repetitions() -> None:
@@ -153,8 +153,8 @@ def test_power_far_in_the_tail_is_a_number_not_nan() -> None:
     crit = sps.t.ppf(1 - 0.05 / 27 / 2, 2)
     # the lower tail, P(T′ < −23) at nc 7.7, is ~1e-17 (scipy.stats' cdf is NaN there too)
     expected = sps.nct.sf(crit, 2, 7.7)
-    assert stats._power(2, 7.7, 0.05 / 27) == pytest.approx(expected, rel=1e-6)
-    assert stats.reps_to_confirm(0.2324, 5.944, 0.05 / 27) == 3
+    assert power._power(2, 7.7, 0.05 / 27) == pytest.approx(expected, rel=1e-6)
+    assert power.reps_to_confirm(0.2324, 5.944, 0.05 / 27) == 3
 
 
 def _walked_reps_for_equivalence(sd: float, ratio: float, delta: float) -> int | None:
@@ -163,9 +163,9 @@ def _walked_reps_for_equivalence(sd: float, ratio: float, delta: float) -> int |
     if diff >= bound:
         return None
     n = 2
-    while stats._tost_power(n, diff / sd, bound / sd, stats.ALPHA) < stats.DEFAULT_POWER:
+    while power._tost_power(n, diff / sd, bound / sd, stats.ALPHA) < stats.DEFAULT_POWER:
         n = n + 1 if n < 64 else math.ceil(n * 1.1)
-        if n > stats.MAX_REPS:
+        if n > power.MAX_REPS:
             return None
     return n
 
@@ -177,7 +177,25 @@ def test_reps_for_equivalence_bisects_to_the_n_a_walk_finds() -> None:
     # Observed ratios anywhere inside the bounds, many close to them (many runs needed).
     ratios = np.exp(np.log1p(deltas) * rng.uniform(-0.999, 0.999, 400))
     cases = list(zip(sds, ratios, deltas, strict=True))
-    found = [stats.reps_for_equivalence(s, r, d) for s, r, d in cases]
+    found = [power.reps_for_equivalence(s, r, d) for s, r, d in cases]
     walked = [_walked_reps_for_equivalence(s, r, d) for s, r, d in cases]
     assert found == walked
     assert None in found and 2 in found and any(n and n > 64 for n in found)
+
+
+def test_runs_needed_of_many_rows_at_once_are_each_rows_own() -> None:
+    """The table's searches run together (one ufunc call per step for every row still
+    searching): each row's counts are those it gets alone, whatever its neighbours."""
+    rng = np.random.default_rng(44)
+    sds = np.exp(rng.uniform(math.log(0.002), math.log(0.5), 300)).tolist()
+    ratios = np.exp(rng.normal(0.0, 0.08, 300)).tolist()
+    sds[:3], ratios[3:6] = [0.0, 0.0, 0.0], [1.0, 1.0, 1.0]  # no spread; nothing to confirm
+    alphas = (0.05 / rng.integers(1, 60, 300)).tolist()
+    confirm, equivalence = power.runs_needed(sds, ratios, 0.05, alphas)
+    alone = [
+        (power.reps_to_confirm(s, r, a), power.reps_for_equivalence(s, r, 0.05, a))
+        for s, r, a in zip(sds, ratios, alphas, strict=True)
+    ]
+    assert list(zip(confirm, equivalence, strict=True)) == alone
+    assert confirm[3:6] == [None] * 3 and confirm[0] == 2
+    assert None in equivalence and any(n and n > 64 for n in confirm)
