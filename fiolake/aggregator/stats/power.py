@@ -128,9 +128,10 @@ def runs_needed(
     for i in rows:  # no spread: two runs decide (a ratio of 1 confirms nothing)
         if sd_logs[i] <= 0 and ratios[i] != 1.0:
             to_confirm[i] = 2
-    found = _reps_for_power(np.asarray(effect), alpha[confirm], power) if confirm else []
-    for i, n in zip(confirm, np.asarray(found).tolist(), strict=True):
-        to_confirm[i] = n if n <= MAX_REPS else None
+    if confirm:
+        found = _reps_for_power(np.asarray(effect), alpha[confirm], power)
+        for i, n in zip(confirm, found.tolist(), strict=True):
+            to_confirm[i] = n if n <= MAX_REPS else None
     for_equivalence: list[int | None] = [
         2 if sd_logs[i] <= 0 and abs(math.log(ratios[i])) < bound else None for i in rows
     ]
