@@ -226,6 +226,10 @@ _UNAVAILABLE_CODES = frozenset(
 
 # 507 Insufficient Storage: MinIO's drives are (over 99 %) full.
 _FULL_CODES = frozenset({"XMinioStorageFull"})
+# A write that ran out of room before MinIO's next look at its drives (about once a
+# second) fails as 500 InternalError with the drive's ENOSPC in the message: "We
+# encountered an internal error, please try again.: cause(no space left on device)".
+_NO_SPACE = "no space left on device"
 
 
 def s3_error(exc: Exception, key: str, *, url: str, endpoint: str, bucket: str) -> Exception:
@@ -287,9 +291,11 @@ def s3_error(exc: Exception, key: str, *, url: str, endpoint: str, bucket: str) 
                 "file-system back end such as versitygw's POSIX one cannot hold); remove "
                 "that key or point the lake at another prefix"
             )
-        if code in _FULL_CODES or status == 507:
+        said = str(exc.response.get("Error", {}).get("Message", ""))
+        if code in _FULL_CODES or status == 507 or _NO_SPACE in said.lower():
+            answer = f"{code or status}: {said}" if _NO_SPACE in said.lower() else code or status
             return StoreFull(
-                f"{key}: {endpoint} answered {status} ({code or status}) — the object store "
+                f"{key}: {endpoint} answered {status} ({answer}) — the object store "
                 "is out of space: free space on its drives (or remove old runs with "
                 "`fiolake lake prune`), then try again (runners keep their results and "
                 "retry on their own)"

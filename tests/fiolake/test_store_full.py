@@ -132,3 +132,32 @@ def test_a_full_minio_says_out_of_space_not_try_again(tmp_path: Path) -> None:
         # the same import succeeds
         res = CliRunner().invoke(cli, args, env=env)
         assert res.exit_code == 0, res.output
+
+
+def test_a_write_that_ran_out_of_room_before_minio_looked_is_out_of_space() -> None:
+    """Between MinIO's looks at its drive (about once a second) a write can fail on the
+    drive itself: 500 InternalError with the ENOSPC in its message (seen filling a
+    drive while runners wrote). A race the MinIO test above cannot cause on purpose —
+    MinIO checks a PUT's size against its free space and answers 507 — so the answer is
+    built here, in the words MinIO sent."""
+    from botocore.exceptions import ClientError
+
+    from fiolake.s3client import s3_error
+
+    def answer(message: str) -> ClientError:
+        body = {"Error": {"Code": "InternalError", "Message": message},
+                "ResponseMetadata": {"HTTPStatusCode": 500}}  # fmt: skip
+        return ClientError(body, "PutObject")  # type: ignore[arg-type]
+
+    said = "We encountered an internal error, please try again.: cause(no space left on device)"
+    where = {"url": "s3://lake", "endpoint": "https://s3:9000", "bucket": "lake"}
+    full = s3_error(answer(said), "raw/x", **where)
+    assert isinstance(full, StoreFull)
+    assert str(full) == (
+        f"raw/x: https://s3:9000 answered 500 (InternalError: {said}) — the object store is "
+        "out of space: free space on its drives (or remove old runs with `fiolake lake "
+        "prune`), then try again (runners keep their results and retry on their own)"
+    )
+    other = s3_error(answer("We encountered an internal error, please try again."), "raw/x",
+                     **where)  # fmt: skip
+    assert isinstance(other, StoreUnavailable) and not isinstance(other, StoreFull)
