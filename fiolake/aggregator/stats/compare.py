@@ -345,7 +345,7 @@ def _row(
         test.ratio_ci_low,
         test.ratio_ci_high,
     )
-    row.p_value, row.p_equivalence, row.reps_needed = test.p_value, test.p_tost, test.reps_needed
+    row.p_value, row.p_equivalence = test.p_value, test.p_tost
     if other.log.var is not None and got.log.var is not None and test.ratio > 0:
         row.sd_log = math.sqrt((other.log.var + got.log.var) / 2)
     if test.p_value is None:
@@ -354,12 +354,16 @@ def _row(
 
 
 def _runs_needed(rows: list[CompareRow], min_effect: float) -> None:
-    """Runs per side that would decide each row at its observed ratio, at the α its
-    verdict faces: α / (tests in the family), Bonferroni, the bound of Holm's first step
+    """Runs per group to detect ±min_effect (`reps_needed`, at α), and runs per side that
+    would decide each row at its observed ratio, at the α its verdict faces: α / (tests in the family), Bonferroni, the bound of Holm's first step
     (conservative for BH). At the unadjusted α a row of 3 runs could read `~2 runs per
     side would confirm` and still be inconclusive after adjustment. All rows' searches
     at once (`power.runs_needed`)."""
-    asked = [r for r in rows if r.sd_log is not None and r.ratio]
+    spread = [r for r in rows if r.sd_log is not None]
+    needed = power.reps_for_power_many([r.sd_log for r in spread], min_effect)  # type: ignore[misc]
+    for row, reps in zip(spread, needed, strict=True):
+        row.reps_needed = reps  # to detect ±min_effect at the unadjusted α
+    asked = [r for r in spread if r.ratio]
     confirm, equivalence = power.runs_needed(
         [r.sd_log for r in asked],  # type: ignore[misc]  # not None: asked
         [r.ratio for r in asked],  # type: ignore[misc]

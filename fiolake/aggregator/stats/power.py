@@ -143,17 +143,37 @@ def runs_needed(
     return to_confirm, for_equivalence
 
 
+def reps_for_power_many(
+    sd_logs: Sequence[float], min_effect: float, alpha: float = ALPHA,
+    power: float = DEFAULT_POWER,
+) -> list[int]:  # fmt: skip
+    """Repetitions per group for a two-sided t-test on logs to detect a `min_effect` ratio
+    with `power`, given each row's per-run standard deviation of log values: the smallest
+    n whose power under the noncentral t distribution reaches `power` (as statsmodels'
+    TTestIndPower.solve_power, rounded up; checked in the tests); 2 without spread."""
+    spread = [i for i, sd in enumerate(sd_logs) if sd > 0]
+    found = [2] * len(sd_logs)
+    if spread:
+        effect_sd = np.asarray([bounds(min_effect) / sd_logs[i] for i in spread])
+        alphas = np.full(len(spread), alpha)
+        for i, n in zip(spread, _reps_for_power(effect_sd, alphas, power).tolist(), strict=True):
+            found[i] = n
+    return found
+
+
 def reps_for_power(
     sd_log: float, min_effect: float, alpha: float = ALPHA, power: float = DEFAULT_POWER
 ) -> int:
-    """Repetitions per group for a two-sided t-test on logs to detect a `min_effect` ratio
-    with `power`, given the per-run standard deviation of log values: the smallest n
-    whose power under the noncentral t distribution reaches `power` (as statsmodels'
-    TTestIndPower.solve_power, rounded up; checked in the tests)."""
-    if sd_log <= 0:
-        return 2
-    effect_sd = np.asarray([bounds(min_effect) / sd_log])
-    return int(_reps_for_power(effect_sd, np.asarray([alpha]), power)[0])
+    """`reps_for_power_many` of one row."""
+    return reps_for_power_many([sd_log], min_effect, alpha, power)[0]
+
+
+def reps_needed(var_a: float | None, var_b: float | None, min_effect: float) -> int | None:
+    """Runs per group to detect `min_effect` at 80 % power given two groups' variances of
+    logs (their mean as the per-run variance); None without both variances."""
+    if var_a is None or var_b is None:
+        return None
+    return reps_for_power(math.sqrt((var_a + var_b) / 2), min_effect)
 
 
 def reps_to_confirm(

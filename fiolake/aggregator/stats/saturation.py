@@ -22,8 +22,8 @@ import numpy as np
 from fiolake.aggregator.lake.lake import Lake
 from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.sweeps import LoadPoint, load_points
+from fiolake.aggregator.stats import power, stats
 from fiolake.aggregator.stats import slo as slo_math
-from fiolake.aggregator.stats import stats
 from fiolake.aggregator.stats.compare import NO_BASELINE, TOO_FEW, CompareRow, decide
 from fiolake.aggregator.stats.verdict_text import EQUIVALENT, INCONCLUSIVE
 from fiolake.errors import LakeError, UsageProblem
@@ -211,7 +211,9 @@ def _compare_row(
                      len(values), len(base_values),
                      test.geomean, test.ratio, test.ratio_ci_low, test.ratio_ci_high,
                      test.p_value, None, test.p_tost, None, "",
-                     reps_needed=test.reps_needed)  # fmt: skip
+                     reps_needed=power.reps_needed(stats.LogSummary.of(base_values).var,
+                                                   stats.LogSummary.of(values).var,
+                                                   min_effect))  # fmt: skip
     safe = None
     if censored or base_censored:
         # A bound stands in for a run's value: the ratio errs towards 1 only when the

@@ -26,7 +26,7 @@ from scipy import special
 # The power analysis' own; named here too, where every verdict's α is read.
 from fiolake.aggregator.stats.power import ALPHA as ALPHA
 from fiolake.aggregator.stats.power import DEFAULT_POWER as DEFAULT_POWER
-from fiolake.aggregator.stats.power import bounds, reps_for_power
+from fiolake.aggregator.stats.power import bounds
 
 DEFAULT_MIN_EFFECT = 0.05  # ±5 %: smaller differences are "equivalent" when shown to be
 OUTLIER_Z = 3.5  # robust z (Iglewicz & Hoaglin) above which a repetition is an outlier
@@ -48,7 +48,6 @@ class LogComparison:
     ratio_ci_high: float | None
     p_value: float | None  # Welch two-sided, on logs
     p_tost: float | None  # equivalence within ±min_effect (max of the two one-sided p)
-    reps_needed: int | None  # per group, for 80 % power at min_effect (observed variance)
 
 
 def positive(values: Sequence[float]) -> bool:
@@ -106,15 +105,14 @@ def compare_summaries(
     diff = other.mean - base.mean
     ratio, gm, gm_base = math.exp(diff), math.exp(other.mean), math.exp(base.mean)
     if other.var is None or base.var is None:
-        return LogComparison(other.n, base.n, gm, gm_base, ratio, None, None, None, None, None)
+        return LogComparison(other.n, base.n, gm, gm_base, ratio, None, None, None, None)
     vx, vy = other.var / other.n, base.var / base.n
     se = math.sqrt(vx + vy)
-    reps = reps_for_power(math.sqrt((other.var + base.var) / 2), min_effect)
     bound = bounds(min_effect)
     if se == 0.0:  # identical repetitions on both sides: the difference is exact
         p = 1.0 if diff == 0.0 else 0.0
         p_tost = 0.0 if abs(diff) < bound else 1.0
-        return LogComparison(other.n, base.n, gm, gm_base, ratio, ratio, ratio, p, p_tost, reps)
+        return LogComparison(other.n, base.n, gm, gm_base, ratio, ratio, ratio, p, p_tost)
     # Welch's t: the statistic, Welch–Satterthwaite degrees of freedom, and Student's t
     # distribution through scipy.special's ufuncs (scipy.stats' scalar calls cost ~0.3 ms
     # each, and a table has thousands; ttest_ind_from_stats gives the same numbers).
@@ -133,7 +131,6 @@ def compare_summaries(
         math.exp(diff + half),
         p,
         max(p_low, p_high),
-        reps,
     )
 
 
