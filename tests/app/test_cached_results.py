@@ -149,3 +149,33 @@ def test_fiolake_app_starts_streamlit_through_the_warm_up(tmp_path: Path, starte
         "run",
         str(Path(common.__file__).resolve().with_name("main.py")),
     ]
+
+
+def test_the_warm_up_answers_what_latency_and_timeseries_ask_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After readiness the server answers the Latency and Timeseries pages' menus and
+    default views (`serve.warm_pages`) under the keys the pages ask with: with the lake's
+    connection closed behind the warm-up, any question a first visit asked again would
+    fail on the page; it shows its charts instead."""
+    from streamlit.testing.v1 import AppTest
+
+    from fiolake.app import serve
+
+    store = lakegen.local_store(tmp_path)
+    backends = {"nvme": {READ: {"iops": 1000}}, "ceph": {READ: {"iops": 600}}}
+    lakegen.write_campaign(store, "nightly", backends, 3, jitter=0.02)
+    monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path))
+    monkeypatch.setattr(serve, "warmed", threading.Event())
+    common._open.clear()
+    pages = Path(__file__).parents[2] / "fiolake" / "app" / "views"
+    try:
+        serve.warm()
+        common._open(common.lake_url()).con.close()  # nothing can be asked again
+        for name in ("2_Latency.py", "3_Timeseries.py"):
+            at = AppTest.from_file(str(pages / name), default_timeout=30).run()
+            assert not at.exception, (name, at.exception)
+            assert not at.error, (name, [e.value for e in at.error])
+            assert len(at.get("vega_lite_chart")) >= 1, name
+    finally:
+        common._open.clear()

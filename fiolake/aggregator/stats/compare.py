@@ -355,10 +355,10 @@ def _row(
 
 def _runs_needed(rows: list[CompareRow], min_effect: float) -> None:
     """Runs per group to detect ±min_effect (`reps_needed`, at α), and runs per side that
-    would decide each row at its observed ratio, at the α its verdict faces: α / (tests in the family), Bonferroni, the bound of Holm's first step
-    (conservative for BH). At the unadjusted α a row of 3 runs could read `~2 runs per
-    side would confirm` and still be inconclusive after adjustment. All rows' searches
-    at once (`power.runs_needed`)."""
+    would decide each row at its observed ratio, at the α its verdict faces: α / (tests
+    in the family), Bonferroni, the bound of Holm's first step (conservative for BH). At
+    the unadjusted α a row of 3 runs could read `~2 runs per side would confirm` and
+    still be inconclusive after adjustment. All rows' searches at once (`power`)."""
     spread = [r for r in rows if r.sd_log is not None]
     needed = power.reps_for_power_many([r.sd_log for r in spread], min_effect)  # type: ignore[misc]
     for row, reps in zip(spread, needed, strict=True):

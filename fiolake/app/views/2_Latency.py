@@ -8,10 +8,10 @@ import streamlit as st
 
 from fiolake.aggregator.lake.columns import display_scale, nines
 from fiolake.aggregator.rows import latency
-from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.series import distinct
 from fiolake.app.charts import backend_colour, show
 from fiolake.app.common import get_lake, run_or_stop
+from fiolake.app.defaults import latency_filter, sweep_filter, sweep_index
 
 ALL_CAMPAIGNS = "all campaigns"
 
@@ -46,7 +46,7 @@ if not backends or profile is None or job is None:
     st.info("Pick a profile, a job and at least one backend.")
     st.stop()
 scope = None if campaign == ALL_CAMPAIGNS else campaign
-filt = RunFilter(backends=tuple(backends), profile=profile, campaign=scope)
+filt = latency_filter(backends, profile, scope)
 where = f"campaign {scope}" if scope else "all campaigns"
 
 
@@ -156,13 +156,11 @@ if not sweeps:
 sweep_profile = st.selectbox(
     "Sweep profile",
     sweeps,
-    index=sweeps.index("iodepth-sweep") if "iodepth-sweep" in sweeps else 0,
+    index=sweep_index(sweeps),
     key="sweep",
     bind="query-params",
 )
-points = run_or_stop(
-    latency.sweep, lake, RunFilter(backends=tuple(backends), profile=sweep_profile)
-)
+points = run_or_stop(latency.sweep, lake, sweep_filter(backends, sweep_profile))
 div, unit = display_scale("clat_mean_ns", max((p.clat_p99_ns or 0) for p in points))
 frame = pd.DataFrame(
     {

@@ -18,6 +18,7 @@ from fiolake.aggregator.rows.series import (
 )
 from fiolake.app.charts import run_label, show
 from fiolake.app.common import get_lake, run_or_stop
+from fiolake.app.defaults import newest_per_backend
 from fiolake.steady import WINDOW
 
 st.set_page_config(page_title="fiolake · Timeseries", layout="wide")
@@ -28,15 +29,11 @@ runs = run_or_stop(recent_runs, lake)
 labels = {r[0]: f"{run_label(r[1], r[5], r[4])} · {r[2]}" for r in runs}
 # By default: the newest run of each backend in the most-run profile (newest first).
 top = next(iter(run_or_stop(profiles_by_runs, lake)), None)
-newest_per_backend: dict[str, str] = {}
-for r in runs:
-    if r[2] == top and r[1] not in newest_per_backend:
-        newest_per_backend[r[1]] = r[0]
 left, right = st.columns([4, 1])
 chosen = left.multiselect(
     "Runs",
     list(labels),
-    default=list(newest_per_backend.values())[:4],
+    default=newest_per_backend(runs, top),
     format_func=lambda rid: labels[rid],
     key="run",
     bind="query-params",
