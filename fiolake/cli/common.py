@@ -123,7 +123,12 @@ def connect(
     """The lake's DuckDB views, of `tables` or all (aggregator.lake.lake.open_lake, imported
     only when a command reads the lake: `--help` stays light). The modules `meanwhile`
     names, which the command needs once connected, are imported on a thread while it
-    connects (`import_meanwhile`)."""
+    connects (`import_meanwhile`): they are the analysis extra's (scipy), so a missing one
+    is named before the lake is read, as when they were imported first."""
+    if meanwhile:
+        from fiolake.cli.extras import require_extras
+
+        require_extras("analysis")
     import_meanwhile(meanwhile)
     from fiolake.aggregator.lake.lake import open_lake
 
