@@ -34,11 +34,15 @@ def outliers(
     filt: RunFilter,
     cuts: Mapping[Case, Mapping[str, tuple[float, float]]],
     loose: Sequence[str],
+    *,
+    hashed: bool = True,
 ) -> dict[tuple[Case, str], list[str]] | None:
     """Per case and metric of `cuts` (their median and MAD of logs), the run ids of the
     runs `filt` selects whose log lies beyond OUTLIER_CUT MADs of the median, sorted;
     None when the run series does not cover the compacted runs (then the caller folds
-    every run). `loose`: the runs not compacted yet, folded from the views."""
+    every run). `loose`: the runs not compacted yet, folded from the views. Without
+    `hashed` (no selected run has a workload hash: the case summaries say so) the runs'
+    hashes are not looked up (a join with `runs`: 0.2 s at a million runs)."""
     if not cuts or not case_series.covered(lake):
         return None
     cases = list(cuts)
@@ -61,13 +65,15 @@ def outliers(
         f'CASE WHEN s."{m}" > 0 THEN ln(s."{m}") ELSE \'NaN\'::DOUBLE END AS "l{i}"'
         for i, m in enumerate(metrics)
     )
+    union = " UNION ALL ".join(parts)
+    rows = f"({union}) s JOIN runs r USING (run_id)" if hashed else f"({union}) s"
+    sha = "coalesce(r.workload_sha256, '')" if hashed else "''"
     sql = f"""
         WITH c(no, backend, profile, sha, job_name, direction) AS (VALUES {named})
         SELECT c.no, s.run_id, {logs}
-        FROM ({" UNION ALL ".join(parts)}) s JOIN runs r USING (run_id)
-        JOIN c ON c.backend = s.backend AND c.profile = s.profile
-              AND c.sha = coalesce(r.workload_sha256, '') AND c.job_name = s.job_name
-              AND c.direction = s.direction
+        FROM {rows}
+        JOIN c ON c.backend = s.backend AND c.profile = s.profile AND c.sha = {sha}
+              AND c.job_name = s.job_name AND c.direction = s.direction
         ORDER BY c.no, s.run_id
     """
     cur = lake.cursor()
@@ -89,10 +95,9 @@ def outliers(
             )
         picked = np.flatnonzero(beyond)
         ids = table["run_id"].take(positions_array(picked)).to_pylist()
-        owners = case_no[picked].tolist()
-        for case in cases:
+        # Rows come by case, then run id: each case's outliers are one slice.
+        bounds = np.searchsorted(case_no[picked], np.arange(len(cases) + 1)).tolist()
+        for no, case in enumerate(cases):
             if metric in cuts[case]:
-                found[case, metric] = []
-        for no, run_id in zip(owners, ids, strict=True):
-            found[cases[no], metric].append(run_id)
+                found[case, metric] = ids[bounds[no] : bounds[no + 1]]
     return found

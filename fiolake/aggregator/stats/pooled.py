@@ -104,7 +104,8 @@ def summarise(
     # has the backend and the run attributes a filter names, not steadiness.
     if column != "backend" or exclude_unsteady:
         return None
-    found = overflow_outliers.outliers(lake, filt, cuts, loose)
+    hashed = any(table.column("sha").to_pylist())  # '' for runs without a workload hash
+    found = overflow_outliers.outliers(lake, filt, cuts, loose, hashed=hashed)
     if found is None:
         return None
     for ((grp, profile, sha_value, job, direction), metric), runs in found.items():

@@ -236,3 +236,32 @@ def test_a_case_object_gone_folds_every_run_and_the_next_compaction_rebuilds_it(
     assert report.cases_folded == 48  # all of them, not only the 6 new
     with connect(str(root)) as lake:
         _same_summaries(_fast(lake), _exact(lake, monkeypatch))
+
+
+def test_a_lake_without_workload_hashes_judges_overflowing_cases_without_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Imported history has no workload hashes: the case summaries say no run has one, so
+    the series' runs are judged without looking their hashes up — the same lists."""
+    monkeypatch.setattr(cases, "TOP", 1)
+    store = lakegen.local_store(tmp_path)
+    for night, level in enumerate((1000.0, 1000.0, 700.0)):  # a level that changed
+        lakegen.write_campaign(
+            store, f"n{night}", {"a": {("job1", "read"): {"iops": level}}}, 4, jitter=0.01,
+            start=lakegen.T0 + timedelta(days=night), workload_sha256=None,
+            canonical_job_file=None, effective_job_sha256=None,
+        )  # fmt: skip
+    compact(store, grace=ZERO)
+    hashed: list[bool] = []
+    real = overflow_outliers.outliers
+    monkeypatch.setattr(
+        overflow_outliers, "outliers",
+        lambda *a, **k: hashed.append(k["hashed"]) or real(*a, **k),
+    )  # fmt: skip
+    with connect(str(tmp_path)) as lake:
+        got = _fast(lake)
+        assert hashed == [False]
+        want = _exact(lake, monkeypatch)
+    _same_summaries(got, want)
+    odd = [s.outliers for m in got.values() for s in m.values()]
+    assert max(len(o) for o in odd) == 4  # the 700-IOPS night, beyond the one extreme kept
