@@ -289,11 +289,17 @@ def compacted_key(table: str, month: str, generation: int, token: str) -> str:
     return f"{COMPACTED_PREFIX}{table}/month={month}/{name}"
 
 
+def is_delta_table(table: str) -> bool:
+    """Whether this fiolake keeps `table` as a Delta table of the lake (a generation
+    record a newer fiolake wrote may name tables this one does not know)."""
+    return table in (*TABLES, "commits", *DERIVED_TABLES)
+
+
 def delta_table_prefix(table: str) -> str:
     """The folder of the Delta table holding compacted `table` (or `commits`, or a table
     compaction derives from runs and results: DERIVED_TABLES)."""
-    known = (*TABLES, "commits", *DERIVED_TABLES)
-    if table not in known:
+    if not is_delta_table(table):
+        known = (*TABLES, "commits", *DERIVED_TABLES)
         raise ValueError(f"unknown table {table!r}; tables are {', '.join(known)}")
     return f"{DELTA_PREFIX}{table}/"
 

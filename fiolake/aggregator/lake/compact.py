@@ -260,7 +260,9 @@ def _cleanup(store: ObjectStore, grace: timedelta, report: CompactionReport) -> 
     if current is None:
         return
     if not current.legacy:
-        for table in current.delta:
+        # A table a newer fiolake keeps (the lake was downgraded) is left as it is: its
+        # files are that version's to vacuum, and its record is carried forward.
+        for table in filter(layout.is_delta_table, current.delta):
             dt = delta.open_table(store, table)
             if dt is not None:
                 report.removed += [

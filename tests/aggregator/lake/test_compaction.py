@@ -454,3 +454,34 @@ def test_runs_written_before_the_workload_column_get_it_at_read_time_and_compact
     with connect(str(tmp_path)) as lake:
         assert lake.con.sql(query).fetchall() == before
         assert lake.con.sql("SELECT run_id, iops FROM results ORDER BY 1").fetchall() == results
+
+
+def test_a_table_a_newer_fiolake_keeps_is_carried_forward_not_refused(tmp_path: Path) -> None:
+    """A lake a newer fiolake compacted may name a Delta table this one does not know (a
+    downgrade: fiolake before the run series refused its own cleanup, `unknown table
+    'run_series'`). Compaction here leaves that table's files alone and keeps its state
+    in the next record, for the newer fiolake to catch up on when it is back."""
+    import dataclasses
+
+    store = build(tmp_path)
+    compact(store, grace=ZERO)
+    gen = latest_generation(store)
+    assert gen is not None
+    future = dataclasses.replace(gen.delta["runs"], table="future_table")
+    newer = dataclasses.replace(
+        gen, generation=gen.generation + 1, delta={**gen.delta, "future_table": future}
+    )
+    generations.write_generation(store, newer)
+    lakegen.write_run(store, run_id="late", job_id="j-late", campaign="c2", backend="b",
+                      metrics={READ: {"iops": 500.0}})  # fmt: skip
+    report = compact(store, grace=ZERO)
+    assert report.generation == newer.generation + 1
+    kept = latest_generation(store)
+    assert kept is not None
+    carried = kept.delta["future_table"]
+    assert (carried.version, carried.files, carried.keys) == (future.version, future.files,
+                                                              future.keys)  # fmt: skip
+    assert not carried.covers_index  # this compaction added runs it does not hold
+    assert "late" in kept.covered("runs") and "late" not in carried.keys
+    with connect(str(tmp_path)) as lake:  # and readers read it
+        assert lake.con.sql("SELECT count(*) FROM runs").fetchone() == (12,)
