@@ -8,6 +8,7 @@ from fiolake.aggregator.report.headline import landing, profile_ratios, sentence
 from fiolake.aggregator.rows.series import overview
 from fiolake.app.charts import profile_ratio_frame, ratio_chart, show, when
 from fiolake.app.common import get_lake, human_frame, run_or_stop
+from fiolake.app.serve import warm_pages_after
 
 st.set_page_config(page_title="fiolake", layout="wide")
 st.title("fiolake")
@@ -51,3 +52,5 @@ with st.expander("The lake: runs per backend"):
     st.dataframe(human_frame(columns, table), hide_index=True)
 for warning in lake.warnings:
     st.warning(warning)
+# Drawn: the server may now answer what the other pages ask first (once per server).
+warm_pages_after()

@@ -154,8 +154,8 @@ def test_fiolake_app_starts_streamlit_through_the_warm_up(tmp_path: Path, starte
 def test_the_warm_up_answers_what_latency_and_timeseries_ask_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """After readiness the server answers the Latency and Timeseries pages' menus and
-    default views (`serve.warm_pages`) under the keys the pages ask with: with the lake's
+    """Once Home has drawn, the server answers the Latency and Timeseries pages' menus
+    and default views (`serve.warm_pages`) under the keys the pages ask with: with the lake's
     connection closed behind the warm-up, any question a first visit asked again would
     fail on the page; it shows its charts instead."""
     from streamlit.testing.v1 import AppTest
@@ -171,6 +171,7 @@ def test_the_warm_up_answers_what_latency_and_timeseries_ask_first(
     pages = Path(__file__).parents[2] / "fiolake" / "app" / "views"
     try:
         serve.warm()
+        serve.warm_pages()  # what Home starts once it has drawn (`warm_pages_after`)
         common._open(common.lake_url()).con.close()  # nothing can be asked again
         for name in ("2_Latency.py", "3_Timeseries.py"):
             at = AppTest.from_file(str(pages / name), default_timeout=30).run()
@@ -179,3 +180,24 @@ def test_the_warm_up_answers_what_latency_and_timeseries_ask_first(
             assert len(at.get("vega_lite_chart")) >= 1, name
     finally:
         common._open.clear()
+
+
+def test_home_starts_warming_the_other_pages_once_it_has_drawn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    from fiolake.app import serve
+
+    store = lakegen.local_store(tmp_path)
+    lakegen.write_campaign(store, "nightly", {"nvme": {READ: {"iops": 1000}}}, 2)
+    monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path))
+    monkeypatch.setattr(serve, "_pages_warmed", threading.Event())
+    started = threading.Event()
+    monkeypatch.setattr(serve, "warm_pages", started.set)
+    home = Path(__file__).parents[2] / "fiolake" / "app" / "Home.py"
+    for _ in range(2):  # once per server, whatever the visits
+        at = AppTest.from_file(str(home), default_timeout=30).run()
+        assert not at.exception
+    assert started.wait(10)
+    assert serve._pages_warmed.is_set()
