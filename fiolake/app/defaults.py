@@ -1,4 +1,4 @@
-"""What the Latency and Timeseries pages show before anyone picks: their default
+"""What the Latency, Timeseries and Trends pages show before anyone picks: their default
 selections, computed in one place so that the server's warm-up (`serve.warm_pages`) asks
 the library exactly what a first visit asks (the same cache keys)."""
 
@@ -40,3 +40,18 @@ def sweep_filter(backends: Sequence[str], profile: str) -> RunFilter:
 
 
 DEFAULT_LAT_TYPE = latency.LAT_TYPES[0]
+
+
+# The Trends page's spans, and the one it opens on.
+SPANS: dict[str, int | None] = {"30 days": 30, "90 days": 90, "365 days": 365, "all": None}
+TRENDS_SPAN = "90 days"
+
+
+def trends_metric_index(metrics: Sequence[str]) -> int:
+    """Which metric the Trends page shows first: IOPS where the lake has it."""
+    return list(metrics).index("iops") if "iops" in metrics else 0
+
+
+def trends_filter(backends: Sequence[str], profile: str) -> RunFilter:
+    """The runs of the Trends page's chart, before its span."""
+    return RunFilter(backends=tuple(backends), profile=profile)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+from dataclasses import replace
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -67,8 +68,8 @@ def warm_pages_after() -> None:
 
 
 def warm_pages() -> None:
-    """Answer what the Latency and Timeseries pages ask before anyone picks (their menus
-    and default views, `app.defaults`) into the app's data cache: their first visits on
+    """Answer what the Latency, Timeseries and Trends pages ask before anyone picks (their
+    menus and default views, `app.defaults`) into the app's data cache: their first visits on
     the 1,000,000-run lake took 3.4-3.9 s, of which these questions 1.0-1.4 s (the
     sweep-profile list reads every result row of a lake without workload hashes). A page
     visited before it got there asks as it always did."""
@@ -76,11 +77,14 @@ def warm_pages() -> None:
         from fiolake.aggregator.rows import latency
         from fiolake.aggregator.rows.series import (
             SERIES_METRICS,
+            cases_of,
             distinct,
             per_second,
             recent_runs,
             steady_marks,
         )
+        from fiolake.aggregator.stats.compare import metric_columns
+        from fiolake.aggregator.stats.trend import recent_start, trend
         from fiolake.app import common, defaults
 
         lake = common._open(common.lake_url())  # the pages' own (cached) lake
@@ -105,6 +109,15 @@ def warm_pages() -> None:
         if sweeps and backends:
             profile = sweeps[defaults.sweep_index(sweeps)]
             ask(latency.sweep, lake, defaults.sweep_filter(backends, profile))
+        metrics = ask(metric_columns, lake)
+        cases = ask(cases_of, lake, top)
+        if metrics and cases and backends:
+            metric = metrics[defaults.trends_metric_index(metrics)]
+            filt = defaults.trends_filter(backends, top)
+            days = defaults.SPANS[defaults.TRENDS_SPAN]
+            if days is not None:
+                filt = replace(filt, since=ask(recent_start, lake, filt, days))
+            ask(trend, lake, metric, filt=filt, bucket="run", case=tuple(cases[0]))
     except BaseException:  # noqa: BLE001 - as `warm`: the page shows what failed
         log.debug("warming the pages failed", exc_info=True)
 

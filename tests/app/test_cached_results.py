@@ -151,11 +151,11 @@ def test_fiolake_app_starts_streamlit_through_the_warm_up(tmp_path: Path, starte
     ]
 
 
-def test_the_warm_up_answers_what_latency_and_timeseries_ask_first(
+def test_the_warm_up_answers_what_latency_timeseries_and_trends_ask_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Once Home has drawn, the server answers the Latency and Timeseries pages' menus
-    and default views (`serve.warm_pages`) under the keys the pages ask with: with the lake's
+    """Once Home has drawn, the server answers the Latency, Timeseries and Trends pages'
+    menus and default views (`serve.warm_pages`) under the keys the pages ask with: with the lake's
     connection closed behind the warm-up, any question a first visit asked again would
     fail on the page; it shows its charts instead."""
     from streamlit.testing.v1 import AppTest
@@ -173,7 +173,7 @@ def test_the_warm_up_answers_what_latency_and_timeseries_ask_first(
         serve.warm()
         serve.warm_pages()  # what Home starts once it has drawn (`warm_pages_after`)
         common._open(common.lake_url()).con.close()  # nothing can be asked again
-        for name in ("2_Latency.py", "3_Timeseries.py"):
+        for name in ("2_Latency.py", "3_Timeseries.py", "4_Trends.py"):
             at = AppTest.from_file(str(pages / name), default_timeout=30).run()
             assert not at.exception, (name, at.exception)
             assert not at.error, (name, [e.value for e in at.error])

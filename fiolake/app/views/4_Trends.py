@@ -10,17 +10,16 @@ import streamlit as st
 
 from fiolake.aggregator.lake.columns import display_scale
 from fiolake.aggregator.rows.envdiff import env_diff
-from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.latency import profiles_by_runs
 from fiolake.aggregator.rows.series import cases_of, distinct
 from fiolake.aggregator.stats.compare import metric_columns
 from fiolake.aggregator.stats.trend import mark_accepted, recent_start, trend
 from fiolake.app.charts import backend_colour, show, time_axis, when
 from fiolake.app.common import call_or_stop, get_lake, run_or_stop
+from fiolake.app.defaults import SPANS, TRENDS_SPAN, trends_filter, trends_metric_index
 
 # A year of nightly runs is ~50,000 points a case and backend: the page opens on the
 # recent ones, and draws daily means past MAX_MARKS (the browser slows down with them).
-SPANS = {"30 days": 30, "90 days": 90, "365 days": 365, "all": None}
 MAX_MARKS = 5_000
 
 st.set_page_config(page_title="fiolake · Trends", layout="wide")
@@ -33,7 +32,7 @@ top, bottom = st.columns(4), st.columns([3, 1, 1])
 metric = top[0].selectbox(
     "Metric",
     metrics,
-    index=metrics.index("iops") if "iops" in metrics else 0,
+    index=trends_metric_index(metrics),
     key="metric",
     bind="query-params",
 )
@@ -54,14 +53,14 @@ backends = bottom[0].multiselect(
     "Backends", backends_all, default=backends_all, key="backend", bind="query-params"
 )
 span = bottom[1].selectbox(
-    "Last", list(SPANS), index=1, key="span", bind="query-params",
+    "Last", list(SPANS), index=list(SPANS).index(TRENDS_SPAN), key="span", bind="query-params",
     help="Counted back from the newest run of the profile on these backends.",
 )  # fmt: skip
 if not backends or profile is None or case is None:
     st.info("Pick a profile, a job and at least one backend.")
     st.stop()
 
-filt = RunFilter(backends=tuple(backends), profile=profile)
+filt = trends_filter(backends, profile)
 days = SPANS[span]
 if days is not None:
     filt = replace(filt, since=run_or_stop(recent_start, lake, filt, days))
