@@ -76,6 +76,12 @@ def test_pages_ask_the_lake_only_through_the_cache() -> None:
     assert direct == []
 
 
+def _app_lake(root: Path, monkeypatch: pytest.MonkeyPatch, backends: dict) -> None:
+    """A lake of one campaign as the app's FIOLAKE_LAKE (2 runs a backend)."""
+    lakegen.write_campaign(lakegen.local_store(root), "nightly", backends, 2, jitter=0.02)
+    monkeypatch.setenv("FIOLAKE_LAKE", str(root))
+
+
 def test_the_server_warm_up_opens_the_lake_for_the_first_visit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -155,17 +161,16 @@ def test_the_warm_up_answers_what_latency_timeseries_and_trends_ask_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Once Home has drawn, the server answers the Latency, Timeseries and Trends pages'
-    menus and default views (`serve.warm_pages`) under the keys the pages ask with: with the lake's
-    connection closed behind the warm-up, any question a first visit asked again would
-    fail on the page; it shows its charts instead."""
+    menus and default views (`serve.warm_pages`) under the keys the pages ask with: with
+    the lake's connection closed behind the warm-up, any question a first visit asked
+    again would fail on the page; it shows its charts instead."""
     from streamlit.testing.v1 import AppTest
 
     from fiolake.app import serve
 
-    store = lakegen.local_store(tmp_path)
-    backends = {"nvme": {READ: {"iops": 1000}}, "ceph": {READ: {"iops": 600}}}
-    lakegen.write_campaign(store, "nightly", backends, 3, jitter=0.02)
-    monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path))
+    _app_lake(
+        tmp_path, monkeypatch, {"nvme": {READ: {"iops": 1000}}, "ceph": {READ: {"iops": 600}}}
+    )
     monkeypatch.setattr(serve, "warmed", threading.Event())
     common._open.clear()
     pages = Path(__file__).parents[2] / "fiolake" / "app" / "views"
@@ -189,9 +194,7 @@ def test_home_starts_warming_the_other_pages_once_it_has_drawn(
 
     from fiolake.app import serve
 
-    store = lakegen.local_store(tmp_path)
-    lakegen.write_campaign(store, "nightly", {"nvme": {READ: {"iops": 1000}}}, 2)
-    monkeypatch.setenv("FIOLAKE_LAKE", str(tmp_path))
+    _app_lake(tmp_path, monkeypatch, {"nvme": {READ: {"iops": 1000}}})
     monkeypatch.setattr(serve, "_pages_warmed", threading.Event())
     started = threading.Event()
     monkeypatch.setattr(serve, "warm_pages", started.set)
