@@ -105,7 +105,10 @@ def summarise(
     if column != "backend" or exclude_unsteady:
         return None
     hashed = any(table.column("sha").to_pylist())  # '' for runs without a workload hash
-    found = overflow_outliers.outliers(lake, filt, cuts, loose, hashed=hashed)
+    try:
+        found = overflow_outliers.outliers(lake, filt, cuts, loose, hashed=hashed)
+    except duckdb.IOException:  # a series file gone behind its record: fold every run
+        return None
     if found is None:
         return None
     for ((grp, profile, sha_value, job, direction), metric), runs in found.items():

@@ -265,3 +265,21 @@ def test_a_lake_without_workload_hashes_judges_overflowing_cases_without_them(
     _same_summaries(got, want)
     odd = [s.outliers for m in got.values() for s in m.values()]
     assert max(len(o) for o in odd) == 4  # the 700-IOPS night, beyond the one extreme kept
+
+
+def test_a_run_series_file_gone_folds_every_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The series' files deleted behind the generation record (a hand-made cleanup): the
+    cases whose extremes ran out cannot be read there, so the question folds every run
+    (as for a case object gone) instead of failing."""
+    monkeypatch.setattr(cases, "TOP", 1)
+    every_kind_lake(tmp_path)
+    compact(lakegen.local_store(tmp_path), grace=ZERO)
+    for path in (tmp_path / "compacted" / "delta" / "run_series").glob("*.parquet"):
+        path.unlink()
+    with connect(str(tmp_path)) as lake:
+        assert pooled.summarise(lake, BY_BACKEND, RunFilter(), METRICS, runsets.WORKLOAD,
+                                exclude_unsteady=False) is None  # fmt: skip
+        got = runsets.summarise(lake, BY_BACKEND, RunFilter(), METRICS)
+        _same_summaries(got, _exact(lake, monkeypatch))
