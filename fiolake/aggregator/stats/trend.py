@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import duckdb
 
 from fiolake.aggregator.lake import columns
 from fiolake.aggregator.lake.accepted import acceptances
@@ -69,7 +72,26 @@ def trend(
     if bucket not in BUCKETS:
         raise UsageProblem(f"invalid bucket {bucket!r}: choose {' or '.join(BUCKETS)}")
     validate(lake, filt)
-    per_run = _per_run(lake, metric, filt, case)
+    try:
+        rows = _points_rows(lake, metric, filt, case, bucket, series=True)
+    except duckdb.IOException:  # a run-series file gone behind its record: fold the runs
+        rows = _points_rows(lake, metric, filt, case, bucket, series=False)
+    points = [
+        TrendPoint(b, pr, j, d, _instant(us), v, n, run, campaign=night)
+        for b, pr, j, d, us, v, n, run, night in rows
+    ]
+    if not points:
+        raise LakeError(_nothing_matches(filt, case))
+    marked = _mark_change_points(points, min_segment)
+    return mark_accepted(lake, marked)  # issue 34: accepted changes
+
+
+def _points_rows(
+    lake: Lake, metric: str, filt: RunFilter, case: Case | None, bucket: str, *, series: bool
+) -> list[tuple[Any, ...]]:
+    """The trend's rows, a run or a day each (`_per_run`, from the run series when
+    `series` and it can answer)."""
+    per_run = _per_run(lake, metric, filt, case, series=series)
     # Times come as epoch microseconds: DuckDB makes each TIMESTAMPTZ a datetime through
     # pytz, 0.5 s for a year of one profile's runs (99,000 points), ~0.05 s this way.
     if bucket == "run":
@@ -83,20 +105,16 @@ def trend(
                          count(value), NULL, NULL
                   FROM ({per_run}) GROUP BY ALL
                   ORDER BY backend, profile, job_name, direction, day"""
-    points = [
-        TrendPoint(b, pr, j, d, _instant(us), v, n, run, campaign=night)
-        for b, pr, j, d, us, v, n, run, night in fetch_rows(lake, sql)
-    ]
-    if not points:
-        raise LakeError(_nothing_matches(filt, case))
-    marked = _mark_change_points(points, min_segment)
-    return mark_accepted(lake, marked)  # issue 34: accepted changes
+    return fetch_rows(lake, sql)
 
 
-def _per_run(lake: Lake, metric: str, filt: RunFilter, case: Case | None) -> str:
+def _per_run(
+    lake: Lake, metric: str, filt: RunFilter, case: Case | None, *, series: bool = True
+) -> str:
     """SQL of one row per run × job × direction (case_series.COLUMNS, value): from the run
     series compaction keeps sorted by case when it covers the compacted runs (a year of one
-    case is a row group per file, not every result row), else folded from the views."""
+    case is a row group per file, not every result row), else (or without `series`)
+    folded from the views."""
 
     def folded(where: str) -> str:
         return f"""
@@ -106,7 +124,7 @@ def _per_run(lake: Lake, metric: str, filt: RunFilter, case: Case | None) -> str
             WHERE {where}
             GROUP BY ALL"""
 
-    fast = case_series.compacted_rows(lake, filt, metric, case)
+    fast = case_series.compacted_rows(lake, filt, metric, case) if series else None
     if fast is None:
         return folded(filt.where("r") + _case_where(case))
     sql, loose = fast

@@ -211,3 +211,19 @@ def test_a_lake_compacted_before_the_series_gets_it_from_its_files(
     assert len(levels) > 1 and set(levels) == {clustered.TOP_LEVEL}
     _late_runs(root)
     _assert_same_trends(root, monkeypatch)
+
+
+def test_a_series_file_gone_folds_the_trend_from_the_views(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The series' files deleted behind the generation record (a hand-made cleanup): the
+    trend is folded from the views, the same points, not DuckDB's IO error."""
+    every_kind_lake(tmp_path)
+    compact(lakegen.local_store(tmp_path), grace=timedelta(0))
+    with connect(str(tmp_path)) as lake:
+        want = trend(lake, "iops", filt=RunFilter(backends=("a",)))
+    for path in (tmp_path / "compacted" / "delta" / series.TABLE).glob("*.parquet"):
+        path.unlink()
+    with connect(str(tmp_path)) as lake:
+        assert case_series.covered(lake)  # the record still says the series covers them
+        assert trend(lake, "iops", filt=RunFilter(backends=("a",))) == want
