@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -195,19 +196,31 @@ def _merged_sql(partial: str, metrics: list[str]) -> str:
     """
 
 
+def _arrow(lake: Lake, sql: str) -> pa.Table:
+    cur = lake.cursor()
+    try:
+        return cur.execute(sql).to_arrow_table()
+    finally:
+        cur.close()
+
+
 def nightly(
     lake: Lake, group_expr: str, filt: RunFilter, metrics: list[str]
 ) -> dict[tuple[str, Case], dict[str, NightSeries]]:
     """(group, case) -> metric -> its nights in order of their first run (none for a
     metric no run has a positive value of). One query; its rows are series × nights.
-    Grouped by backend, compacted nights come from their summaries (`night_rows`)."""
-    partial = night_rows.partial_rows(lake, filt, metrics) if group_expr == BY_BACKEND else None
-    sql = _sql(group_expr, filt.where("r"), metrics) if partial is None else None
-    cur = lake.cursor()
-    try:
-        table = cur.execute(sql or _merged_sql(partial or "", metrics)).to_arrow_table()
-    finally:
-        cur.close()
+    Grouped by backend, compacted nights come from their summaries (`night_rows`); a
+    summaries file gone behind its record folds every run instead."""
+    table = None
+    if group_expr == BY_BACKEND:
+        try:
+            partial = night_rows.partial_rows(lake, filt, metrics)
+            if partial is not None:
+                table = _arrow(lake, _merged_sql(partial, metrics))
+        except duckdb.IOException:  # a summaries file gone behind its record: fold the runs
+            table = None
+    if table is None:
+        table = _arrow(lake, _sql(group_expr, filt.where("r"), metrics))
     sids, first = np.unique(numbers(table["sid"]), return_index=True)
     heads = table.take(positions_array(first)).select(
         ["grp", "profile", "job_name", "direction", "sha"]
