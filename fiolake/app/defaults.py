@@ -34,8 +34,9 @@ def sweep_index(sweeps: Sequence[str]) -> int:
     return list(sweeps).index(SWEEP_PROFILE) if SWEEP_PROFILE in sweeps else 0
 
 
-def sweep_filter(backends: Sequence[str], profile: str) -> RunFilter:
-    """The runs of the Latency page's sweep chart."""
+def profile_filter(backends: Sequence[str], profile: str) -> RunFilter:
+    """Every run of `profile` on `backends`: the Latency page's sweep chart, and the
+    Trends page's chart before its span."""
     return RunFilter(backends=tuple(backends), profile=profile)
 
 
@@ -50,8 +51,3 @@ TRENDS_SPAN = "90 days"
 def trends_metric_index(metrics: Sequence[str]) -> int:
     """Which metric the Trends page shows first: IOPS where the lake has it."""
     return list(metrics).index("iops") if "iops" in metrics else 0
-
-
-def trends_filter(backends: Sequence[str], profile: str) -> RunFilter:
-    """The runs of the Trends page's chart, before its span."""
-    return RunFilter(backends=tuple(backends), profile=profile)

@@ -108,12 +108,12 @@ def warm_pages() -> None:
         sweeps = ask(latency.sweep_profiles, lake)
         if sweeps and backends:
             profile = sweeps[defaults.sweep_index(sweeps)]
-            ask(latency.sweep, lake, defaults.sweep_filter(backends, profile))
+            ask(latency.sweep, lake, defaults.profile_filter(backends, profile))
         metrics = ask(metric_columns, lake)
         cases = ask(cases_of, lake, top)
         if metrics and cases and backends:
             metric = metrics[defaults.trends_metric_index(metrics)]
-            filt = defaults.trends_filter(backends, top)
+            filt = defaults.profile_filter(backends, top)
             days = defaults.SPANS[defaults.TRENDS_SPAN]
             if days is not None:
                 filt = replace(filt, since=ask(recent_start, lake, filt, days))

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
+
 from fiolake.aggregator.lake.lake import Lake
 from fiolake.aggregator.lake.sqltext import with_values
 from fiolake.errors import UsageProblem
@@ -22,6 +24,15 @@ def fetch_rows(lake: Lake, sql: str, params: list[Any] | None = None) -> list[tu
     cur = lake.cursor()
     try:
         return cur.execute(with_values(sql, params) if params else sql).fetchall()
+    finally:
+        cur.close()
+
+
+def fetch_arrow(lake: Lake, sql: str) -> pa.Table:
+    """`fetch_rows` as an Arrow table (columns for numpy, no Python object per value)."""
+    cur = lake.cursor()
+    try:
+        return cur.execute(sql).to_arrow_table()
     finally:
         cur.close()
 

@@ -29,6 +29,7 @@ from fiolake.aggregator.lake.lake import Lake
 from fiolake.aggregator.lake.summaries import NO_START
 from fiolake.aggregator.rows import night_rows
 from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.series import fetch_arrow
 from fiolake.aggregator.stats import stats
 from fiolake.aggregator.stats.groupstats import Case
 from fiolake.aggregator.stats.runsets import per_run_columns
@@ -196,14 +197,6 @@ def _merged_sql(partial: str, metrics: list[str]) -> str:
     """
 
 
-def _arrow(lake: Lake, sql: str) -> pa.Table:
-    cur = lake.cursor()
-    try:
-        return cur.execute(sql).to_arrow_table()
-    finally:
-        cur.close()
-
-
 def nightly(
     lake: Lake, group_expr: str, filt: RunFilter, metrics: list[str]
 ) -> dict[tuple[str, Case], dict[str, NightSeries]]:
@@ -216,11 +209,11 @@ def nightly(
         try:
             partial = night_rows.partial_rows(lake, filt, metrics)
             if partial is not None:
-                table = _arrow(lake, _merged_sql(partial, metrics))
+                table = fetch_arrow(lake, _merged_sql(partial, metrics))
         except duckdb.IOException:  # a summaries file gone behind its record: fold the runs
             table = None
     if table is None:
-        table = _arrow(lake, _sql(group_expr, filt.where("r"), metrics))
+        table = fetch_arrow(lake, _sql(group_expr, filt.where("r"), metrics))
     sids, first = np.unique(numbers(table["sid"]), return_index=True)
     heads = table.take(positions_array(first)).select(
         ["grp", "profile", "job_name", "direction", "sha"]

@@ -23,6 +23,7 @@ from fiolake.aggregator.lake.idarrays import numbers, positions_array
 from fiolake.aggregator.lake.lake import Lake, literal, literals
 from fiolake.aggregator.rows import case_series, derived_view
 from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.series import fetch_arrow
 from fiolake.aggregator.stats import stats
 
 # A pooled case: backend, profile, workload hash ('' for none), job, direction.
@@ -76,11 +77,7 @@ def outliers(
               AND c.job_name = s.job_name AND c.direction = s.direction
         ORDER BY c.no, s.run_id
     """
-    cur = lake.cursor()
-    try:
-        table = cur.execute(sql).to_arrow_table()
-    finally:
-        cur.close()
+    table = fetch_arrow(lake, sql)
     case_no = numbers(table["no"])
     found: dict[tuple[Case, str], list[str]] = {}
     for i, metric in enumerate(metrics):

@@ -30,6 +30,7 @@ from fiolake.aggregator.lake.lake import Lake, literals
 from fiolake.aggregator.lake.sqltext import parquet_source
 from fiolake.aggregator.rows import night_rows
 from fiolake.aggregator.rows.filters import RunFilter
+from fiolake.aggregator.rows.series import fetch_arrow
 from fiolake.aggregator.stats import case_sketch, overflow_outliers, stats
 from fiolake.aggregator.stats.groupstats import Data, GroupStats
 
@@ -90,13 +91,10 @@ def summarise(
         WHERE {filt.where("s")} AND s.profile IS NOT NULL AND s.job_name IS NOT NULL
           AND s.direction IS NOT NULL {steady_only}
     """
-    cur = lake.cursor()
     try:
-        table = cur.execute(selected).to_arrow_table()
+        table = fetch_arrow(lake, selected)
     except duckdb.IOException:  # the object is gone (deleted behind its record): fold runs
         return None
-    finally:
-        cur.close()
     data, cuts = _data(table, metrics)
     if not cuts:
         return data

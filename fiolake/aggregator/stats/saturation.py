@@ -5,7 +5,7 @@ job: the curve (load → median IOPS, bandwidth, p50/p99/p99.9 over the runs), i
 (Kneedle), and the largest IOPS whose percentile meets the SLO on the median curve with a
 percentile-bootstrap interval over the runs (`slo`). Two groups are compared by that
 number under the one statistics contract: each run of a sweep is a whole curve, so each
-run has its own IOPS at the SLO; those per-run values go through `stats.compare_logs`
+run has its own IOPS at the SLO; their log summaries go through `stats.compare_summaries`
 (ratio of geometric means, Welch on logs, TOST), Holm across the question, and the
 verdict rule of `compare` (docs/statistics.md §10).
 """
@@ -206,13 +206,13 @@ def _compare_row(
                          len(base_values), None, None, None, None, None, None, None, None,
                          TOO_FEW)  # fmt: skip
         return row, None
-    test = stats.compare_logs(base_values, values, min_effect=min_effect)
+    base_logs, logs = stats.LogSummary.of(base_values), stats.LogSummary.of(values)
+    test = stats.compare_summaries(base_logs, logs, min_effect=min_effect)
     row = CompareRow(other.group, *other.row_key[:3], IOPS_AT_SLO, other.row_key[3],
                      len(values), len(base_values),
                      test.geomean, test.ratio, test.ratio_ci_low, test.ratio_ci_high,
                      test.p_value, None, test.p_tost, None, "",
-                     reps_needed=power.reps_needed(stats.LogSummary.of(base_values).var,
-                                                   stats.LogSummary.of(values).var,
+                     reps_needed=power.reps_needed(base_logs.var, logs.var,
                                                    min_effect))  # fmt: skip
     safe = None
     if censored or base_censored:

@@ -11,7 +11,7 @@ from fiolake.aggregator.rows import latency
 from fiolake.aggregator.rows.series import distinct
 from fiolake.app.charts import backend_colour, show
 from fiolake.app.common import get_lake, run_or_stop
-from fiolake.app.defaults import latency_filter, sweep_filter, sweep_index
+from fiolake.app.defaults import latency_filter, profile_filter, sweep_index
 
 ALL_CAMPAIGNS = "all campaigns"
 
@@ -160,7 +160,7 @@ sweep_profile = st.selectbox(
     key="sweep",
     bind="query-params",
 )
-points = run_or_stop(latency.sweep, lake, sweep_filter(backends, sweep_profile))
+points = run_or_stop(latency.sweep, lake, profile_filter(backends, sweep_profile))
 div, unit = display_scale("clat_mean_ns", max((p.clat_p99_ns or 0) for p in points))
 frame = pd.DataFrame(
     {

@@ -16,7 +16,7 @@ from fiolake.aggregator.stats.compare import metric_columns
 from fiolake.aggregator.stats.trend import mark_accepted, recent_start, trend
 from fiolake.app.charts import backend_colour, show, time_axis, when
 from fiolake.app.common import call_or_stop, get_lake, run_or_stop
-from fiolake.app.defaults import SPANS, TRENDS_SPAN, trends_filter, trends_metric_index
+from fiolake.app.defaults import SPANS, TRENDS_SPAN, profile_filter, trends_metric_index
 
 # A year of nightly runs is ~50,000 points a case and backend: the page opens on the
 # recent ones, and draws daily means past MAX_MARKS (the browser slows down with them).
@@ -60,7 +60,7 @@ if not backends or profile is None or case is None:
     st.info("Pick a profile, a job and at least one backend.")
     st.stop()
 
-filt = trends_filter(backends, profile)
+filt = profile_filter(backends, profile)
 days = SPANS[span]
 if days is not None:
     filt = replace(filt, since=run_or_stop(recent_start, lake, filt, days))
