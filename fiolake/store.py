@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from fiolake.errors import NotFound, PreconditionFailed, StoreError, StoreFull
 from fiolake.s3client import S3Settings, error_code, put_object, s3_client, s3_error
+from fiolake.s3read import S3Reader, Unanswered, usable
 
 
 @dataclass(frozen=True)
@@ -253,14 +254,28 @@ def _http_date(headers: dict[str, Any]) -> datetime:
 
 
 class S3Store:
-    """A lake in an S3 bucket (optionally below a prefix)."""
+    """A lake in an S3 bucket (optionally below a prefix).
+
+    Reads go first to `fiolake.s3read` (signed requests over the standard library); what
+    it cannot answer plainly, and every write, goes to a botocore client made on first use,
+    so a command that only reads never pays botocore's 0.3-0.5 s (see that module). A
+    `client` given here is used for everything: the caller chose it (fewer attempts, a
+    fault to inject)."""
 
     def __init__(self, bucket: str, prefix: str, settings: S3Settings, client: Any = None):
         self.bucket = bucket
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
         self.settings = settings
-        self.client = client or s3_client(settings)
+        self._client = client
+        self.reader = S3Reader(settings, bucket) if client is None and usable(settings) else None
         self.url = f"s3://{bucket}/{self.prefix}".rstrip("/")
+
+    @property
+    def client(self) -> Any:
+        """The botocore S3 client, made on first use."""
+        if self._client is None:
+            self._client = s3_client(self.settings)
+        return self._client
 
     def location(self, key: str) -> str:
         """The object's s3:// URL."""
@@ -300,6 +315,10 @@ class S3Store:
 
     def get(self, key: str) -> tuple[bytes, ObjectInfo]:
         """Read an object; raises NotFound."""
+        if self.reader is not None:
+            with contextlib.suppress(Unanswered):
+                data, etag, modified, date = self.reader.get(self.prefix + key)
+                return data, ObjectInfo(key, etag, modified, date, len(data))
         try:
             resp = self.client.get_object(Bucket=self.bucket, Key=self.prefix + key)
             data = resp["Body"].read()
@@ -313,6 +332,10 @@ class S3Store:
 
     def head(self, key: str) -> ObjectInfo | None:
         """Metadata of an object, or None when it does not exist."""
+        if self.reader is not None:
+            with contextlib.suppress(Unanswered):
+                found = self.reader.head(self.prefix + key)
+                return None if found is None else ObjectInfo(key, *found)
         try:
             resp = self.client.head_object(Bucket=self.bucket, Key=self.prefix + key)
         except Exception as exc:  # noqa: BLE001
@@ -332,6 +355,15 @@ class S3Store:
     def list(self, prefix: str, *, start_after: str | None = None) -> Iterator[str]:
         """Keys under `prefix` (paginated; after `start_after` when given, which costs
         nothing for the keys skipped); never proof of absence."""
+        if self.reader is not None:
+            full_after = None if start_after is None else self.prefix + start_after
+            try:
+                for _, name in self.reader.list(self.prefix + prefix, start_after=full_after):
+                    start_after = name[len(self.prefix) :]
+                    yield start_after
+                return
+            except Unanswered:
+                pass  # botocore lists on from the last key given
         paginator = self.client.get_paginator("list_objects_v2")
         args = {"Bucket": self.bucket, "Prefix": self.prefix + prefix}
         if start_after is not None:
@@ -346,6 +378,9 @@ class S3Store:
     def server_time(self) -> datetime:
         """The store's clock: the `Date` of its answer to a HEAD of the bucket (1 s
         resolution). Any answer has one, so roles without ListBucket get it from a 403."""
+        if self.reader is not None:
+            with contextlib.suppress(Unanswered):
+                return self.reader.server_date()
         from botocore.exceptions import ClientError  # only here: local lakes never load it
 
         try:
@@ -358,15 +393,27 @@ class S3Store:
 
     def list_children(self, prefix: str) -> Iterator[str]:
         """Names of the immediate "directories" below `prefix` (one LIST per 1,000)."""
-        paginator = self.client.get_paginator("list_objects_v2")
         start = len(self.prefix + prefix)
+        given: set[str] = set()
+        if self.reader is not None:
+            try:
+                for kind, name in self.reader.list(self.prefix + prefix, delimiter="/"):
+                    if kind == "prefix":
+                        given.add(name[start:].rstrip("/"))
+                        yield name[start:].rstrip("/")
+                return
+            except Unanswered:
+                pass  # botocore lists again; the names given already are not repeated
+        paginator = self.client.get_paginator("list_objects_v2")
         try:
             pages = paginator.paginate(
                 Bucket=self.bucket, Prefix=self.prefix + prefix, Delimiter="/"
             )
             for page in pages:
                 for common in page.get("CommonPrefixes", []):
-                    yield common["Prefix"][start:].rstrip("/")
+                    name = common["Prefix"][start:].rstrip("/")
+                    if name not in given:
+                        yield name
         except Exception as exc:  # noqa: BLE001
             raise self._error(exc, prefix) from exc
 
