@@ -89,3 +89,19 @@ def test_an_error_keeps_its_message_and_code(lake: Path) -> None:
         "Error: no committed runs match campaign 'nope' — see which exist: "
         'fiolake sql "SELECT DISTINCT campaign_id FROM runs"\n'
     )
+
+
+def test_a_gate_ends_at_once_with_its_verdict_as_its_code(tmp_path: Path) -> None:
+    store = lakegen.local_store(tmp_path / "lake")
+    for night, iops in (("night-1", 1000.0), ("night-2", 1000.0), ("night-3", 500.0)):
+        lakegen.write_campaign(
+            store, night, {"nvme": {("job1", "read"): {"iops": iops}}}, 3, jitter=0.01
+        )
+    lake = str(tmp_path / "lake")
+    # as good: none worse, exit 0; half as fast: every metric worse, exit 1
+    for campaign, code, worse in (("night-2", 0, 0), ("night-3", 1, 4)):
+        done = run(sys.executable, "-c", WITH_TEARDOWN_MARK, "gate", "--lake", lake,
+                   "--campaign", campaign, "--baseline-campaign", "night-1")  # fmt: skip
+        assert done.returncode == code, done.stderr
+        assert "teardown ran" not in done.stderr
+        assert f"gate: {campaign} vs night-1: {worse} worse" in done.stderr

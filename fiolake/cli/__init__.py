@@ -81,27 +81,35 @@ def problems_are_usage() -> Iterator[None]:
 # every object and module of numpy, scipy, pyarrow, pandas and DuckDB one by one: 0.1 s
 # after the imports alone, 0.25 s after `compare` on a 100,000-run lake (BENCHMARKS.md,
 # issue 24), all of it spent after the answer is out.
-ENDS_AT_ONCE = frozenset({"compare", "trend", "regressions", "sql", "env-diff", "saturation"})
+# `gate` too: its verdict is its exit code (1: worse), which ends the process the same way;
+# its files (--junit, `gate accept`'s record) are written whole before it returns.
+ENDS_AT_ONCE = frozenset(
+    {"compare", "trend", "regressions", "sql", "env-diff", "saturation", "gate"}
+)
 
 
 ANSWERED = object()  # what LazyGroup.invoke returns after an ENDS_AT_ONCE command
 
 
-def _end_now() -> NoReturn:
-    """Exit 0 without the interpreter's teardown, logging and stdio flushed first. A
-    reader that closed the pipe early (`| head`), or a process started without stdout,
-    is no failure of the command: exit 0, no traceback."""
+def _end_now(code: int = 0) -> NoReturn:
+    """Exit with `code` without the interpreter's teardown, logging and stdio flushed
+    first. A reader that closed the pipe early (`| head`), or a process started without
+    stdout, is no failure of the command: its code, no traceback."""
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):  # None when started without that descriptor
         if stream is not None:
             with contextlib.suppress(OSError, ValueError):  # a closed pipe, a closed file
                 stream.flush()
-    os._exit(0)
+    os._exit(code)
 
 
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use, and the one place where
     library errors and missing extras become messages and exit codes."""
+
+    # Whether the last command was an ENDS_AT_ONCE one that exited with a code (`gate`'s
+    # 1: worse): click hands main() only the code, which then ends at once with it.
+    exited_at_once = False
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the subcommand; a `FiolakeError` from anywhere below becomes `fail(...)`.
@@ -109,11 +117,15 @@ class LazyGroup(click.Group):
         Output a command printed before the error (validate's `ok` lines, a run's summary)
         is already out: only the error line follows it.
         """
+        self.exited_at_once = False
         try:
             result = super().invoke(ctx)
             if result is None and ctx.invoked_subcommand in ENDS_AT_ONCE:
                 return ANSWERED  # main() ends the process at once
             return result
+        except click.exceptions.Exit:  # `gate`'s verdict (1: worse)
+            self.exited_at_once = ctx.invoked_subcommand in ENDS_AT_ONCE
+            raise
         except FiolakeError as exc:
             in_phase = bool(ctx.meta.get(_USAGE_PHASE))  # a `problems_are_usage` block
             usage = in_phase or ctx.invoked_subcommand in EVERY_PROBLEM_IS_USAGE
@@ -220,6 +232,8 @@ def main() -> None:
         if code is ANSWERED:
             _end_now()
         if isinstance(code, int) and code:
+            if cli.exited_at_once:
+                _end_now(code)
             sys.exit(code)
     except click.exceptions.Abort:
         click.echo("Aborted!", err=True)
