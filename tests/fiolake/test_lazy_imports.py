@@ -23,3 +23,14 @@ def test_the_signing_names_still_resolve() -> None:
     assert Settings().keyring_path == signing.DEFAULT_KEYRING
     assert signing.LocalSigner.__module__ == "fiolake.signing.local_key"
     assert signing.vault_keyid.__module__ == "fiolake.signing.vault"
+
+
+def test_the_questions_load_no_delta_writer() -> None:
+    # deltalake is compaction's (30 ms of every question's imports, issue 44)
+    code = (
+        "import sys, fiolake.aggregator.stats.gate, fiolake.aggregator.stats.compare, "
+        "fiolake.aggregator.stats.trend, fiolake.aggregator.stats.regressions\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('deltalake', 'arro3')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "[]"

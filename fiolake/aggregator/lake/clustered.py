@@ -25,15 +25,17 @@ import re
 import time
 import uuid
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from deltalake import DeltaTable
-from deltalake.transaction import AddAction, RemoveAction
 
 from fiolake import layout
 from fiolake.aggregator.lake import delta
 from fiolake.store import ObjectStore
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 MERGED_PREFIX = "part-fiolake-sorted-"
 _LEVEL = re.compile(rf"^{MERGED_PREFIX}(\d+)-")
@@ -69,6 +71,9 @@ def add_sorted(
     (`file_rows` each, at most MERGED_ROWS) and commit them in one Delta version,
     removing the files `replacing` (paths relative to the table) in the same commit. The
     table is created first when it does not exist. Returns the table after the commit."""
+    from deltalake import DeltaTable  # only compaction writes (`delta`'s note)
+    from deltalake.transaction import AddAction, RemoveAction
+
     rows = _delta_types(rows)
     dt = delta.open_table(store, table)
     with delta.mapped_errors(store):

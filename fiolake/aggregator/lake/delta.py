@@ -25,17 +25,22 @@ from contextlib import contextmanager
 from datetime import timedelta
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
-from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from fiolake import layout
 from fiolake.errors import AccessDenied, LakeError
 from fiolake.store import ObjectStore
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
+# deltalake is imported where it is used: every reader of the lake imports this module
+# (through the derived tables' names), and only compaction writes (30 ms of each question).
 
 ROW_GROUP_ROWS = 65_536  # small enough that a query for one run skips most of a file
 # Appends add one file per table per compaction; past this many small files (under half
@@ -97,6 +102,8 @@ def _pem(path: str) -> str:
 @contextmanager
 def mapped_errors(store: ObjectStore) -> Iterator[None]:
     """delta-rs's errors as fiolake's: AccessDenied for a 403, LakeError otherwise."""
+    from deltalake.exceptions import DeltaError
+
     try:
         yield
     except (DeltaError, OSError) as exc:
@@ -117,6 +124,9 @@ def mapped_errors(store: ObjectStore) -> Iterator[None]:
 
 def open_table(store: ObjectStore, table: str) -> DeltaTable | None:
     """The latest version of `table`, or None when no compaction has created it yet."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
     with mapped_errors(store):
         try:
             return DeltaTable(table_uri(store, table), storage_options=storage_options(store))
@@ -151,6 +161,8 @@ def append(
 
     New columns join the table's schema (files written before them read as NULL).
     """
+    from deltalake import CommitProperties, DeltaTable, WriterProperties, write_deltalake
+
     with mapped_errors(store):
         write_deltalake(
             table_uri(store, table),
@@ -171,6 +183,8 @@ def append(
 def optimize(store: ObjectStore, dt: DeltaTable) -> None:
     """Rewrite the small files of a table with more than MAX_FILES of them into few (a
     new version of `dt`)."""
+    from deltalake import WriterProperties
+
     with mapped_errors(store):
         sizes = pa.table(dt.get_add_actions(flatten=True)).column("size_bytes")
         if (pc.sum(pc.less(sizes, TARGET_FILE_BYTES // 2)).as_py() or 0) > MAX_FILES:
