@@ -27,7 +27,12 @@ from fiolake.aggregator.stats.compare import (
     compare,
     question_metrics,
 )
-from fiolake.aggregator.stats.runsets import BY_BACKEND_CAMPAIGN, summarise
+from fiolake.aggregator.stats.runsets import (
+    BY_BACKEND_CAMPAIGN,
+    NEW_WORKLOADS,
+    SAME_WORKLOAD,
+    summarise,
+)
 from fiolake.aggregator.stats.saturation import IOPS_AT_SLO, bounds_note, gate_rows
 from fiolake.aggregator.stats.slo import DEFAULT_SLO, Slo, parse_slo
 from fiolake.errors import UsageProblem
@@ -97,8 +102,7 @@ class GateResult:
 
 
 # New campaign's comparable runs: its ok runs' (backend, workload) pairs.
-_NEW_JOBS = """new AS (SELECT DISTINCT backend, workload_sha256 FROM runs
-                      WHERE campaign_id = ? AND status = 'ok'),
+_NEW_JOBS = f"""new AS ({NEW_WORKLOADS.format(where="campaign_id = ?")}),
                start AS (SELECT min(started_at) AS t0 FROM runs WHERE campaign_id = ?)"""
 
 
@@ -113,7 +117,7 @@ def default_baseline(lake: Lake, campaign: str, label: tuple[str, str] | None = 
     found = fetch_rows(
         lake,
         f"""WITH {_NEW_JOBS}
-           SELECT r.campaign_id FROM runs r JOIN new USING (backend, workload_sha256)
+           SELECT r.campaign_id FROM runs r JOIN new ON {SAME_WORKLOAD}
            WHERE r.status = 'ok' AND r.campaign_id <> ?
              AND r.started_at < (SELECT t0 FROM start) AND {cond}
            GROUP BY r.campaign_id ORDER BY bool_or({first}) DESC, max(r.started_at) DESC
@@ -157,7 +161,7 @@ def window_runs(lake: Lake, campaign: str, since: str) -> dict[str, list[str]]:
         lake,
         f"""WITH {_NEW_JOBS}
            SELECT r.backend, list(r.run_id ORDER BY r.run_id)
-           FROM runs r JOIN new USING (backend, workload_sha256)
+           FROM runs r JOIN new ON {SAME_WORKLOAD}
            WHERE r.status = 'ok'
              AND r.started_at >= ? AND r.started_at < (SELECT t0 FROM start)
            GROUP BY r.backend ORDER BY r.backend""",

@@ -37,7 +37,12 @@ from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.series import fetch_rows
 from fiolake.aggregator.stats import stats
 from fiolake.aggregator.stats.compare import SAME_TEST, CompareRow
-from fiolake.aggregator.stats.runsets import BY_CAMPAIGN, summarise
+from fiolake.aggregator.stats.runsets import (
+    BY_CAMPAIGN,
+    NEW_WORKLOADS,
+    SAME_WORKLOAD,
+    summarise,
+)
 from fiolake.aggregator.stats.saturation import night_values
 from fiolake.aggregator.stats.slo import Slo
 from fiolake.aggregator.stats.verdict_text import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
@@ -80,10 +85,9 @@ def history(lake: Lake, campaign: str, backend: str) -> list[str]:
     `backend`, none before the newest accepted one (`lake.accepted`), oldest first."""
     found = fetch_rows(
         lake,
-        """WITH new AS (SELECT DISTINCT workload_sha256 FROM runs
-                        WHERE campaign_id = ? AND backend = ? AND status = 'ok')
+        f"""WITH new AS ({NEW_WORKLOADS.format(where="campaign_id = ? AND backend = ?")})
            SELECT r.campaign_id, min(r.started_at) AS s FROM runs r JOIN new
-           USING (workload_sha256) WHERE r.backend = ? AND r.status = 'ok'
+           ON {SAME_WORKLOAD} WHERE r.backend = ? AND r.status = 'ok'
              AND r.campaign_id <> ?
              AND r.started_at < (SELECT min(started_at) FROM runs WHERE campaign_id = ?)
            GROUP BY 1 ORDER BY s, 1""",

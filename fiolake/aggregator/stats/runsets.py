@@ -23,6 +23,16 @@ from fiolake.aggregator.stats import pooled, stats
 from fiolake.aggregator.stats.groupstats import Data, GroupStats
 
 WORKLOAD = "r.workload_sha256"
+# The workloads a campaign ran, for finding earlier runs of them (the gate's baselines,
+# the night history): `NEW_WORKLOADS` with the campaign (and any condition on `runs`)
+# filled in, joined on `SAME_WORKLOAD`. Runs without a hash (imported history, lakes from
+# before hashing) pool by profile, as a comparison pools them (a case is its profile and
+# hash, '' for none): a join on the hash alone matched nothing for them, NULL equals nothing.
+NEW_WORKLOADS = """SELECT DISTINCT backend, workload_sha256 AS sha,
+                          CASE WHEN workload_sha256 IS NULL THEN profile END AS bare
+                   FROM runs WHERE status = 'ok' AND {where}"""
+SAME_WORKLOAD = """r.backend = new.backend AND (r.workload_sha256 = new.sha
+                   OR (r.workload_sha256 IS NULL AND new.sha IS NULL AND r.profile = new.bare))"""
 BY_CAMPAIGN = 'CAST(r."campaign_id" AS VARCHAR)'  # the group of each run: its campaign
 # Its backend and campaign: one summary answers the gate's per-backend questions at once.
 BACKEND_SEP = "\x1f"

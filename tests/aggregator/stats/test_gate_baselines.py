@@ -175,3 +175,28 @@ def test_app_url_links_each_verdict_to_the_gate_page_of_this_comparison(lake: Pa
     # A window of runs is no campaign the Gate page can select: no link, rather than a wrong one.
     res = gate(lake, "--baseline-runs", "since:2d", "--format", "md", "--app-url", "https://x")
     assert "](https://x" not in res.stdout and "| ▼ worse |" in res.stdout
+
+
+def test_runs_without_workload_hashes_find_their_baseline_by_profile(tmp_path: Path) -> None:
+    # Imported history and lakes written before hashing: no workload_sha256. Their
+    # comparisons pool by profile, and so does the choice of a baseline.
+    store = lakegen.local_store(tmp_path / "lake")
+    bare = {"workload_sha256": None, "canonical_job_file": None}
+    nights = (("n0", "random-reads", 990.0), ("n1", "random-reads", 1000.0),
+              ("n2", "seq-reads", 1000.0), ("n3", "random-reads", 700.0))  # fmt: skip
+    for day, (name, profile, iops) in enumerate(nights):
+        lakegen.write_campaign(store, name, {"nvme": {READ: {"iops": iops}}}, 3, jitter=0.01,
+                               profile=profile, start=lakegen.T0 + day * DAY, **bare)  # fmt: skip
+    lake = str(tmp_path / "lake")
+    for args in ([], ["--baseline-runs", "since:7d"]):
+        res = CliRunner().invoke(
+            cli, ["gate", "--lake", lake, "--campaign", "n3", "--format", "json", *args]
+        )
+        assert res.exit_code == 1, res.output  # 0.7× of n1: worse
+        doc = json.loads(res.stdout)
+        # n2 is newer but ran another profile: not comparable
+        assert doc["baseline"] == ("n1" if not args else "since:7d")
+        assert {r["metric"] for r in doc["rows"] if r["verdict"] == "worse"} >= {"iops"}
+    # the night model finds the earlier nights of the profile too (n0, n1; not n2)
+    res = CliRunner().invoke(cli, ["gate", "--lake", lake, "--campaign", "n3"])
+    assert "against up to 2 earlier nights" in res.output, res.output
