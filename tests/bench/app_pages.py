@@ -1,7 +1,7 @@
 """App benchmark (a script, not a test): navigation → settled per page in Chromium on the
 10,000-run lake, printed beside the same queries through the library.
 
-    .venv/bin/python -m tests.bench.app_pages [--lake DIR] [--runs 10000] [--repeat 3]
+    .venv/bin/python -m tests.bench.app_pages [--lake DIR|s3://BUCKET/PREFIX] [--runs 10000] [--repeat 3]
 
 Without --lake it builds the compacted synthetic lake of tests/bench/aggregator.py. A page
 has settled when it shows no running indicator and no skeleton for 1.5 s (the quiet
@@ -82,12 +82,16 @@ def library_queries(lake: Lake) -> dict[str, Callable[[], object]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--lake", type=Path, help="reuse this lake (else build one)")
+    parser.add_argument(
+        "--lake",
+        help="reuse this lake: a directory, or s3://BUCKET/PREFIX with the S3 settings in the "
+        'environment (eval "$(fiolake stack env)"); else build one',
+    )
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     work = None
-    lake_dir = args.lake
+    lake_dir: Path | str | None = args.lake
     if lake_dir is None:
         work = Path(tempfile.mkdtemp(prefix="fiolake-app-bench-"))
         lake_dir = work / "lake"
