@@ -1,7 +1,7 @@
 """App benchmark (a script, not a test): navigation → settled per page in Chromium on the
 10,000-run lake, printed beside the same queries through the library.
 
-    .venv/bin/python -m tests.bench.app_pages [--lake DIR|s3://BUCKET/PREFIX] [--runs 10000] [--repeat 3]
+    .venv/bin/python -m tests.bench.app_pages [--lake DIR|s3://BUCKET/PREFIX] [--repeat 3]
 
 Without --lake it builds the compacted synthetic lake of tests/bench/aggregator.py. A page
 has settled when it shows no running indicator and no skeleton for 1.5 s (the quiet
