@@ -210,6 +210,7 @@ def compare(
                   "p_equivalence", "p_equivalence_adjusted", "verdict", "reps_needed",
                   "reps_to_confirm", "reps_for_equivalence",
                   "workload_sha256", "steady", "unsteady", "steady_unknown", "outliers",
+                  "outliers_unlisted",
                   "flagged", "preconditioned", "notes", "family"]  # fmt: skip
         shared = {"baseline": result.baseline, "family": result.family}
         rows = [

@@ -137,26 +137,25 @@ def extremes(column: pa.ChunkedArray) -> Extremes:
 
 def outliers(
     sides: list[Extremes], case_of_row: np.ndarray, median: np.ndarray, mad: np.ndarray
-) -> tuple[dict[int, list[str]], set[int]]:
-    """Per case, the run ids whose robust z (their exact log against the case's median
-    and MAD) passes OUTLIER_Z, sorted; and the cases whose extremes ran out: some row kept
-    TOP extremes of a side and the last of them is an outlier (more may lie beyond, so
-    their lists are not whole)."""
-    found: dict[int, set[str]] = {}
-    overflow: set[int] = set()
+) -> dict[int, tuple[list[str], list[str]]]:
+    """Per case with an outlier: the run ids among the kept extremes whose robust z (their
+    exact log against the case's median and MAD) passes OUTLIER_Z, below the median and
+    above it, sorted. Each side holds every outlier of the case on that side unless it
+    has TOP or more (the union of the rows' TOP extremes holds the case's TOP extremes; a
+    row whose TOP kept are all outliers gives TOP of them), and a side of TOP or more is
+    named, not listed (`groupstats.listed_outliers`): what it lists is exact either way."""
+    found: dict[int, tuple[set[str], set[str]]] = {}
     for logs, ids, offsets in sides:
         row = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
         case = case_of_row[row]
         spread = np.where(np.isnan(mad[case]), 0.0, mad[case])
         beyond = (spread > 0) & (np.abs(logs - median[case]) > stats.OUTLIER_CUT * spread)
-        lengths = np.diff(offsets)
-        full = np.flatnonzero(lengths >= cases.TOP)
-        last = offsets[1:][full] - 1
-        overflow.update(case_of_row[full[beyond[last]]].tolist())
+        above = logs > median[case]
         picked = np.flatnonzero(beyond)
         if len(picked):
-            for c, run in zip(
-                case[picked].tolist(), ids.take(positions_array(picked)).to_pylist(), strict=True
+            runs = ids.take(positions_array(picked)).to_pylist()
+            for c, side, run in zip(
+                case[picked].tolist(), above[picked].tolist(), runs, strict=True
             ):
-                found.setdefault(c, set()).add(run)
-    return {c: sorted(runs) for c, runs in found.items()}, overflow
+                found.setdefault(c, (set(), set()))[int(side)].add(run)
+    return {c: (sorted(lo), sorted(hi)) for c, (lo, hi) in found.items()}

@@ -22,7 +22,7 @@ from fiolake.aggregator.lake.lake import Lake, quote
 from fiolake.aggregator.rows.filters import RunFilter, check_group_column, validate
 from fiolake.aggregator.stats import power, stats
 from fiolake.aggregator.stats.family_words import family_words
-from fiolake.aggregator.stats.groupstats import Case, Data, GroupStats
+from fiolake.aggregator.stats.groupstats import Case, Data, GroupStats, unlisted_note
 from fiolake.aggregator.stats.job_versions import setup_notes, version_notes
 from fiolake.aggregator.stats.runsets import summarise
 from fiolake.aggregator.stats.verdict_text import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
@@ -71,6 +71,8 @@ class CompareRow:
     unsteady: int = 0
     steady_unknown: int = 0
     outliers: list[str] = field(default_factory=list)  # run ids (from 5 repetitions up)
+    # sides of the median with too many outliers to list (cases.TOP or more: groupstats.listed_outliers)
+    outliers_unlisted: list[str] = field(default_factory=list)
     flagged: int = 0  # runs flagged as not alone (contention, page cache, cut short)
     preconditioned: int = 0  # runs a precondition run prepared (`--precondition`)
     sd_log: float | None = None  # pooled per-run SD of the logs (for the runs needed)
@@ -324,8 +326,10 @@ def _row(
         None, None, None, None, None, None, None, "",
         min=got.min, max=got.max, steady=got.steady, unsteady=got.unsteady,
         steady_unknown=got.steady_unknown, outliers=got.outliers, flagged=got.flagged,
-        preconditioned=got.preconditioned,
+        preconditioned=got.preconditioned, outliers_unlisted=list(got.outliers_unlisted),
     )  # fmt: skip
+    if got.outliers_unlisted:
+        row.notes.append(unlisted_note(got.outliers_unlisted))
     if group == base_name:
         row.verdict, row.n_baseline = BASELINE, got.n
         row.notes += setup_notes(got)

@@ -8,10 +8,10 @@ plus the runs not compacted yet, folded by the same SQL. Counts, log moments (me
 Chan et al.'s update: the same ratios and p-values to ~1e-12), ranges and setups are
 exact. Outliers are judged against the median and MAD of the case's histogram of logs
 (within BIN/2 and BIN of the exact ones), each run by its exact log from the case's
-extremes; when a side of a case has more outliers than the extremes kept (its level
-changed during the history pooled), that case's runs are judged from the run series
-(`overflow_outliers`), and when that cannot be, None: the caller folds every run
-(docs/statistics.md, "Outliers of a pooled question").
+extremes, which hold every outlier of a side with fewer than the extremes kept; a side
+with as many or more (its level changed during the history pooled) is named, not listed,
+as `runsets` names it (`groupstats.listed_outliers`; docs/statistics.md, "Outliers of a
+pooled question").
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from fiolake.aggregator.lake.sqltext import parquet_source
 from fiolake.aggregator.rows import night_rows
 from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.series import fetch_arrow
-from fiolake.aggregator.stats import case_sketch, overflow_outliers, stats
-from fiolake.aggregator.stats.groupstats import Data, GroupStats
+from fiolake.aggregator.stats import case_sketch, stats
+from fiolake.aggregator.stats.groupstats import Data, GroupStats, listed_outliers
 
 # Run attributes a case summary row has one value of, that `compare --by` may name.
 GROUPS = ("backend", "fio_version", "origin", "target_kind", "fs_type")
@@ -66,8 +66,7 @@ def summarise(
     *, exclude_unsteady: bool,
 ) -> Data | None:  # fmt: skip
     """`runsets.summarise`'s answer from the case summaries; None when they cannot give
-    it (`answerable`, more than `night_rows.LOOSE_LIMIT` runs not compacted, or a case
-    with more outliers on one side than `cases.TOP`)."""
+    it (`answerable`, or more than `night_rows.LOOSE_LIMIT` runs not compacted)."""
     if not answerable(lake, group_expr, filt, metrics):
         return None
     loose = night_rows.loose_run_ids(lake)
@@ -95,36 +94,13 @@ def summarise(
         table = fetch_arrow(lake, selected)
     except duckdb.IOException:  # the object is gone (deleted behind its record): fold runs
         return None
-    data, cuts = _data(table, metrics)
-    if not cuts:
-        return data
-    # Cases with more outliers than extremes kept: their runs from the run series, which
-    # has the backend and the run attributes a filter names, not steadiness.
-    if column != "backend" or exclude_unsteady:
-        return None
-    hashed = any(table.column("sha").to_pylist())  # '' for runs without a workload hash
-    try:
-        found = overflow_outliers.outliers(lake, filt, cuts, loose, hashed=hashed)
-    except duckdb.IOException:  # a series file gone behind its record: fold every run
-        return None
-    if found is None:
-        return None
-    for ((grp, profile, sha_value, job, direction), metric), runs in found.items():
-        key = (grp, (profile, job, direction, sha_value or None))
-        got = data[key][metric]
-        data[key][metric] = replace(got, outliers=runs if got.n >= stats.OUTLIER_MIN_N else [])
-    return data
+    return _data(table, metrics)
 
 
-Cuts = dict[overflow_outliers.Case, dict[str, tuple[float, float]]]
-
-
-def _data(table: pa.Table, metrics: list[str]) -> tuple[Data, Cuts]:
-    """The selected case summary rows merged per group × case, as `Data`; and per case
-    with more outliers than its rows kept extremes, the median and MAD of each such
-    metric (its outlier list is to be read from the runs)."""
+def _data(table: pa.Table, metrics: list[str]) -> Data:
+    """The selected case summary rows merged per group × case, as `Data`."""
     if not table.num_rows:
-        return {}, {}
+        return {}
     keys = list(zip(*(table.column(k).to_pylist() for k in KEYS), strict=True))
     order = sorted(range(len(keys)), key=keys.__getitem__)  # a sort in SQL moves the sketches
     table = table.take(positions_array(np.asarray(order, dtype=np.int64)))
@@ -132,35 +108,29 @@ def _data(table: pa.Table, metrics: list[str]) -> tuple[Data, Cuts]:
     starts = [i for i in range(len(keys)) if i == 0 or keys[i] != keys[i - 1]]
     case_of_row = np.repeat(np.arange(len(starts)), np.diff([*starts, len(keys)]))
     data: Data = {}
-    cuts: Cuts = {}
-    per_metric = {}
-    for m in metrics:
-        per_metric[m], overflow = _metric(table, m, np.asarray(starts, dtype=np.int64), case_of_row)
-        for case, cut in overflow.items():
-            grp, profile, sha_value, job, direction = keys[starts[case]]
-            whole = (str(grp), profile, sha_value or "", job, direction)
-            cuts.setdefault(whole, {})[m] = cut
+    per_metric = {
+        m: _metric(table, m, np.asarray(starts, dtype=np.int64), case_of_row) for m in metrics
+    }
     setups = _setups(table.select(list(SETUP_COLUMNS)).to_pylist(), case_of_row, len(starts))
     for case, first in enumerate(starts):
         grp, profile, sha_value, job, direction = keys[first]
         out = {}
         for metric in metrics:
-            n, log, lo, hi, odd = per_metric[metric][case]
-            out[metric] = GroupStats(
-                n, log, lo, hi, odd if n >= stats.OUTLIER_MIN_N else [], *setups[case]
-            )
+            n, log, lo, hi, (odd, unlisted) = per_metric[metric][case]
+            if n < stats.OUTLIER_MIN_N:
+                odd, unlisted = [], ()
+            got = GroupStats(n, log, lo, hi, odd, *setups[case])
+            out[metric] = replace(got, outliers_unlisted=unlisted)
         data[(str(grp), (profile, job, direction, sha_value or None))] = out
-    return data, cuts
+    return data
 
 
 def _metric(
     table: pa.Table, metric: str, starts: np.ndarray, case_of_row: np.ndarray
-) -> tuple[
-    list[tuple[int, stats.LogSummary | None, Any, Any, list[str]]], dict[int, tuple[float, float]]
-]:
+) -> list[tuple[int, stats.LogSummary | None, Any, Any, tuple[list[str], tuple[str, ...]]]]:
     """Per case (its rows from `starts`): runs with a value, the log summary (counts
-    added, mean and M2 by Chan et al.'s update), range and outliers of `metric`; and per
-    case with more outliers than its rows kept extremes, its median and MAD of logs."""
+    added, mean and M2 by Chan et al.'s update), range, and the outliers of `metric` to
+    list with the sides not listed (`groupstats.listed_outliers`)."""
     c = cases.metric_columns(metric)
     got = table.select([c[p] for p in ("count", "nonpositive", "log_mean", "log_m2", "min", "max")])
     count, bad, mean, m2, lows, highs = got.to_pydict().values()
@@ -176,7 +146,7 @@ def _metric(
         case_sketch.histograms(table.column(c["hist"])), case_of_row, len(starts)
     )
     sides = [case_sketch.extremes(table.column(c[side])) for side in ("low", "high")]
-    odd, overflow = case_sketch.outliers(sides, case_of_row, median, mad)
+    odd = case_sketch.outliers(sides, case_of_row, median, mad)
     out = []
     ends = [*starts[1:].tolist(), len(case_of_row)]
     for case, (first, end) in enumerate(zip(starts.tolist(), ends, strict=True)):
@@ -187,8 +157,8 @@ def _metric(
             log = stats.LogSummary(total, float(mu[case]), var)
         lo = min((v for v in lows[first:end] if v is not None), default=None)
         hi = max((v for v in highs[first:end] if v is not None), default=None)
-        out.append((total, log, lo, hi, odd.get(case, [])))
-    return out, {c: (float(median[c]), float(mad[c])) for c in sorted(overflow)}
+        out.append((total, log, lo, hi, listed_outliers(*odd.get(case, ([], [])))))
+    return out
 
 
 def _setups(rows: list[dict[str, Any]], case_of_row: np.ndarray, cases_count: int) -> list[tuple]:

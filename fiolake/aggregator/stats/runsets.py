@@ -20,7 +20,7 @@ from fiolake.aggregator.lake.lake import Lake, literals
 from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.series import fetch_rows
 from fiolake.aggregator.stats import pooled, stats
-from fiolake.aggregator.stats.groupstats import Data, GroupStats
+from fiolake.aggregator.stats.groupstats import SIDES, Data, GroupStats, listed_outliers
 
 WORKLOAD = "r.workload_sha256"
 # The workloads a campaign ran, for finding earlier runs of them (the gate's baselines,
@@ -157,7 +157,7 @@ def _summary_sql(
     group_expr: str, where: str, sha: str, metrics: list[str], *, exclude_unsteady: bool
 ) -> str:
     """The one query of `summarise`; one row per group × case with 14 columns of keys and
-    counts, then 7 per metric (n, mean, var, lo, hi, bad, odd).
+    counts, then 8 per metric (n, mean, var, lo, hi, bad, outliers below and above).
 
     Cost grows with the rows (run × job × direction, 1.6 M for 100,000 runs of 8 jobs),
     so those rows carry as little as they can: the selected runs (rr) get two integers,
@@ -171,14 +171,19 @@ def _summary_sql(
     logs = ", ".join(
         f'p."m{i}", CASE WHEN p."m{i}" > 0 THEN ln(p."m{i}") END AS "l{i}"' for i in idx
     )
+    # Each side of the median apart: a side with cases.TOP or more is not listed.
     odd = ", ".join(
-        f'list(j.run_id ORDER BY j.run_id) FILTER (WHERE {_outlier(i)}) AS "odd{i}"' for i in idx
+        f'list(j.run_id ORDER BY j.run_id) FILTER (WHERE {_outlier(i)} AND j."l{i}" {op} '
+        f'd."med{i}") AS "{side}{i}"'
+        for i in idx
+        for side, op in zip(SIDES, ("<", ">"), strict=True)
     )
     steady_only = "AND p.steady IS NOT FALSE" if exclude_unsteady else ""
     attrs = "grp, profile, sha, fio_version, origin, target, fs_type, flagged, pre"
     keys = "ck, job_name, direction"
     picked = ", ".join(
-        f'g."n{i}", g."mean{i}", g."var{i}", g."lo{i}", g."hi{i}", g."bad{i}", o."odd{i}"'
+        f'g."n{i}", g."mean{i}", g."var{i}", g."lo{i}", g."hi{i}", g."bad{i}", o."below{i}", '
+        f'o."above{i}"'
         for i in idx
     )
     # A case needs its profile, job and direction: rows without one never formed a case
@@ -248,12 +253,14 @@ def _group_stats(rows: list[tuple[Any, ...]], metrics: list[str]) -> Data:
         origins, targets, fss = (sorted(v for v in values if v) for values in row[11:14])
         out: dict[str, GroupStats] = {}
         for i, metric in enumerate(metrics):
-            n, mean, var, lo, hi, bad, odd = row[14 + 7 * i : 21 + 7 * i]
+            n, mean, var, lo, hi, bad, below, above = row[14 + 8 * i : 22 + 8 * i]
             log = stats.LogSummary(n, mean, var) if n and not bad and mean is not None else None
+            odd, unlisted = listed_outliers(below or [], above or [])
+            if n < stats.OUTLIER_MIN_N:
+                odd, unlisted = [], ()
             out[metric] = GroupStats(
-                n, log, lo, hi, list(odd or []) if n >= stats.OUTLIER_MIN_N else [],
-                steady, unsteady, unknown, flagged, sorted(v for v in fios if v), pre,
-                origins, targets, fss,
+                n, log, lo, hi, odd, steady, unsteady, unknown, flagged,
+                sorted(v for v in fios if v), pre, origins, targets, fss, unlisted,
             )  # fmt: skip
         data[(str(group), (profile, job, direction, sha_value or None))] = out
     return data

@@ -24,9 +24,9 @@ from fiolake.aggregator.lake import cases, summaries
 from fiolake.aggregator.lake.compact import compact
 from fiolake.aggregator.lake.generations import latest_generation
 from fiolake.aggregator.lake.lake import Lake, connect
-from fiolake.aggregator.rows import derived_view, night_rows
+from fiolake.aggregator.rows import night_rows
 from fiolake.aggregator.rows.filters import RunFilter
-from fiolake.aggregator.stats import case_sketch, overflow_outliers, pooled, runsets
+from fiolake.aggregator.stats import case_sketch, pooled, runsets
 from fiolake.aggregator.stats.compare import compare
 from tests.aggregator import lakegen
 from tests.aggregator.stats.test_summary_equivalence import (
@@ -139,34 +139,33 @@ def test_case_summaries_answer_only_what_they_hold(
                                 exclude_unsteady=False) is None  # fmt: skip
 
 
-def test_more_outliers_than_the_extremes_kept_are_read_from_the_run_series(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("top", [1, 2])
+def test_a_side_with_as_many_outliers_as_extremes_kept_is_named_not_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, top: int
 ) -> None:
-    """A case whose outliers outnumber its kept extremes (a level that changed during the
-    history) is judged from the run series, the runs not compacted yet from the views:
-    the same lists as folding every run. Where the series cannot answer (the unsteady
-    left out: it has no steadiness), every run is folded."""
-    monkeypatch.setattr(cases, "TOP", 1)  # one extreme a side: backend a's outlier fills it
+    """A side of a case with `cases.TOP` outliers or more (a level that changed during the
+    history) is named, not listed — by the case summaries (the runs not compacted yet
+    among them) and by folding every run alike; a side with fewer is listed whole."""
+    monkeypatch.setattr(cases, "TOP", top)
     every_kind_lake(tmp_path)
     compact(lakegen.local_store(tmp_path), grace=ZERO)
     _late_runs(tmp_path)
-    asked: list[int] = []
-    real = overflow_outliers.outliers
-    monkeypatch.setattr(
-        overflow_outliers, "outliers", lambda *a, **k: asked.append(len(a[2])) or real(*a, **k)
-    )
     with connect(str(tmp_path)) as lake:
         assert len(night_rows.loose_run_ids(lake)) == 6
         got = _fast(lake)
-        assert asked and asked[0] > 0  # cases overflowed, and the run series answered them
-        want = _exact(lake, monkeypatch)
-        _same_summaries(got, want)
-        assert any("late-d-4" in s.outliers for m in got.values() for s in m.values())
-        assert pooled.summarise(lake, BY_BACKEND, RunFilter(), METRICS, runsets.WORKLOAD,
-                                exclude_unsteady=True) is None  # fmt: skip
-        monkeypatch.setattr(derived_view, "covers_compacted", lambda *_: False)
-        assert pooled.summarise(lake, BY_BACKEND, RunFilter(), METRICS, runsets.WORKLOAD,
-                                exclude_unsteady=False) is None  # fmt: skip
+        _same_summaries(got, _exact(lake, monkeypatch))
+        found = [s for m in got.values() for s in m.values()]
+        assert all(len(s.outliers) <= 2 * (top - 1) for s in found)  # each side < top
+        # one extreme kept a side: every side with an outlier is named (late-d-4's too);
+        # two: a side with one outlier is listed (late-d-4, a run not compacted yet)
+        assert any(s.outliers_unlisted for s in found) == (top == 1)
+        assert any("late-d-4" in s.outliers for s in found) == (top == 2)
+        for kw in ({"exclude_unsteady": True}, {"allow_mixed": True}):
+            _same_summaries(_fast(lake, **kw), _exact(lake, monkeypatch, **kw))
+        if top == 1:
+            row = next(r for r in compare(lake).rows if r.outliers_unlisted)
+            words = "1+ outliers " + " and ".join(row.outliers_unlisted) + " the median"
+            assert any(n.startswith(words) for n in row.notes), row.notes
 
 
 @pytest.mark.parametrize("stage", ["files-written", None])
@@ -238,12 +237,14 @@ def test_a_case_object_gone_folds_every_run_and_the_next_compaction_rebuilds_it(
         _same_summaries(_fast(lake), _exact(lake, monkeypatch))
 
 
-def test_a_lake_without_workload_hashes_judges_overflowing_cases_without_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("top", "listed"), [(4, 0), (5, 4)])
+def test_a_changed_level_is_named_from_as_many_outliers_as_extremes_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, top: int, listed: int
 ) -> None:
-    """Imported history has no workload hashes: the case summaries say no run has one, so
-    the series' runs are judged without looking their hashes up — the same lists."""
-    monkeypatch.setattr(cases, "TOP", 1)
+    """A night 30 % slower puts its 4 runs below the median, beyond the cut: with 4
+    extremes kept a side they are named (the level changed), with 5 listed — by both
+    paths, on a lake without workload hashes (imported history)."""
+    monkeypatch.setattr(cases, "TOP", top)
     store = lakegen.local_store(tmp_path)
     for night, level in enumerate((1000.0, 1000.0, 700.0)):  # a level that changed
         lakegen.write_campaign(
@@ -252,34 +253,9 @@ def test_a_lake_without_workload_hashes_judges_overflowing_cases_without_them(
             canonical_job_file=None, effective_job_sha256=None,
         )  # fmt: skip
     compact(store, grace=ZERO)
-    hashed: list[bool] = []
-    real = overflow_outliers.outliers
-    monkeypatch.setattr(
-        overflow_outliers, "outliers",
-        lambda *a, **k: hashed.append(k["hashed"]) or real(*a, **k),
-    )  # fmt: skip
     with connect(str(tmp_path)) as lake:
         got = _fast(lake)
-        assert hashed == [False]
-        want = _exact(lake, monkeypatch)
-    _same_summaries(got, want)
-    odd = [s.outliers for m in got.values() for s in m.values()]
-    assert max(len(o) for o in odd) == 4  # the 700-IOPS night, beyond the one extreme kept
-
-
-def test_a_run_series_file_gone_folds_every_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The series' files deleted behind the generation record (a hand-made cleanup): the
-    cases whose extremes ran out cannot be read there, so the question folds every run
-    (as for a case object gone) instead of failing."""
-    monkeypatch.setattr(cases, "TOP", 1)
-    every_kind_lake(tmp_path)
-    compact(lakegen.local_store(tmp_path), grace=ZERO)
-    for path in (tmp_path / "compacted" / "delta" / "run_series").glob("*.parquet"):
-        path.unlink()
-    with connect(str(tmp_path)) as lake:
-        assert pooled.summarise(lake, BY_BACKEND, RunFilter(), METRICS, runsets.WORKLOAD,
-                                exclude_unsteady=False) is None  # fmt: skip
-        got = runsets.summarise(lake, BY_BACKEND, RunFilter(), METRICS)
         _same_summaries(got, _exact(lake, monkeypatch))
+    iops = next(m["iops"] for m in got.values())
+    assert len(iops.outliers) == listed
+    assert iops.outliers_unlisted == (() if listed else ("below",))
