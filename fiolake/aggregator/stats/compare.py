@@ -71,7 +71,7 @@ class CompareRow:
     unsteady: int = 0
     steady_unknown: int = 0
     outliers: list[str] = field(default_factory=list)  # run ids (from 5 repetitions up)
-    # sides of the median with too many outliers to list (cases.TOP or more: groupstats.listed_outliers)
+    # sides of the median with cases.TOP outliers or more, not listed (groupstats)
     outliers_unlisted: list[str] = field(default_factory=list)
     flagged: int = 0  # runs flagged as not alone (contention, page cache, cut short)
     preconditioned: int = 0  # runs a precondition run prepared (`--precondition`)
