@@ -9,6 +9,7 @@ import pytest
 
 from fiolake.runner import attempt
 from fiolake.runner import execute as ex
+from fiolake.stack.process import pid_alive
 
 JOB = "[r]\nioengine=null\nrw=read\nbs=4k\nsize=1M\n"
 
@@ -110,9 +111,12 @@ def test_a_fio_that_does_not_answer_its_version_is_a_clean_error(
     from fiolake.errors import FioError
     from fiolake.runner.fio import binary
 
-    slow, hang = tmp_path / "fio", tmp_path / "hang"
+    slow, hang, child = tmp_path / "fio", tmp_path / "hang", tmp_path / "child"
     hang.touch()
-    slow.write_text(f"#!/bin/sh\n[ -e {hang} ] && sleep 5\necho fio-9.99-slow\n")
+    slow.write_text(
+        f"#!/bin/sh\n[ -e {hang} ] && {{ sleep 5 & echo $! > {child}; wait; }}\n"
+        "echo fio-9.99-slow\n"
+    )
     slow.chmod(0o755)
     monkeypatch.setattr(binary, "VERSION_TIMEOUT_S", 0.2)
     with pytest.raises(FioError) as exc:
@@ -121,6 +125,9 @@ def test_a_fio_that_does_not_answer_its_version_is_a_clean_error(
         f"`{slow} --version` did not answer within 0.2 s — the machine is overloaded or "
         "fio hangs; try again"
     )
+    # the stub's `sleep` went with it: a wrapper script leaves no child behind (the
+    # session's hygiene check found one left in make test-fast)
+    assert not pid_alive(int(child.read_text()))
     hang.unlink()  # it answers now
     monkeypatch.setattr(binary, "VERSION_TIMEOUT_S", 30.0)
     assert binary.find_fio(str(slow)).version == "fio-9.99-slow"

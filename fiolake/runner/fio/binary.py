@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from fiolake.children import kill_group
 from fiolake.errors import FioError
 
 VERSION_TIMEOUT_S = 10.0
@@ -57,22 +58,32 @@ def ask(
     path: str, flag: str, timeout_s: float, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`path flag` run to its end (stdout, stderr, exit code); FioError when fio cannot
-    start or does not answer within `timeout_s`."""
+    start or does not answer within `timeout_s`. It runs in a session of its own, and on
+    a timeout the whole group is killed: a fio that is a wrapper script (a container's,
+    a test's stub) leaves no child behind."""
     try:
-        return subprocess.run(
+        proc = subprocess.Popen(
             [path, flag],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=timeout_s,
-            check=False,
             env=None if env is None else dict(env),
+            start_new_session=True,
         )
     except OSError as exc:
         raise FioError(f"cannot start {path}: {exc.strerror} — {FIO_INSTALL_HINT}") from None
-    except subprocess.TimeoutExpired:
-        # A machine so loaded (or a process stopped so long) that fio did not answer: a
-        # failure worth retrying (not cached: lru_cache keeps only returned values).
-        raise FioError(
-            f"`{path} {flag}` did not answer within {timeout_s:g} s — the machine "
-            "is overloaded or fio hangs; try again"
-        ) from None
+    with proc:  # its pipes closed, whatever happens
+        try:
+            out, err = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            # A machine so loaded (or a process stopped so long) that fio did not answer:
+            # a failure worth retrying (not cached: lru_cache keeps only returned values).
+            raise FioError(
+                f"`{path} {flag}` did not answer within {timeout_s:g} s — the machine "
+                "is overloaded or fio hangs; try again"
+            ) from None
+        except BaseException:  # an interrupt: no fio left behind either
+            kill_group(proc)
+            raise
+    return subprocess.CompletedProcess([path, flag], proc.returncode, out, err)
