@@ -240,10 +240,12 @@ def _result(
     tables = SUMMARY_TABLES if extra is None else None
     # The campaigns' files are read while the statistics import (`lake.readahead`).
     ahead = [m for m in metrics or HEADLINE_METRICS if m in HEADLINE_METRICS]
+    # The default baseline is set against up to 10 earlier nights (stats.nights.HISTORY)
+    nights = 10 if baseline is None and label is None and since is None else 0
     with (
         problems_are_usage(),
         connect(lake, tables, meanwhile=[GATE_MODULE]) as handle,
-        read_ahead(handle, campaigns_sql([c for c in (campaign, baseline) if c], ahead)),
+        read_ahead(handle, campaigns_sql([c for c in (campaign, baseline) if c], ahead, nights)),
     ):
         from fiolake.aggregator.stats.compare import DEFAULT_METRICS
         from fiolake.aggregator.stats.gate import gate as run_gate
