@@ -157,7 +157,7 @@ def test_fiolake_app_starts_streamlit_through_the_warm_up(tmp_path: Path, starte
     ]
 
 
-def test_the_warm_up_answers_what_latency_timeseries_and_trends_ask_first(
+def test_the_warm_up_answers_what_latency_timeseries_trends_and_gate_ask_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Once Home has drawn, the server answers the Latency, Timeseries and Trends pages'
@@ -168,9 +168,11 @@ def test_the_warm_up_answers_what_latency_timeseries_and_trends_ask_first(
 
     from fiolake.app import serve
 
-    _app_lake(
-        tmp_path, monkeypatch, {"nvme": {READ: {"iops": 1000}}, "ceph": {READ: {"iops": 600}}}
-    )
+    backends = {"nvme": {READ: {"iops": 1000}}, "ceph": {READ: {"iops": 600}}}
+    _app_lake(tmp_path, monkeypatch, backends)
+    later = lakegen.T0 + timedelta(days=1)  # a second night: the Gate page's question
+    lakegen.write_campaign(lakegen.local_store(tmp_path), "nightly-2", backends, 2,
+                           jitter=0.02, start=later)  # fmt: skip
     monkeypatch.setattr(serve, "warmed", threading.Event())
     common._open.clear()
     pages = Path(__file__).parents[2] / "fiolake" / "app" / "views"
@@ -178,11 +180,14 @@ def test_the_warm_up_answers_what_latency_timeseries_and_trends_ask_first(
         serve.warm()
         serve.warm_pages()  # what Home starts once it has drawn (`warm_pages_after`)
         common._open(common.lake_url()).con.close()  # nothing can be asked again
-        for name in ("2_Latency.py", "3_Timeseries.py", "4_Trends.py"):
+        for name in ("2_Latency.py", "3_Timeseries.py", "4_Trends.py", "8_Gate.py"):
             at = AppTest.from_file(str(pages / name), default_timeout=30).run()
             assert not at.exception, (name, at.exception)
             assert not at.error, (name, [e.value for e in at.error])
-            assert len(at.get("vega_lite_chart")) >= 1, name
+            if name == "8_Gate.py":
+                assert "**nightly-2** against **nightly**" in at.markdown[0].value
+            else:
+                assert len(at.get("vega_lite_chart")) >= 1, name
     finally:
         common._open.clear()
 

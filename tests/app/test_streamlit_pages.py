@@ -167,6 +167,8 @@ def test_gate_page_sets_the_newest_campaign_against_the_one_before(
     assert table["verdict"].tolist()[0] == "▼ worse"  # worst first
     iops = table[table["metric"] == "iops"]
     assert iops["verdict"].tolist() == ["▼ worse"]
+    assert not at.get("download_button") and not offered  # built only when asked for
+    at.button[0].click().run()
     (download,) = at.get("download_button")
     assert download.proto.label == "Download the HTML report"  # aggregator.report.gate_report
     assert download.proto.url.endswith(".html")
