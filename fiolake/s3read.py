@@ -56,10 +56,18 @@ class Answer:
     def date(self, name: str) -> datetime:
         """A header holding an HTTP date (`Date`, `Last-Modified`), as an aware datetime."""
         value = self.headers.get(name)
-        if not value:
-            raise Unanswered(f"no {name} header")
-        stamp = parsedate_to_datetime(value)
+        try:
+            stamp = parsedate_to_datetime(value or "")
+        except (TypeError, ValueError) as exc:
+            raise Unanswered(f"{name} header {value!r}: {exc}") from exc
         return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+    def size(self) -> int:
+        """The Content-Length header."""
+        value = self.headers.get("content-length", "")
+        if not value.isdigit():
+            raise Unanswered(f"content-length header {value!r}")
+        return int(value)
 
 
 def _uri_encode(text: str, *, slash: bool) -> str:
@@ -141,7 +149,8 @@ class S3Reader:
     ):
         self.settings, self.bucket, self.timeout_s = settings, bucket, timeout_s
         self.page_size = page_size
-        netloc = urlsplit(settings.endpoint).netloc
+        # http.client leaves the default port out of Host; the signature must sign that Host
+        netloc = urlsplit(settings.endpoint).netloc.removesuffix(":443")
         self.host = f"{bucket}.{netloc}" if settings.virtual_hosted else netloc
         self.base = "/" if settings.virtual_hosted else f"/{_uri_encode(bucket, slash=True)}/"
         self._context: ssl.SSLContext | None = None
@@ -202,9 +211,8 @@ class S3Reader:
     def get(self, key: str) -> tuple[bytes, str, datetime, datetime]:
         """An object's bytes, ETag (unquoted), Last-Modified and the server's Date."""
         answer = self._ok(self.request("GET", key))
-        length = answer.headers.get("content-length")
-        if length is not None and int(length) != len(answer.body):
-            raise Unanswered(f"{key}: {len(answer.body)} of {length} bytes")
+        if "content-length" in answer.headers and answer.size() != len(answer.body):
+            raise Unanswered(f"{key}: {len(answer.body)} of {answer.size()} bytes")
         return answer.body, _etag(answer), answer.date("last-modified"), answer.date("date")
 
     def head(self, key: str) -> tuple[str, datetime, datetime, int] | None:
@@ -214,10 +222,7 @@ class S3Reader:
         if answer.status == 404:
             return None
         self._ok(answer)
-        size = int(answer.headers.get("content-length", "-1"))
-        if size < 0:
-            raise Unanswered(f"{key}: no Content-Length")
-        return _etag(answer), answer.date("last-modified"), answer.date("date"), size
+        return _etag(answer), answer.date("last-modified"), answer.date("date"), answer.size()
 
     def server_date(self) -> datetime:
         """The `Date` of the store's answer to a HEAD of the bucket (any status has one)."""

@@ -80,3 +80,21 @@ def test_the_reader_serves_only_keys_over_https_without_a_proxy(
     )
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy:3128")
     assert not usable(keyed)
+
+
+def test_headers_the_reader_cannot_read_are_left_to_botocore() -> None:
+    from fiolake.s3read import Answer, Unanswered
+
+    odd = Answer(200, {"date": "yesterday", "content-length": "12x"}, b"")
+    for read in (lambda: odd.date("date"), lambda: odd.date("last-modified"), odd.size):
+        with pytest.raises(Unanswered):
+            read()
+    fine = Answer(200, {"date": "Mon, 07 Dec 2026 05:06:07 GMT", "content-length": "12"}, b"")
+    assert fine.date("date") == WHEN and fine.size() == 12
+
+
+def test_the_default_port_is_signed_as_http_client_sends_it() -> None:
+    s3 = S3Settings(endpoint="https://s3.example:443", access_key="a", secret_key="b")
+    assert S3Reader(s3, "bucket").host == "s3.example"  # the Host http.client sends
+    other = S3Settings(endpoint="https://s3.example:9000", access_key="a", secret_key="b")
+    assert S3Reader(other, "bucket").host == "s3.example:9000"
