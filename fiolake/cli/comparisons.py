@@ -166,7 +166,9 @@ def compare(
     Over every run (no --campaign, --run or --since) the answer comes from the
     summaries `lake compact` keeps: the same numbers and verdicts, but outliers judged
     against a histogram's median and MAD (runs within 0.14 % of the cut may differ);
-    add --since 2000-01-01 to fold every run and list them exactly.
+    add --since 2000-01-01 to fold every run and list them exactly. A side of the median
+    with 256 outliers or more is named, not listed (a level that changed: see
+    `fiolake regressions`).
       fiolake compare --campaign nightly --backend nvme --backend ceph
       fiolake compare --run RUN_A --run RUN_B --format json
       fiolake compare --campaign c-20261123-113827-952b --gang members
