@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 
 # The gate's statistics (with scipy), imported while the lake connects (`connect`).
 GATE_MODULE = "fiolake.aggregator.stats.gate"
+# stats.nights.HISTORY, the earlier nights of a default baseline, read ahead while the
+# statistics import: importing it would import them first (a test holds the two equal).
+NIGHTS_AHEAD = 10
 FIELDS = ("profile", "job_name", "direction", "metric", "n", "n_baseline", "geomean", "ratio",
           "ratio_ci_low", "ratio_ci_high", "p_value", "p_adjusted", "p_equivalence",
           "p_equivalence_adjusted", "verdict", "reps_to_confirm", "reps_for_equivalence",
@@ -240,8 +243,8 @@ def _result(
     tables = SUMMARY_TABLES if extra is None else None
     # The campaigns' files are read while the statistics import (`lake.readahead`).
     ahead = [m for m in metrics or HEADLINE_METRICS if m in HEADLINE_METRICS]
-    # The default baseline is set against up to 10 earlier nights (stats.nights.HISTORY)
-    nights = 10 if baseline is None and label is None and since is None else 0
+    # The default baseline is set against up to NIGHTS_AHEAD earlier nights
+    nights = NIGHTS_AHEAD if baseline is None and label is None and since is None else 0
     with (
         problems_are_usage(),
         connect(lake, tables, meanwhile=[GATE_MODULE]) as handle,
