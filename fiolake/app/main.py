@@ -19,6 +19,7 @@ import streamlit as st
 
 from fiolake.app.access import hidden_pages
 from fiolake.app.login import current_role
+from fiolake.app.serve import readers
 
 HERE = Path(__file__).resolve().parent
 
@@ -29,4 +30,5 @@ pages = [st.Page(HERE / "Home.py", title="Home", default=True)] + [
     for page in (st.Page(path) for path in sorted((HERE / "views").glob("[0-9]*_*.py")))
     if page.url_path not in hidden
 ]
-st.navigation(pages).run()
+with readers.running():  # the server's warm-up waits while a reader's page runs
+    st.navigation(pages).run()

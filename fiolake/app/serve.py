@@ -23,6 +23,9 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -56,6 +59,47 @@ def warm() -> None:
 
 _pages_warmed = threading.Event()  # warm_pages started in this server
 
+READERS_QUIET_S = 1.0  # the browser still draws a page (charts, tables) after its run ends
+
+
+class Readers:
+    """The readers' script runs in this server, so that the warm-up asks only while none
+    runs: on the two cores of the 1,000,000-run bench, a warm-up question beside a first
+    visit made Home 0.2 s and Compare 0.4 s slower (BENCHMARKS.md, issue 44)."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._running = 0
+        self._ended = time.monotonic()
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Around one script run (the entry script wraps every page in it)."""
+        with self._changed:
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._running -= 1
+                self._ended = time.monotonic()
+                self._changed.notify_all()
+
+    def wait_quiet(self, quiet_s: float = READERS_QUIET_S) -> None:
+        """Return once no script has run for `quiet_s` (at once if none ran so long)."""
+        with self._changed:
+            while True:
+                if self._running:
+                    self._changed.wait()
+                    continue
+                left = quiet_s - (time.monotonic() - self._ended)
+                if left <= 0:
+                    return
+                self._changed.wait(left)
+
+
+readers = Readers()
+
 
 def warm_pages_after() -> None:
     """Start `warm_pages` on a thread, once per server: Home calls it when it has drawn.
@@ -71,8 +115,9 @@ def warm_pages() -> None:
     """Answer what the Latency, Timeseries, Trends and Gate pages ask before anyone picks
     (their menus and default views, `app.defaults`) into the app's data cache: their first visits on
     the 1,000,000-run lake took 3.4-3.9 s, of which these questions 1.0-1.4 s (the
-    sweep-profile list reads every result row of a lake without workload hashes). A page
-    visited before it got there asks as it always did."""
+    sweep-profile list reads every result row of a lake without workload hashes). Each
+    question waits until readers' script runs have been quiet for a while (`Readers`). A
+    page visited before it got there asks as it always did."""
     try:
         from fiolake.aggregator.rows import latency
         from fiolake.aggregator.rows.series import (
@@ -88,7 +133,11 @@ def warm_pages() -> None:
         from fiolake.app import common, defaults
 
         lake = common._open(common.lake_url())  # the pages' own (cached) lake
-        ask = common.run_or_stop
+
+        def ask(fn: Any, *args: Any, **kwargs: Any) -> Any:  # each question after readers'
+            readers.wait_quiet()
+            return common.run_or_stop(fn, *args, **kwargs)
+
         profiles = ask(latency.profiles_by_runs, lake)
         top = profiles[0] if profiles else None
         runs = ask(recent_runs, lake)

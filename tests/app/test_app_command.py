@@ -82,6 +82,9 @@ def test_loopback_needs_no_login(started: Started, tmp_path: Path) -> None:
     assert "--secrets.files" not in started.cmd
     assert "FIOLAKE_APP_AUTH" not in started.env
     assert started.cmd[4].endswith("/fiolake/app/main.py")  # the gate runs before any page
+    # Readers do not edit the pages: watching every imported module's file cost a first
+    # visit ~0.2 s (BENCHMARKS.md).
+    assert started.cmd[started.cmd.index("--server.fileWatcherType") + 1] == "none"
 
 
 def test_insecure_no_login_serves_openly_when_asked(started: Started, tmp_path: Path) -> None:
