@@ -9,7 +9,9 @@ is its own question ("did backend X get slower?"): its family is that backend's 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from fiolake.aggregator.lake import columns
 from fiolake.aggregator.lake.accepted import acceptances
@@ -106,11 +108,23 @@ _NEW_JOBS = f"""new AS ({NEW_WORKLOADS.format(where="campaign_id = ?")}),
                start AS (SELECT min(started_at) AS t0 FROM runs WHERE campaign_id = ?)"""
 
 
-def default_baseline(lake: Lake, campaign: str, label: tuple[str, str] | None = None) -> str:
+def default_baseline(
+    lake: Lake,
+    campaign: str,
+    label: tuple[str, str] | None = None,
+    found: Sequence[nights.Earlier] | None = None,
+) -> str:
     """The newest campaign started before `campaign` that ran one of its workloads on
     one of its backends — the newest accepted one (`lake.accepted`) when there is one;
     with `label` (KEY, VALUE), the newest whose runs carry it (`label_sql`); UsageProblem
-    when there is none."""
+    when there is none. Without `label`, from `found` (`nights.earlier_campaigns`) when
+    given."""
+    if found and label is None:
+        accepted = set(acceptances(lake))
+        last: dict[str, tuple[bool, datetime, str]] = {}
+        for _, name, _, at in found:
+            last[name] = max(last.get(name, (False, at, name)), (name in accepted, at, name))
+        return max(last.values())[2]
     cond, args = label_sql(lake, *label) if label else ("true", [])
     # issue 34: without a label, an accepted campaign comes first (gate accept)
     first = "false" if label else f"r.campaign_id IN ({literals(['', *acceptances(lake)])})"
@@ -248,21 +262,23 @@ def gate(
             "baseline — give one of them"
         )
     validate(lake, RunFilter(campaign=campaign))
+    default = baseline is None and label is None and since is None
+    before = nights.earlier_campaigns(lake, campaign) if default else None
     if since is not None:
         name = f"since:{since}"
         asked = _window_questions(lake, campaign, since, name)
     else:
-        name = baseline or default_baseline(lake, campaign, label)
+        name = baseline or default_baseline(lake, campaign, label, before)
         asked = _campaign_questions(lake, campaign, name)
     rows: list[GateRow] = []
     families: list[str] = []
-    default = baseline is None and label is None and since is None
-    earlier = {b: nights.earlier(lake, campaign, b, name, pools, default) for b, _, pools in asked}
-    _summarise_together(lake, campaign, asked, earlier, metrics)
+    earlier = nights.earlier(lake, campaign, [(b, p) for b, _, p in asked], name, before)
+    logs = _night_logs(lake, campaign, earlier, metrics)
+    _summarise_together(lake, campaign, asked, earlier if logs is None else {}, metrics)
     for backend, filt, pools in asked:
         found, asked_in = _backend_rows(
             lake, campaign, (backend, filt, pools), earlier[backend], metrics, min_effect, slo,
-            config, name=name,
+            config, name=name, logs=logs,
         )  # fmt: skip
         rows += found
         families += asked_in
@@ -314,6 +330,22 @@ def _campaign_questions(lake: Lake, campaign: str, name: str) -> list[_Question]
     ]
 
 
+def _night_logs(
+    lake: Lake,
+    campaign: str,
+    earlier: dict[str, list[str]],
+    metrics: list[str] | tuple[str, ...],
+) -> nights.NightLogs | None:
+    """The night models' logs from the night summaries (`nights.night_logs`) when some
+    backend has MIN_NIGHTS earlier nights or more; None (their runs are summarised with
+    the comparison's) when none has, or when the summaries cannot answer."""
+    plain = [m for m in metrics if m != IOPS_AT_SLO]
+    if not plain or max(map(len, earlier.values()), default=0) < nights.MIN_NIGHTS:
+        return None
+    campaigns = sorted({campaign, *(c for found in earlier.values() for c in found)})
+    return nights.night_logs(lake, sorted(earlier), campaigns, check_metrics(lake, plain))
+
+
 def _summarise_together(
     lake: Lake,
     campaign: str,
@@ -347,6 +379,7 @@ def _backend_rows(
     config: gate_config.GateConfig | None,
     *,
     name: str,
+    logs: nights.NightLogs | None = None,
 ) -> tuple[list[GateRow], list[str]]:
     """One backend's gate rows and the families they were adjusted in: every metric,
     iops_at_slo too (saturation.gate_rows), at each minimum effect the threshold file
@@ -363,7 +396,7 @@ def _backend_rows(
         if plain:
             # The night model first: its nights include the baseline campaign, so the
             # comparison's summary is part of its (`runsets.summarise` keeps it).
-            models |= nights.models(lake, campaign, backend, earlier, plain, effect)
+            models |= nights.models(lake, campaign, backend, earlier, plain, effect, logs)
             result = compare(lake, by="campaign_id", baseline=name, metrics=plain, filt=filt,
                              min_effect=effect, pools=pools)  # fmt: skip
             if effect == min_effect:

@@ -58,9 +58,3 @@ def test_earlier_nights_are_the_campaigns_started_last_before(tmp_path: Path) ->
         assert rows is not None and got is not None
         assert got[0] == 2 * rows[0]  # c2 and c1, not c0
 
-
-def test_the_gate_reads_ahead_as_many_nights_as_its_model_takes() -> None:
-    from fiolake.aggregator.stats import nights
-    from fiolake.cli import gate
-
-    assert gate.NIGHTS_AHEAD == nights.HISTORY

@@ -19,6 +19,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from fiolake.aggregator.lake.compact import compact as compact_lake
+from fiolake.aggregator.lake.lake import open_lake
+from fiolake.aggregator.stats import nights
 from fiolake.cli import cli
 from tests.aggregator import lakegen
 
@@ -27,10 +30,14 @@ WOBBLY = (1.08, 0.93, 1.05, 0.95, 1.10, 0.92, 1.02, 1.06)
 STEADY = (1.0, 1.01, 0.99, 1.0, 1.005, 0.995, 1.0, 1.01)
 
 
-def lake_of(root: Path, levels: tuple[float, ...], new: float) -> Path:
+def lake_of(root: Path, levels: tuple[float, ...], new: float, *, compact: bool = False) -> Path:
+    """The earlier nights at `levels`, then the new night at `new`; with `compact`, the
+    earlier nights compacted before the new night is written (as a nightly job finds them)."""
     store = lakegen.local_store(root)
     for night, level in enumerate((*levels, new)):
         name = f"n{night}" if night < len(levels) else "new"
+        if compact and name == "new":
+            compact_lake(store, grace=timedelta(0))
         for rep in range(3):
             lakegen.write_run(
                 store,
@@ -90,3 +97,48 @@ def test_a_drop_beyond_steady_nights_is_worse(tmp_path: Path) -> None:
     assert (row["verdict"], row["reason"], row["nights"]["nights"]) == ("worse", None, 8)
     assert row["nights"]["p_adjusted"] < 0.001
     assert row["mde"] < 0.05
+
+
+def test_earlier_nights_read_from_the_summaries_give_the_model_their_runs_give(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compacted earlier nights come from the night summaries (issue 44), the new night
+    (not compacted) from its runs: the same night model, to 9 significant digits, as
+    folding every run of every night."""
+    mean = math.exp(sum(map(math.log, WOBBLY)) / len(WOBBLY))
+    loose = lake_of(tmp_path / "loose", WOBBLY, 0.90 * mean)
+    compacted = lake_of(tmp_path / "compacted", WOBBLY, 0.90 * mean, compact=True)
+    campaigns = [*(f"n{i}" for i in range(len(WOBBLY))), "new"]
+    with open_lake(str(compacted)) as lake:
+        logs = nights.night_logs(lake, ["nvme"], campaigns, ["iops"])
+    with open_lake(str(loose)) as lake:
+        assert nights.night_logs(lake, ["nvme"], campaigns, ["iops"]) is None  # no summaries
+    assert logs is not None and len(logs) == len(campaigns)
+    assert {log["iops"].n for log in logs.values() if log["iops"]} == {3}
+    given: list[bool] = []  # whether each night model was given the summaries' logs
+    models = nights.models
+
+    def spied(*args: object) -> object:
+        given.append(args[-1] is not None)
+        return models(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(nights, "models", spied)
+    rows = [json.loads(gate(lake).stdout)["rows"] for lake in (loose, compacted)]
+    assert given == [False, True]
+    (by_runs,), (by_summaries,) = rows
+    assert by_summaries["verdict"] == by_runs["verdict"] == "inconclusive"
+    for field, value in by_runs["nights"].items():
+        assert by_summaries["nights"][field] == pytest.approx(value, rel=1e-9), field
+
+
+def test_no_night_before_an_accepted_campaign_counts(tmp_path: Path) -> None:
+    """An accepted campaign starts the history (issue 34): nights before it were another
+    setup, so the model takes it and the nights after it only."""
+    lake = lake_of(tmp_path, STEADY, 0.85)
+    accept = ["gate", "accept", "--lake", str(lake), "--campaign", "n5", "--reason", "new disk",
+              "--by", "ana@ci-1"]  # fmt: skip
+    assert CliRunner().invoke(cli, accept).exit_code == 0
+    answer = json.loads(gate(lake).stdout)
+    assert answer["baseline"] == "n5"  # the accepted campaign is the default baseline too
+    (row,) = answer["rows"]
+    assert row["nights"]["nights"] == 3  # n5, n6, n7
