@@ -57,4 +57,3 @@ def test_earlier_nights_are_the_campaigns_started_last_before(tmp_path: Path) ->
         got = lake.con.execute(sql).fetchone()
         assert rows is not None and got is not None
         assert got[0] == 2 * rows[0]  # c2 and c1, not c0
-
