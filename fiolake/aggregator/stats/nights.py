@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+import duckdb
 from scipy import special
 
 from fiolake.aggregator.lake import columns, summaries
@@ -151,7 +152,10 @@ def night_logs(
     nights were 0.45 s of its 1.5 s at 1,000,000 runs, issue 44). None when the
     summaries cannot answer (`night_rows.partial_rows`)."""
     filt = RunFilter(backends=tuple(backends), campaigns=tuple(campaigns))
-    partial = night_rows.partial_rows(lake, filt, metrics)
+    try:
+        partial = night_rows.partial_rows(lake, filt, metrics)
+    except duckdb.IOException:  # a summaries file gone behind its record: fold the runs
+        return None
     if partial is None:
         return None
     keys = "backend, campaign_id, profile, job_name, direction, sha"
@@ -162,14 +166,17 @@ def night_logs(
         mean, m2 = summaries.chan_merge(n, f'"{c["log_mean"]}"', f'"{c["log_m2"]}"', f'"mu_{m}"')
         mus.append(f'{mean} AS "mu_{m}"')
         folded.append(f'sum("{c["count"]}"), sum("{c["nonpositive"]}"), any_value("mu_{m}"), {m2}')
-    rows = fetch_rows(
-        lake,
-        f"""WITH p AS (
-               SELECT *, coalesce(workload_sha256, '') AS sha FROM ({partial})
-               WHERE profile IS NOT NULL AND job_name IS NOT NULL AND direction IS NOT NULL
-           ), w AS (SELECT *, {", ".join(mus)} FROM p WINDOW k AS (PARTITION BY {keys}))
-           SELECT {keys}, {", ".join(folded)} FROM w GROUP BY {keys}""",
-    )
+    try:
+        rows = fetch_rows(
+            lake,
+            f"""WITH p AS (
+                   SELECT *, coalesce(workload_sha256, '') AS sha FROM ({partial})
+                   WHERE profile IS NOT NULL AND job_name IS NOT NULL AND direction IS NOT NULL
+               ), w AS (SELECT *, {", ".join(mus)} FROM p WINDOW k AS (PARTITION BY {keys}))
+               SELECT {keys}, {", ".join(folded)} FROM w GROUP BY {keys}""",
+        )
+    except duckdb.IOException:  # a summaries file gone behind its record: fold the runs
+        return None
     out: NightLogs = {}
     for row in rows:
         backend, campaign, profile, job, direction, sha = row[:6]

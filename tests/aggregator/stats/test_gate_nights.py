@@ -142,3 +142,31 @@ def test_no_night_before_an_accepted_campaign_counts(tmp_path: Path) -> None:
     assert answer["baseline"] == "n5"  # the accepted campaign is the default baseline too
     (row,) = answer["rows"]
     assert row["nights"]["nights"] == 3  # n5, n6, n7
+
+
+def test_a_night_summaries_file_gone_folds_the_nights_runs(tmp_path: Path) -> None:
+    """The night summaries' files deleted behind the generation record (a hand-made
+    cleanup): the gate folds the nights' runs instead, the same model, not an IO error."""
+    lake = lake_of(tmp_path, STEADY, 0.85, compact=True)
+    want = json.loads(gate(lake).stdout)["rows"]
+    for path in (lake / "compacted" / "delta" / "night_summaries").glob("*.parquet"):
+        path.unlink()
+    res = gate(lake)
+    assert res.exit_code == 1, res.output
+    assert_same(json.loads(res.stdout)["rows"], want)
+
+
+def assert_same(got: object, want: object) -> None:
+    """Equal JSON, numbers to 9 significant digits (sums in another order)."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and got.keys() == want.keys()
+        for k in want:
+            assert_same(got[k], want[k])
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            assert_same(g, w)
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, rel=1e-9)
+    else:
+        assert got == want
