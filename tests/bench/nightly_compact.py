@@ -23,6 +23,7 @@ import argparse
 import cProfile
 import os
 import pstats
+import resource
 import statistics
 import sys
 import time
@@ -131,8 +132,12 @@ def main() -> None:
             seconds, counts, listed_all = compact_night(lake, args.profile and n == args.nights - 1)
             (full if listed_all else took)[lake].append(seconds)
             how = "every marker listed" if listed_all else "commit log read"
+            # The process's peak so far: it rises with the compaction that needed the most
+            # (writing a night's files takes little), so the first night of the largest
+            # lake that raises it is the figure (issue 44: < 2 GiB).
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
             print(f"night {n + 1} into {lake}: written in {written:.1f} s, compacted in "
-                  f"{seconds:.2f} s ({how}); {counts}")  # fmt: skip
+                  f"{seconds:.2f} s ({how}); {counts}; peak RSS so far {peak:.2f} GiB")  # fmt: skip
     if all(full.values()):
         base = statistics.median(full[args.lake[0]])
         for lake, times in full.items():
