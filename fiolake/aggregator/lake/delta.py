@@ -233,5 +233,10 @@ def with_recovered(
         return covered
     current, _ = data_files(store, dt, table)
     added = sorted(set(current) - set(recorded[1] if recorded else ()))
-    recovered = keys_in(store, table, added) - set(covered.to_pylist())
-    return pa.concat_arrays([covered, pa.array(sorted(recovered), pa.string())])
+    if not added:  # a newer version without new files (vacuum writes commits of its own)
+        return covered
+    # Against the covered ids in Arrow: as a Python set, a year's (1,000,000) took 0.1 s
+    # a table, every night (issue 44).
+    found = pa.array(sorted(keys_in(store, table, added)), pa.string())
+    recovered = found.filter(pc.invert(pc.is_in(found, value_set=covered)))
+    return pa.concat_arrays([covered, recovered])
