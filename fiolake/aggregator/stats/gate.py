@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from fiolake.aggregator.lake import columns
 from fiolake.aggregator.lake.accepted import acceptances
@@ -119,12 +118,8 @@ def default_baseline(
     with `label` (KEY, VALUE), the newest whose runs carry it (`label_sql`); UsageProblem
     when there is none. Without `label`, from `found` (`nights.earlier_campaigns`) when
     given."""
-    if found and label is None:
-        accepted = set(acceptances(lake))
-        last: dict[str, tuple[bool, datetime, str]] = {}
-        for _, name, _, at in found:
-            last[name] = max(last.get(name, (False, at, name)), (name in accepted, at, name))
-        return max(last.values())[2]
+    if found and label is None:  # accepted first, then the newest last start
+        return max((accepted, last, name) for _, name, _, last, accepted in found)[2]
     cond, args = label_sql(lake, *label) if label else ("true", [])
     # issue 34: without a label, an accepted campaign comes first (gate accept)
     first = "false" if label else f"r.campaign_id IN ({literals(['', *acceptances(lake)])})"

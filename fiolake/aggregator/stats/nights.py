@@ -59,7 +59,8 @@ POWER = 0.8
 Key = tuple[str, str, str, str | None, str]  # profile, job, direction, workload, metric
 # (backend, campaign, case) -> metric -> the night's runs as logs (None: a value ≤ 0)
 NightLogs = dict[tuple[str, str, Case], dict[str, stats.LogSummary | None]]
-Earlier = tuple[str, str, datetime, datetime]  # backend, campaign, its first and last start
+# backend, campaign, its first and last start, whether it is accepted (`lake.accepted`)
+Earlier = tuple[str, str, datetime, datetime, bool]
 
 
 @dataclass(frozen=True)
@@ -90,9 +91,10 @@ class NightModel:
 def earlier_campaigns(lake: Lake, campaign: str) -> list[Earlier]:
     """Each campaign whose ok runs started before `campaign`'s first and ran one of its
     workloads on the same backend, per backend: (backend, campaign, first start, last
-    start). The default baseline (`gate.default_baseline`) and the night history
-    (`histories`) both come from it: one query where there were one and one a backend
-    (60 ms each at 1,000,000 runs, issue 44)."""
+    start, accepted). The default baseline (`gate.default_baseline`) and the night
+    history (`histories`) both come from it: one query where there were one and one a
+    backend (60 ms each at 1,000,000 runs, issue 44), and one listing of the accepted
+    campaigns."""
     found = fetch_rows(
         lake,
         f"""WITH new AS ({NEW_WORKLOADS.format(where="campaign_id = ?")})
@@ -103,20 +105,21 @@ def earlier_campaigns(lake: Lake, campaign: str) -> list[Earlier]:
            GROUP BY 1, 2""",
         [campaign, campaign, campaign],
     )
-    return [(str(b), str(c), first, last) for b, c, first, last in found]
+    accepted = acceptances(lake) if found else {}
+    return [(str(b), str(c), first, last, c in accepted) for b, c, first, last in found]
 
 
-def histories(lake: Lake, found: Sequence[Earlier]) -> dict[str, list[str]]:
+def histories(found: Sequence[Earlier]) -> dict[str, list[str]]:
     """Per backend of `found` (`earlier_campaigns`): its newest HISTORY campaigns, none
-    before the newest accepted one (`lake.accepted`), oldest first."""
-    accepted = acceptances(lake)
-    out: dict[str, list[str]] = {}
-    for backend, name, _, _ in sorted(found, key=lambda e: (e[0], e[2], e[1])):
-        out.setdefault(backend, []).append(name)
-    for backend, names in out.items():
-        start = max((i for i, c in enumerate(names) if c in accepted), default=0)
-        out[backend] = names[start:][-HISTORY:]
-    return out
+    before the newest accepted one, oldest first."""
+    out: dict[str, list[tuple[str, bool]]] = {}
+    for backend, name, _, _, accepted in sorted(found, key=lambda e: (e[0], e[2], e[1])):
+        out.setdefault(backend, []).append((name, accepted))
+    newest: dict[str, list[str]] = {}
+    for backend, named in out.items():
+        start = max((i for i, (_, accepted) in enumerate(named) if accepted), default=0)
+        newest[backend] = [name for name, _ in named[start:][-HISTORY:]]
+    return newest
 
 
 def earlier(
@@ -127,7 +130,7 @@ def earlier(
     new night is set against — the window's campaigns (`--baseline-runs`), the recent
     history (`histories` of `found`) for the default baseline, or the one baseline
     campaign the user chose (`found` None)."""
-    recent = histories(lake, found) if found is not None else {}
+    recent = histories(found) if found is not None else {}
     out: dict[str, list[str]] = {}
     for backend, pools in asked:
         if pools:
