@@ -14,7 +14,7 @@ import json
 from collections.abc import Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pyarrow as pa
 import pyarrow.json as pa_json
@@ -26,7 +26,7 @@ from fiolake.aggregator.lake.idarrays import ids_array
 from fiolake.commits import Commit, logged_job_ids
 from fiolake.errors import NotFound
 from fiolake.store import ObjectStore
-from fiolake.timetext import parse_iso
+from fiolake.timetext import EPOCH, parse_iso
 
 COMMITS_SCHEMA = pa.schema(
     [
@@ -90,7 +90,6 @@ class Snapshot:
         return self.compacted_files(table) + self.loose_files(table)
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # The rows as pyarrow's JSON reader takes them: the time as epoch milliseconds.
 _ROWS_SCHEMA = COMMITS_SCHEMA.set(
     COMMITS_SCHEMA.get_field_index("committed_at"), pa.field("committed_at", pa.int64())
@@ -100,7 +99,7 @@ _ROWS_SCHEMA = COMMITS_SCHEMA.set(
 def _commit_rows(commit: Commit) -> list[dict[str, object]]:
     row: dict[str, object] = {name: getattr(commit, name) for name in COMMITS_SCHEMA.names}
     # Whole milliseconds, rounded down as Arrow stores a finer time in a ms column.
-    row["committed_at"] = (parse_iso(commit.committed_at) - _EPOCH) // timedelta(milliseconds=1)
+    row["committed_at"] = (parse_iso(commit.committed_at) - EPOCH) // timedelta(milliseconds=1)
     # A gang job commits every member run: one row each, so the views keep them all.
     return [{**row, "run_id": run_id} for run_id in commit.run_ids]
 

@@ -113,11 +113,11 @@ def default_baseline(
     label: tuple[str, str] | None = None,
     found: Sequence[nights.Earlier] | None = None,
 ) -> str:
-    """The newest campaign started before `campaign` that ran one of its workloads on
-    one of its backends — the newest accepted one (`lake.accepted`) when there is one;
-    with `label` (KEY, VALUE), the newest whose runs carry it (`label_sql`); UsageProblem
-    when there is none. Without `label`, from `found` (`nights.earlier_campaigns`) when
-    given."""
+    """The newest campaign whose measured runs started before `campaign` and ran one of
+    its workloads on one of its backends — the newest accepted one (`lake.accepted`)
+    when there is one; with `label` (KEY, VALUE), the newest whose runs carry it
+    (`label_sql`); UsageProblem when there is none. Without `label`, from `found`
+    (`nights.earlier_campaigns`) when given."""
     if found and label is None:  # accepted first, then the newest last start
         return max((accepted, last, name) for _, name, _, last, accepted in found)[2]
     cond, args = label_sql(lake, *label) if label else ("true", [])
@@ -127,7 +127,7 @@ def default_baseline(
         lake,
         f"""WITH {_NEW_JOBS}
            SELECT r.campaign_id FROM runs r JOIN new ON {SAME_WORKLOAD}
-           WHERE r.status = 'ok' AND r.campaign_id <> ?
+           WHERE {RunFilter().where("r")} AND r.campaign_id <> ?
              AND r.started_at < (SELECT t0 FROM start) AND {cond}
            GROUP BY r.campaign_id ORDER BY bool_or({first}) DESC, max(r.started_at) DESC
            LIMIT 1""",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import duckdb
@@ -19,9 +19,9 @@ from fiolake.aggregator.stats.night_changes import DEFAULT_MIN_SEGMENT, by_night
 from fiolake.aggregator.stats.saturation import IOPS_AT_SLO, run_values
 from fiolake.aggregator.stats.slo import Slo
 from fiolake.errors import LakeError, UsageProblem
+from fiolake.timetext import from_epoch_us
 
 BUCKETS = ("run", "day")
-EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 Case = tuple[str | None, str | None]  # (job name, direction): None keeps every one
 
 
@@ -77,7 +77,7 @@ def trend(
     except duckdb.IOException:  # a run-series file gone behind its record: fold the runs
         rows = _points_rows(lake, metric, filt, case, bucket, series=False)
     points = [
-        TrendPoint(b, pr, j, d, _instant(us), v, n, run, campaign=night)
+        TrendPoint(b, pr, j, d, from_epoch_us(us), v, n, run, campaign=night)
         for b, pr, j, d, us, v, n, run, night in rows
     ]
     if not points:
@@ -140,11 +140,7 @@ def recent_start(lake: Lake, filt: RunFilter, days: int) -> datetime | None:
     None when no run matches."""
     sql = f"SELECT epoch_us(max(r.started_at)) FROM runs r WHERE {filt.where('r')}"
     ((newest,),) = fetch_rows(lake, sql)
-    return None if newest is None else _instant(newest) - timedelta(days=days)
-
-
-def _instant(epoch_us: int) -> datetime:
-    return EPOCH + timedelta(microseconds=epoch_us)
+    return None if newest is None else from_epoch_us(newest) - timedelta(days=days)
 
 
 def _case_where(case: Case | None) -> str:

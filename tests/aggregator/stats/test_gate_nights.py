@@ -23,6 +23,7 @@ from fiolake.aggregator.lake.compact import compact as compact_lake
 from fiolake.aggregator.lake.lake import open_lake
 from fiolake.aggregator.stats import nights
 from fiolake.cli import cli
+from fiolake.timetext import EPOCH
 from tests.aggregator import lakegen
 
 READ = ("job1", "read")
@@ -142,6 +143,51 @@ def test_no_night_before_an_accepted_campaign_counts(tmp_path: Path) -> None:
     assert answer["baseline"] == "n5"  # the accepted campaign is the default baseline too
     (row,) = answer["rows"]
     assert row["nights"]["nights"] == 3  # n5, n6, n7
+
+
+def test_earlier_campaigns_from_the_summaries_are_those_their_runs_give(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default baseline's earlier campaigns come from the night summaries (issue 44):
+    the same (backend, campaign, first and last start, accepted) as from the runs — with
+    a compacted campaign that straddles the new one's first start (only its run before
+    counts), one not compacted, and one of precondition runs only (never measured, so
+    never a baseline)."""
+    lake = lake_of(tmp_path, STEADY, 0.85, compact=True)
+    store = lakegen.local_store(lake)
+    start = lakegen.T0 + timedelta(days=len(STEADY))  # the new night's first start
+    metrics = {READ: {"iops": 1000.0}}
+    for rep, hours in enumerate((-1, 1)):
+        lakegen.write_run(store, run_id=f"over-r{rep}", job_id=f"over-j{rep}", campaign="over",
+                          metrics=metrics, started_at=start + timedelta(hours=hours))  # fmt: skip
+    lakegen.write_run(store, run_id="prep-r0", job_id="prep-j0", campaign="prep",
+                      metrics=metrics, started_at=start - timedelta(hours=2),
+                      role="precondition")  # fmt: skip
+    compact_lake(store, grace=timedelta(0))
+    lakegen.write_run(store, run_id="late-r0", job_id="late-j0", campaign="late",
+                      metrics=metrics, started_at=start - timedelta(hours=3))  # fmt: skip
+    accept = ["gate", "accept", "--lake", str(lake), "--campaign", "n6", "--reason", "new disk",
+              "--by", "ana@ci-1"]  # fmt: skip
+    assert CliRunner().invoke(cli, accept).exit_code == 0
+    partial_rows = nights.night_rows.partial_rows
+    answered: list[bool] = []  # whether the summaries could answer, each call
+
+    def spied(*args: object) -> str | None:
+        answered.append(partial_rows(*args) is not None)  # type: ignore[arg-type]
+        return partial_rows(*args)  # type: ignore[arg-type]
+
+    with open_lake(str(lake)) as opened:
+        monkeypatch.setattr(nights.night_rows, "partial_rows", spied)
+        from_summaries = nights.earlier_campaigns(opened, "new")
+        monkeypatch.setattr(nights.night_rows, "partial_rows", lambda *args: None)
+        from_runs = nights.earlier_campaigns(opened, "new")
+    assert answered == [True]
+    assert sorted(from_summaries) == sorted(from_runs)
+    by_name = {name: rest for _, name, *rest in from_runs}
+    assert set(by_name) == {*(f"n{i}" for i in range(len(STEADY))), "over", "late"}
+    before = (start - timedelta(hours=1) - EPOCH) // timedelta(microseconds=1)
+    assert by_name["over"] == [before, before, False]
+    assert [name for name, (*_, accepted) in by_name.items() if accepted] == ["n6"]
 
 
 def test_a_night_summaries_file_gone_folds_the_nights_runs(tmp_path: Path) -> None:
