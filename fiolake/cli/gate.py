@@ -43,10 +43,6 @@ if TYPE_CHECKING:
 
 # The gate's statistics (with scipy), imported while the lake connects (`connect`).
 GATE_MODULE = "fiolake.aggregator.stats.gate"
-# The earlier night a default baseline reads the runs of, read ahead while the statistics
-# import: the newest. The nights before it reach the night model from the night summaries
-# (`stats.nights.night_logs`), not from their runs.
-NIGHTS_AHEAD = 1
 FIELDS = ("profile", "job_name", "direction", "metric", "n", "n_baseline", "geomean", "ratio",
           "ratio_ci_low", "ratio_ci_high", "p_value", "p_adjusted", "p_equivalence",
           "p_equivalence_adjusted", "verdict", "reps_to_confirm", "reps_for_equivalence",
@@ -244,12 +240,10 @@ def _result(
     tables = SUMMARY_TABLES if extra is None else None
     # The campaigns' files are read while the statistics import (`lake.readahead`).
     ahead = [m for m in metrics or HEADLINE_METRICS if m in HEADLINE_METRICS]
-    # The default baseline: the newest earlier night (NIGHTS_AHEAD)
-    nights = NIGHTS_AHEAD if baseline is None and label is None and since is None else 0
     with (
         problems_are_usage(),
         connect(lake, tables, meanwhile=[GATE_MODULE]) as handle,
-        read_ahead(handle, campaigns_sql([c for c in (campaign, baseline) if c], ahead, nights)),
+        read_ahead(handle, campaigns_sql([c for c in (campaign, baseline) if c], ahead)),
     ):
         from fiolake.aggregator.stats.compare import DEFAULT_METRICS
         from fiolake.aggregator.stats.gate import gate as run_gate

@@ -4,8 +4,8 @@ New firmware, a deliberate trade-off: `fiolake gate accept --campaign ID --reaso
 writes `accepted/<campaign>.json` (`layout.accepted_key`) create-only, with who accepted
 it, when and why (conbench #828: acknowledging a distribution change). From then on the
 gate's default baseline is the newest accepted campaign before the new one
-(`stats.gate.default_baseline`), and a change point at an accepted campaign is shown as
-accepted, not reported as a regression (`stats.regressions`, the Trends page).
+(`stats.baselines.default_baseline`), and a change point at an accepted campaign is shown
+as accepted, not reported as a regression (`stats.regressions`, the Trends page).
 
 On an S3 lake the record is written with the publisher role's keys (the role that
 publishes campaigns may also accept them; docs/ci.md); the analyst role reads it.

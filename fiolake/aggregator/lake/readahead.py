@@ -21,25 +21,14 @@ import duckdb
 from fiolake.aggregator.lake.lake import Lake, literals
 
 
-def campaigns_sql(campaigns: Sequence[str], metrics: Sequence[str], earlier: int = 0) -> str:
+def campaigns_sql(campaigns: Sequence[str], metrics: Sequence[str]) -> str:
     """A query that reads the `runs` of `campaigns` and, of their rows in `results`, the
-    columns a comparison of `metrics` folds (job, direction, steady state, the metrics);
-    with `earlier`, also those of the `earlier` campaigns started last before the first
-    of `campaigns` (the nights a default baseline is set against, as near as a query
-    that knows nothing of workloads can tell)."""
+    columns a comparison of `metrics` folds (job, direction, steady state, the metrics)."""
     values = ["max(x.job_name)", "max(x.direction)", "bool_and(x.steady_state)"]
     values += [f'max(x."{m}")' for m in metrics]
-    named = literals(list(campaigns))
-    chosen = f"campaign_id IN ({named})"
-    if earlier:
-        chosen += (
-            " OR campaign_id IN (SELECT campaign_id FROM runs GROUP BY campaign_id HAVING "
-            f"min(started_at) < (SELECT min(started_at) FROM runs WHERE campaign_id IN ({named}))"
-            f" ORDER BY min(started_at) DESC LIMIT {earlier})"
-        )
     return (
         f"SELECT {', '.join(values)} FROM results x WHERE x.run_id IN (SELECT run_id FROM runs "
-        f"WHERE {chosen})"
+        f"WHERE campaign_id IN ({literals(list(campaigns))}))"
     )
 
 

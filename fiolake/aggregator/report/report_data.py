@@ -14,7 +14,7 @@ from fiolake.aggregator.rows.envdiff import EnvDifference, env_diff, environment
 from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.rows.latency import PercentilePoint, percentile_curves
 from fiolake.aggregator.rows.series import SeriesPoint, fetch_rows, per_second
-from fiolake.aggregator.stats.gate import window_runs
+from fiolake.aggregator.stats.baselines import window_runs
 from fiolake.aggregator.stats.saturation import SaturationReport, saturation
 from fiolake.aggregator.stats.slo import DEFAULT_SLO, parse_slo
 from fiolake.errors import LakeError

@@ -9,16 +9,12 @@ is its own question ("did backend X get slower?"): its family is that backend's 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fiolake.aggregator.lake import columns
-from fiolake.aggregator.lake.accepted import acceptances
-from fiolake.aggregator.lake.lake import Lake, literals
-from fiolake.aggregator.rows.envdiff import ENV_COLUMNS
-from fiolake.aggregator.rows.filters import RunFilter, runs_columns, validate
-from fiolake.aggregator.rows.series import fetch_rows
-from fiolake.aggregator.stats import gate_config, host_noise, nights, stats
+from fiolake.aggregator.lake.lake import Lake
+from fiolake.aggregator.rows.filters import RunFilter, validate
+from fiolake.aggregator.stats import baselines, gate_config, host_noise, nights, stats
 from fiolake.aggregator.stats.compare import (
     DEFAULT_METRICS,
     INCONCLUSIVE,
@@ -30,14 +26,11 @@ from fiolake.aggregator.stats.compare import (
 )
 from fiolake.aggregator.stats.runsets import (
     BY_BACKEND_CAMPAIGN,
-    NEW_WORKLOADS,
-    SAME_WORKLOAD,
     summarise,
 )
 from fiolake.aggregator.stats.saturation import IOPS_AT_SLO, bounds_note, gate_rows
 from fiolake.aggregator.stats.slo import DEFAULT_SLO, Slo, parse_slo
 from fiolake.errors import UsageProblem
-from fiolake.timetext import as_utc, iso_utc, parse_time
 
 
 @dataclass(frozen=True)
@@ -102,94 +95,6 @@ class GateResult:
         return max(self.host_busy, key=_slowdown, default=None)
 
 
-# New campaign's comparable runs: its ok runs' (backend, workload) pairs.
-_NEW_JOBS = f"""new AS ({NEW_WORKLOADS.format(where="campaign_id = ?")}),
-               start AS (SELECT min(started_at) AS t0 FROM runs WHERE campaign_id = ?)"""
-
-
-def default_baseline(
-    lake: Lake,
-    campaign: str,
-    label: tuple[str, str] | None = None,
-    found: Sequence[nights.Earlier] | None = None,
-) -> str:
-    """The newest campaign whose measured runs started before `campaign` and ran one of
-    its workloads on one of its backends — the newest accepted one (`lake.accepted`)
-    when there is one; with `label` (KEY, VALUE), the newest whose runs carry it
-    (`label_sql`); UsageProblem when there is none. Without `label`, from `found`
-    (`nights.earlier_campaigns`) when given."""
-    if found and label is None:  # accepted first, then the newest last start
-        return max((accepted, last, name) for _, name, _, last, accepted in found)[2]
-    cond, args = label_sql(lake, *label) if label else ("true", [])
-    # issue 34: without a label, an accepted campaign comes first (gate accept)
-    first = "false" if label else f"r.campaign_id IN ({literals(['', *acceptances(lake)])})"
-    found = fetch_rows(
-        lake,
-        f"""WITH {_NEW_JOBS}
-           SELECT r.campaign_id FROM runs r JOIN new ON {SAME_WORKLOAD}
-           WHERE {RunFilter().where("r")} AND r.campaign_id <> ?
-             AND r.started_at < (SELECT t0 FROM start) AND {cond}
-           GROUP BY r.campaign_id ORDER BY bool_or({first}) DESC, max(r.started_at) DESC
-           LIMIT 1""",
-        [campaign, campaign, campaign, *args],
-    )
-    if found:
-        return str(found[0][0])
-    if label:
-        raise UsageProblem(
-            f"no earlier campaign whose runs carry {label[0]}={label[1]} ran the jobs of "
-            f"campaign '{campaign}' on its backends — check the label (`fiolake sql "
-            "'SELECT DISTINCT labels FROM runs'` lists them) or give --baseline-campaign"
-        )
-    raise UsageProblem(
-        f"no earlier campaign ran the jobs of campaign '{campaign}' on its backends: "
-        "give --baseline-campaign"
-    )
-
-
-def label_sql(lake: Lake, key: str, value: str) -> tuple[str, list[str]]:
-    """A condition on `runs r` for KEY=VALUE: the runner label KEY (`runner --label`) is
-    VALUE; for an environment column (kernel, fs_type, …) also that column is VALUE or
-    starts with it at a version boundary, so kernel=6.1 matches 6.1.0-18-amd64."""
-    cond, args = "r.labels[?] = ?", [key, value]
-    if key in ENV_COLUMNS and key in runs_columns(lake):
-        col = f'CAST(r."{key}" AS VARCHAR)'
-        cond += f" OR {col} = ? OR starts_with({col}, ?) OR starts_with({col}, ?)"
-        args += [value, value + ".", value + "-"]
-    return f"({cond})", args
-
-
-def window_runs(lake: Lake, campaign: str, since: str) -> dict[str, list[str]]:
-    """Per backend, the ok runs of the new campaign's workloads that started in the
-    window from `since` (a duration back from the campaign's start, e.g. 7d, or an ISO
-    date) up to the campaign's start (so none of its own); UsageProblem when none."""
-    t0 = fetch_rows(lake, "SELECT min(started_at) FROM runs WHERE campaign_id = ?", [campaign])
-    start = as_utc(t0[0][0])
-    begin = parse_time(since, now=start)
-    found = fetch_rows(
-        lake,
-        f"""WITH {_NEW_JOBS}
-           SELECT r.backend, list(r.run_id ORDER BY r.run_id)
-           FROM runs r JOIN new ON {SAME_WORKLOAD}
-           WHERE r.status = 'ok'
-             AND r.started_at >= ? AND r.started_at < (SELECT t0 FROM start)
-           GROUP BY r.backend ORDER BY r.backend""",
-        [campaign, campaign, begin],
-    )
-    if not found:
-        raise UsageProblem(
-            f"no comparable runs since:{since} before campaign '{campaign}' (from "
-            f"{iso_utc(begin, 'minutes')} to {iso_utc(start, 'minutes')}): no successful run "
-            "of its workloads on its backends in that window — widen the window "
-            "(e.g. since:30d) or give --baseline-campaign"
-        )
-    return {str(b): [str(r) for r in ids] for b, ids in found}
-
-
-# Per backend: the backend, the runs to compare and, for a window, the two pools of run ids.
-_Question = tuple[str, RunFilter, dict[str, list[str]] | None]
-
-
 def _slowdown(g: GateRow) -> float:
     """How far a row moved the worse way: log ratio, positive when worse."""
     if not g.row.ratio:
@@ -245,7 +150,8 @@ def gate(
 ) -> GateResult:
     """Set `campaign` per backend against one baseline: the campaign `baseline`; the
     newest earlier campaign whose runs carry `label` (KEY, VALUE); every comparable run
-    of the window `since` before it (`window_runs`); or else `default_baseline`.
+    of the window `since` before it (`baselines.window_runs`); or else
+    `baselines.default_baseline`.
 
     UsageProblem when more than one is given, when the campaigns are the same, or when
     no row of the new campaign has a baseline row of the same backend and workload.
@@ -261,19 +167,20 @@ def gate(
     before = nights.earlier_campaigns(lake, campaign) if default else None
     if since is not None:
         name = f"since:{since}"
-        asked = _window_questions(lake, campaign, since, name)
+        asked = baselines.window_questions(lake, campaign, since, name)
     else:
-        name = baseline or default_baseline(lake, campaign, label, before)
-        asked = _campaign_questions(lake, campaign, name)
+        name = baseline or baselines.default_baseline(lake, campaign, label, before)
+        asked = baselines.campaign_questions(lake, campaign, name)
     rows: list[GateRow] = []
     families: list[str] = []
     earlier = nights.earlier(lake, campaign, [(b, p) for b, _, p in asked], name, before)
     logs = _night_logs(lake, campaign, earlier, metrics)
     _summarise_together(lake, campaign, asked, earlier if logs is None else {}, metrics)
+    busy = _busy(lake, campaign, name, asked)
     for backend, filt, pools in asked:
         found, asked_in = _backend_rows(
             lake, campaign, (backend, filt, pools), earlier[backend], metrics, min_effect, slo,
-            config, name=name, logs=logs,
+            config, name=name, logs=logs, busy=busy[backend],
         )  # fmt: skip
         rows += found
         families += asked_in
@@ -288,41 +195,6 @@ def gate(
         )
     kind = "window" if since is not None else "campaign"
     return GateResult(campaign, name, _ordered(rows), families, min_effect, kind, slo, config)
-
-
-def _window_questions(lake: Lake, campaign: str, since: str, name: str) -> list[_Question]:
-    """Per backend with comparable runs in the window: the window's runs (pool `name`)
-    against the new campaign's ok runs of that backend (pool `campaign`)."""
-    news = dict(
-        fetch_rows(
-            lake,
-            "SELECT backend, list(run_id ORDER BY run_id) FROM runs "
-            "WHERE campaign_id = ? AND status = 'ok' GROUP BY backend",
-            [campaign],
-        )
-    )
-    return [
-        (str(b), RunFilter(backends=(b,)), {name: ids, campaign: news[b]})
-        for b, ids in window_runs(lake, campaign, since).items()
-    ]
-
-
-def _campaign_questions(lake: Lake, campaign: str, name: str) -> list[_Question]:
-    """Per backend with ok runs in both campaigns: the two campaigns' runs of it.
-    UsageProblem when the baseline campaign `name` is unknown or is `campaign` itself."""
-    validate(lake, RunFilter(campaign=name))
-    if name == campaign:
-        raise UsageProblem(f"campaign '{campaign}' is its own baseline: choose an earlier one")
-    return [
-        (str(b), RunFilter(campaigns=(name, campaign), backends=(b,)), None)
-        for (b,) in fetch_rows(
-            lake,
-            "SELECT DISTINCT backend FROM runs WHERE campaign_id = ? AND status = 'ok' AND "
-            "backend IN (SELECT backend FROM runs WHERE campaign_id = ? AND status = 'ok')"
-            " ORDER BY backend",
-            [campaign, name],
-        )
-    ]
 
 
 def _night_logs(
@@ -344,7 +216,7 @@ def _night_logs(
 def _summarise_together(
     lake: Lake,
     campaign: str,
-    asked: list[_Question],
+    asked: list[baselines.Question],
     earlier: dict[str, list[str]],
     metrics: list[str] | tuple[str, ...],
 ) -> None:
@@ -363,10 +235,22 @@ def _summarise_together(
     summarise(lake, BY_BACKEND_CAMPAIGN, filt, wanted)
 
 
+def _busy(
+    lake: Lake, campaign: str, name: str, asked: list[baselines.Question]
+) -> dict[str, dict[tuple[str, str], host_noise.HostNoise]]:
+    """Per backend of `asked`, its busy jobs (`host_noise.busy_jobs`): of the two
+    campaigns' runs in one query, or of each backend's pooled runs."""
+    if any(pools for _, _, pools in asked):
+        return {b: host_noise.busy_jobs(lake, filt, pools) for b, filt, pools in asked}
+    both = RunFilter(campaigns=(name, campaign), backends=tuple(b for b, _, _ in asked))
+    found = host_noise.busy_jobs_by_backend(lake, both)
+    return {b: found.get(b, {}) for b, _, _ in asked}
+
+
 def _backend_rows(
     lake: Lake,
     campaign: str,
-    question: _Question,
+    question: baselines.Question,
     earlier: list[str],
     metrics: list[str] | tuple[str, ...],
     min_effect: float,
@@ -375,16 +259,16 @@ def _backend_rows(
     *,
     name: str,
     logs: nights.NightLogs | None = None,
+    busy: dict[tuple[str, str], host_noise.HostNoise],
 ) -> tuple[list[GateRow], list[str]]:
     """One backend's gate rows and the families they were adjusted in: every metric,
     iops_at_slo too (saturation.gate_rows), at each minimum effect the threshold file
-    sets, judged against the `earlier` nights and the host's noise (issue 34, 41)."""
+    sets, judged against the `earlier` nights and the host's noise (`busy`; issue 34, 41)."""
     backend, filt, pools = question
     rows: list[GateRow] = []
     families: list[str] = []
     plain = [m for m in metrics if m != IOPS_AT_SLO]
     objective = slo or parse_slo(DEFAULT_SLO)
-    busy = host_noise.busy_jobs(lake, filt, pools)
     for effect in config.effects(min_effect) if config else [min_effect]:
         found: list[CompareRow] = []
         models: dict[nights.Key, nights.NightModel] = {}

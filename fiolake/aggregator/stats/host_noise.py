@@ -79,16 +79,34 @@ def busy_jobs(
     lake: Lake, filt: RunFilter, pools: Mapping[str, Sequence[str]] | None = None
 ) -> dict[tuple[str, str], HostNoise]:
     """(profile, workload) -> HostNoise of the flagged ok runs the gate compares:
-    those of `filt` (the two campaigns on one backend) or, with `pools`, the pooled runs.
-    The runs are chosen before their flags are unnested: unnesting a year's first took
-    60 ms of 70 at 1,000,000 runs."""
+    those of `filt` (the two campaigns on one backend) or, with `pools`, the pooled runs."""
     if pools:
         where = f"r.run_id IN ({literals([r for ids in pools.values() for r in ids])})"
     else:
         where = filt.where("r")
+    return _busy(lake, where).get(None, {})
+
+
+def busy_jobs_by_backend(
+    lake: Lake, filt: RunFilter
+) -> dict[str, dict[tuple[str, str], HostNoise]]:
+    """`busy_jobs` of each backend of `filt`'s runs, in one query (the gate asked one a
+    backend, ~10 ms each at 1,000,000 runs, issue 44)."""
+    found = _busy(lake, filt.where("r"), by_backend=True)
+    return {str(b): noise for b, noise in found.items()}
+
+
+def _busy(
+    lake: Lake, where: str, *, by_backend: bool = False
+) -> dict[str | None, dict[tuple[str, str], HostNoise]]:
+    """The flagged ok runs satisfying `where` (on runs aliased r): per backend (None for
+    all when not `by_backend`), (profile, workload) -> HostNoise. The runs are chosen
+    before their flags are unnested: unnesting a year's first took 60 ms of 70 at
+    1,000,000 runs."""
+    backend = "r.backend" if by_backend else "NULL"
     found = fetch_rows(
         lake,
-        f"""SELECT r.profile, coalesce(r.workload_sha256, ''),
+        f"""SELECT {backend}, r.profile, coalesce(r.workload_sha256, ''),
                    list(DISTINCT f ORDER BY f), max(r.outside_cpu_pct), max(r.steal_pct)
             FROM (SELECT * FROM runs r WHERE {where} AND r.status = 'ok' AND len(r.flags) > 0)
                  AS r, unnest(r.flags) AS t(f)
@@ -96,7 +114,10 @@ def busy_jobs(
             GROUP BY ALL""",
         [],
     )
-    return {(str(p), str(sha)): HostNoise(tuple(f), cpu, st) for p, sha, f, cpu, st in found}
+    out: dict[str | None, dict[tuple[str, str], HostNoise]] = {}
+    for b, p, sha, f, cpu, st in found:
+        out.setdefault(b, {})[(str(p), str(sha))] = HostNoise(tuple(f), cpu, st)
+    return out
 
 
 def judge(

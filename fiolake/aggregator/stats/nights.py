@@ -93,7 +93,7 @@ class NightModel:
 def earlier_campaigns(lake: Lake, campaign: str) -> list[Earlier]:
     """Each campaign whose measured ok runs started before `campaign`'s first and ran one
     of its workloads on the same backend, per backend: (backend, campaign, first start,
-    last start, accepted). The default baseline (`gate.default_baseline`) and the night
+    last start, accepted). The default baseline (`baselines.default_baseline`) and the night
     history (`histories`) both come from it: one query, and one listing of the accepted
     campaigns. It reads the night summaries (`night_rows.partial_rows`: the nights cut by
     the new campaign's first start, and runs not compacted, folded from their runs)

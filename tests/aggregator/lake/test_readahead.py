@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 from pathlib import Path
 
 from fiolake.aggregator.lake.columns import HEADLINE_METRICS
 from fiolake.aggregator.lake.lake import connect
 from fiolake.aggregator.lake.readahead import campaigns_sql, read_ahead
-from tests.aggregator import lakegen
 
 
 def test_the_campaigns_query_reads_their_results_rows(two_backends: Path) -> None:
@@ -43,17 +41,3 @@ def test_a_read_ahead_still_running_is_interrupted_when_the_block_ends(
 def test_a_read_ahead_that_fails_leaves_the_question_to_report(two_backends: Path) -> None:
     with connect(str(two_backends)) as lake, read_ahead(lake, "SELECT * FROM no_such_view"):
         assert lake.con.execute("SELECT count(*) FROM runs").fetchone() == (6,)
-
-
-def test_earlier_nights_are_the_campaigns_started_last_before(tmp_path: Path) -> None:
-    store = lakegen.local_store(tmp_path / "lake")
-    for day, name in enumerate(("c0", "c1", "c2")):
-        lakegen.write_campaign(store, name, {"a": {("job1", "read"): {"iops": 100.0}}}, 2,
-                               start=lakegen.T0 + timedelta(days=day))  # fmt: skip
-    with connect(str(tmp_path / "lake")) as lake:
-        sql = campaigns_sql(["c2"], ["iops"], earlier=1).replace("SELECT ", "SELECT count(*), ", 1)
-        per_run = lake.con.execute("SELECT count(*) FROM results WHERE run_id LIKE 'c2-%'")
-        rows = per_run.fetchone()
-        got = lake.con.execute(sql).fetchone()
-        assert rows is not None and got is not None
-        assert got[0] == 2 * rows[0]  # c2 and c1, not c0

@@ -104,6 +104,31 @@ def test_every_output_says_host_busy(lake: Path, tmp_path: Path) -> None:
     assert BUSY in page and "1 of them host busy (outside CPU 45 %)" in page
 
 
+def test_a_busy_host_excuses_only_its_own_backend(tmp_path: Path) -> None:
+    """Two backends in one gate, the same 0.8× drop on each, only `nvme`'s new runs
+    hogged: nvme's row is host busy, disk's is worse (the gate finds every backend's busy
+    jobs in one query, issue 44: each keeps its own)."""
+    store = lakegen.local_store(tmp_path / "lake")
+    for backend in ("disk", "nvme"):
+        for name, day, iops in (("quiet", 0, 1000.0), ("hogged", 1, 800.0)):
+            hogged = (backend, name) == ("nvme", "hogged")
+            for rep in range(3):
+                lakegen.write_run(
+                    store, run_id=f"{backend}-{name}-r{rep}", job_id=f"{backend}-{name}-j{rep}",
+                    campaign=name, backend=backend,
+                    metrics={READ: {"iops": iops * (1 + 0.01 * (rep - 1))}},
+                    started_at=lakegen.T0 + timedelta(days=day, minutes=rep), repetition=rep,
+                    outside_cpu_pct=45.2 if hogged else 2.0, flags=["cpu-busy"] if hogged else [],
+                )  # fmt: skip
+    res = gate(tmp_path / "lake", "hogged", "--format", "json")
+    assert res.exit_code == 1, res.output
+    rows = {r["backend"]: (r["verdict"], r["reason"]) for r in json.loads(res.stdout)["rows"]}
+    assert rows == {
+        "disk": ("worse", None),
+        "nvme": ("inconclusive", "host busy (outside CPU 45 %)"),
+    }
+
+
 def test_many_host_busy_rows_make_one_short_warning(tmp_path: Path) -> None:
     """Issue 40: 36 host-busy rows (12 profiles × 3 jobs, outside CPU 36–65 %) get one
     warning of at most 200 characters naming the count, the range and the worst row —
