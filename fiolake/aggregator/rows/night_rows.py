@@ -38,12 +38,22 @@ def loose_run_ids(lake: Lake) -> list[str]:
     return sorted({r for (table, _), runs in loose if table in ("runs", "results") for r in runs})
 
 
+def answers(lake: Lake, metrics: Sequence[str]) -> bool:
+    """Whether the summaries can answer questions of `metrics` (`partial_rows` gives
+    SQL, not None, for any filter not by run)."""
+    return (
+        set(metrics) <= set(summaries.METRICS)
+        and summarised(lake)
+        and len(loose_run_ids(lake)) <= LOOSE_LIMIT
+    )
+
+
 def partial_rows(lake: Lake, filt: RunFilter, metrics: Sequence[str]) -> str | None:
     """SQL of partial summary rows (the columns of `summaries.partial_sql`, without
     `run_ids`) that together fold exactly the runs `filt` selects; None when the
     summaries cannot answer (no summaries, metrics they lack, a filter by run, more than
     LOOSE_LIMIT runs not compacted)."""
-    if filt.runs or not set(metrics) <= set(summaries.METRICS) or not summarised(lake):
+    if filt.runs or not answers(lake, metrics):
         return None
     derived_view.ensure(lake, summaries.TABLE)
     where = replace(filt, since=None, until=None).where("s")
@@ -65,8 +75,6 @@ def partial_rows(lake: Lake, filt: RunFilter, metrics: Sequence[str]) -> str | N
     kept = f"{inside} AND coalesce(s.campaign_id, '') NOT IN ({literals(cut)})" if cut else inside
     parts = [f"SELECT {', '.join(names)} FROM {VIEW} s WHERE {where} AND {kept}"]
     loose = loose_run_ids(lake)
-    if len(loose) > LOOSE_LIMIT:
-        return None
     if cut or loose:
         rest = [f"coalesce(r.campaign_id, '') IN ({literals(cut)})"] if cut else []
         rest += [f"r.run_id IN ({literals(loose)})"] if loose else []

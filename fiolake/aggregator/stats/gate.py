@@ -9,10 +9,13 @@ is its own question ("did backend X get slower?"): its family is that backend's 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from fiolake.aggregator.lake import columns
 from fiolake.aggregator.lake.lake import Lake
+from fiolake.aggregator.rows import night_rows
 from fiolake.aggregator.rows.filters import RunFilter, validate
 from fiolake.aggregator.stats import baselines, gate_config, host_noise, nights, stats
 from fiolake.aggregator.stats.compare import (
@@ -174,9 +177,17 @@ def gate(
     rows: list[GateRow] = []
     families: list[str] = []
     earlier = nights.earlier(lake, campaign, [(b, p) for b, _, p in asked], name, before)
-    logs = _night_logs(lake, campaign, earlier, metrics)
-    _summarise_together(lake, campaign, asked, earlier if logs is None else {}, metrics)
-    busy = _busy(lake, campaign, name, asked)
+    # The two campaigns' runs are summarised on a thread while the earlier nights' logs
+    # are read here: two reads of different files, each waiting on the store part of the
+    # time. Should the night summaries fail to answer, each backend's night model folds
+    # its nights' runs itself (`nights.models`).
+    nightly = _wants_night_logs(lake, earlier, metrics)
+    with ThreadPoolExecutor(1, thread_name_prefix="fiolake-gate") as pool:
+        together = pool.submit(_summarise_together, lake, campaign, asked,
+                               {} if nightly else earlier, metrics)  # fmt: skip
+        logs = _night_logs(lake, campaign, earlier, metrics) if nightly else None
+        busy = _busy(lake, campaign, name, asked)
+        together.result()
     for backend, filt, pools in asked:
         found, asked_in = _backend_rows(
             lake, campaign, (backend, filt, pools), earlier[backend], metrics, min_effect, slo,
@@ -203,14 +214,20 @@ def _night_logs(
     earlier: dict[str, list[str]],
     metrics: list[str] | tuple[str, ...],
 ) -> nights.NightLogs | None:
-    """The night models' logs from the night summaries (`nights.night_logs`) when some
-    backend has MIN_NIGHTS earlier nights or more; None (their runs are summarised with
-    the comparison's) when none has, or when the summaries cannot answer."""
+    """The night models' logs from the night summaries (`nights.night_logs`); None when
+    the summaries cannot answer (each backend's night model then folds its nights' runs)."""
     plain = [m for m in metrics if m != IOPS_AT_SLO]
-    if not plain or max(map(len, earlier.values()), default=0) < nights.MIN_NIGHTS:
-        return None
     campaigns = sorted({campaign, *(c for found in earlier.values() for c in found)})
     return nights.night_logs(lake, sorted(earlier), campaigns, check_metrics(lake, plain))
+
+
+def _wants_night_logs(lake: Lake, earlier: dict[str, list[str]], metrics: Sequence[str]) -> bool:
+    """Whether the night models read the night summaries (`_night_logs`): some backend
+    has MIN_NIGHTS earlier nights or more, some metric is not iops_at_slo, and the
+    summaries can answer (`night_rows.answers`)."""
+    plain = [m for m in metrics if m != IOPS_AT_SLO]
+    many = max(map(len, earlier.values()), default=0) >= nights.MIN_NIGHTS
+    return bool(plain) and many and night_rows.answers(lake, check_metrics(lake, plain))
 
 
 def _summarise_together(
