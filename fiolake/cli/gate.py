@@ -401,6 +401,6 @@ def _warn(result: GateResult) -> None:
     worst = result.worst_host_busy()
     if worst is not None:
         click.echo(f"warning: {host_busy_line(result, worst)}", err=True)
-    rest = [g for g in result.inconclusive if g not in result.host_busy]
+    rest = [g for g in result.inconclusive if g.noise is None]  # not host busy
     if rest:
         click.echo(f"warning: {inconclusive_line(rest)}", err=True)
