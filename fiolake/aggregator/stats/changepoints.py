@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import special
 
+from fiolake.aggregator.stats.special import special
 from fiolake.aggregator.stats.stats import pooled_t_pvalue
 
 DEFAULT_MAX_PVALUE = 0.001

@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import duckdb
-from scipy import special
 
 from fiolake.aggregator.lake import columns, summaries
 from fiolake.aggregator.lake.accepted import acceptances
@@ -49,6 +48,7 @@ from fiolake.aggregator.stats.runsets import (
 )
 from fiolake.aggregator.stats.saturation import night_values
 from fiolake.aggregator.stats.slo import Slo
+from fiolake.aggregator.stats.special import special
 from fiolake.aggregator.stats.verdict_text import BETTER, EQUIVALENT, INCONCLUSIVE, WORSE
 from fiolake.timetext import from_epoch_us
 

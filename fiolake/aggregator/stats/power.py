@@ -17,7 +17,8 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import special
+
+from fiolake.aggregator.stats.special import special
 
 DEFAULT_POWER = 0.8
 ALPHA = 0.05

@@ -21,12 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 # The power analysis' own; named here too, where every verdict's α is read.
 from fiolake.aggregator.stats.power import ALPHA as ALPHA
 from fiolake.aggregator.stats.power import DEFAULT_POWER as DEFAULT_POWER
 from fiolake.aggregator.stats.power import bounds
+from fiolake.aggregator.stats.special import special
 
 DEFAULT_MIN_EFFECT = 0.05  # ±5 %: smaller differences are "equivalent" when shown to be
 OUTLIER_Z = 3.5  # robust z (Iglewicz & Hoaglin) above which a repetition is an outlier
