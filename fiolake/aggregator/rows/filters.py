@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -90,6 +91,12 @@ def _absent(lake: Lake, checks: list[tuple[str, str]]) -> list[bool]:
     return [c not in lake.present for c in checks]
 
 
+def present(lake: Lake, column: str, values: Iterable[str]) -> None:
+    """Record `values` of runs `column` as present, read from committed runs by the
+    caller: `validate` then looks for none of them again (the gate's backends, issue 44)."""
+    lake.present.update((column, str(v)) for v in values)
+
+
 def validate(lake: Lake, filt: RunFilter) -> None:
     """LakeError naming the first filter value that matches no committed run."""
     checks = [("campaign_id", "campaign", filt.campaign), ("profile", "profile", filt.profile)]
@@ -108,11 +115,7 @@ def validate(lake: Lake, filt: RunFilter) -> None:
 
 def runs_columns(lake: Lake) -> list[str]:
     """Columns of the `runs` view."""
-    cur = lake.cursor()
-    try:
-        return [r[0] for r in cur.execute("DESCRIBE runs").fetchall()]
-    finally:
-        cur.close()
+    return [r[0] for r in lake.describe("runs")]
 
 
 def check_group_column(lake: Lake, by: str) -> str:

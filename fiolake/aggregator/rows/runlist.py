@@ -43,7 +43,7 @@ def list_runs(
     ).where("runs", any_role=True)
     if statuses:
         where += f" AND status IN ({literals(statuses)})"
-    present = {r[0] for r in fetch_rows(lake, "DESCRIBE runs")}
+    present = {r[0] for r in lake.describe("runs")}
     cols = [c for c in LIST_COLUMNS if c in present]
     select = ", ".join(f'"{c}"' for c in cols)
     total = fetch_rows(lake, f"SELECT count(*) FROM runs WHERE {where}")[0][0]

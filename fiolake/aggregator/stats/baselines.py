@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from fiolake.aggregator.lake.accepted import acceptances
 from fiolake.aggregator.lake.lake import Lake, literals
 from fiolake.aggregator.rows.envdiff import ENV_COLUMNS
-from fiolake.aggregator.rows.filters import RunFilter, runs_columns, validate
+from fiolake.aggregator.rows.filters import RunFilter, present, runs_columns, validate
 from fiolake.aggregator.rows.series import fetch_rows
 from fiolake.aggregator.stats import nights
 from fiolake.aggregator.stats.runsets import NEW_WORKLOADS, SAME_WORKLOAD
@@ -132,8 +132,8 @@ def campaign_questions(lake: Lake, campaign: str, name: str) -> list[Question]:
     validate(lake, RunFilter(campaign=name))
     if name == campaign:
         raise UsageProblem(f"campaign '{campaign}' is its own baseline: choose an earlier one")
-    return [
-        (str(b), RunFilter(campaigns=(name, campaign), backends=(b,)), None)
+    backends = [
+        str(b)
         for (b,) in fetch_rows(
             lake,
             "SELECT DISTINCT backend FROM runs WHERE campaign_id = ? AND status = 'ok' AND "
@@ -142,3 +142,5 @@ def campaign_questions(lake: Lake, campaign: str, name: str) -> list[Question]:
             [campaign, name],
         )
     ]
+    present(lake, "backend", backends)  # read from runs: each comparison's check is known
+    return [(b, RunFilter(campaigns=(name, campaign), backends=(b,)), None) for b in backends]

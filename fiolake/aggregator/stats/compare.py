@@ -97,14 +97,9 @@ class Comparison:
 
 def metric_columns(lake: Lake) -> list[str]:
     """Numeric columns of `results` that can be compared."""
-    cur = lake.cursor()
-    try:
-        described = cur.execute("DESCRIBE results").fetchall()
-    finally:
-        cur.close()
     return [
         name
-        for name, dtype, *_ in described
+        for name, dtype, *_ in lake.describe("results")
         if dtype.startswith(NUMERIC_TYPES) and name not in columns.NOT_METRICS
     ]
 
