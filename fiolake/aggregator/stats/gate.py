@@ -190,7 +190,7 @@ def gate(
         together.result()
 
         # Then the backends two at a time: their power searches (scipy's ufuncs) and
-        # queries run without the GIL, ~40 % of each backend's 35 ms at 1,000,000 runs.
+        # queries run without the GIL (the gate 0.92× at 1,000,000 runs, issue 44).
         def one(question: baselines.Question) -> tuple[list[GateRow], list[str]]:
             backend = question[0]
             return _backend_rows(lake, campaign, question, earlier[backend], metrics,

@@ -93,12 +93,13 @@ class NightModel:
 def earlier_campaigns(lake: Lake, campaign: str) -> list[Earlier]:
     """Each campaign whose measured ok runs started before `campaign`'s first and ran one
     of its workloads on the same backend, per backend: (backend, campaign, first start,
-    last start, accepted). The default baseline (`baselines.default_baseline`) and the night
-    history (`histories`) both come from it: one query, and one listing of the accepted
-    campaigns. It reads the night summaries (`night_rows.partial_rows`: the nights cut by
-    the new campaign's first start, and runs not compacted, folded from their runs)
-    instead of every run's start (0.17 of the gate's 1.2 s at 1,000,000 runs, issue 44);
-    the same answer, except that a run with no result rows is in no summary."""
+    last start (epoch µs), accepted). The default baseline
+    (`baselines.default_baseline`) and the night history (`histories`) both come from it.
+    It reads the night summaries (`night_rows.partial_rows`: the nights cut by the new
+    campaign's first start, and runs not compacted, folded from their runs) instead of
+    every run's start (0.17 of the gate's 1.2 s at 1,000,000 runs, issue 44), and the
+    runs when the summaries cannot answer: the same answer, except that a run with no
+    result rows is in no summary."""
     ((start,),) = fetch_rows(
         lake, "SELECT epoch_us(min(started_at)) FROM runs WHERE campaign_id = ?", [campaign]
     )
