@@ -2,7 +2,7 @@
 different histories must cost the same.
 
     .venv/bin/python -m tests.bench.nightly_compact --lake LAKE10K LAKE [--night-runs 3000]
-        [--nights 2]
+        [--nights 2] [--command]
 
 LAKE10K and LAKE are compacted lakes `tests.bench.aggregator --runs N --keep` built (10,000
 and 100,000 runs). Into each, night after night and the lakes alternating (drift on a
@@ -25,6 +25,7 @@ import os
 import pstats
 import resource
 import statistics
+import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
@@ -108,6 +109,26 @@ def compact_night(root: Path, profile: bool = False) -> tuple[float, dict[str, i
     return took, dict(counts), report.full_listing
 
 
+def compact_command(root: Path) -> tuple[float, float, bool]:
+    """Seconds `fiolake lake compact` took on the lake at `root` as a process of its own
+    (start to exit: interpreter and imports included), the peak RSS in GiB of the
+    compaction processes so far (the issue's "peak memory of the command": this bench's
+    own process also writes the nights), and whether it listed every marker."""
+    argv = [sys.executable, "-m", "fiolake", "lake", "compact", "--lake", str(root),
+            "--grace", "0s"]  # fmt: skip
+    start = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"`fiolake lake compact` on {root} exited {done.returncode}:\n"
+                           f"{done.stdout}{done.stderr}")  # fmt: skip
+    said = done.stdout + done.stderr
+    if "nothing to compact" in said:
+        raise RuntimeError(f"the night was not compacted into {root}: {said}")
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
+    return took, peak, "every commit marker listed" in said
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lake", type=Path, nargs="+", required=True,
@@ -116,6 +137,9 @@ def main() -> None:
     parser.add_argument("--nights", type=int, default=2)
     parser.add_argument("--profile", action="store_true",
                         help="profile the last night's compaction of each lake")  # fmt: skip
+    parser.add_argument("--command", action="store_true",
+                        help="compact with `fiolake lake compact`, a process of its own: "
+                        "its time from start to exit and its peak RSS")  # fmt: skip
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()}; {args.night_runs} runs a night, "
           f"{len(JOBS)} jobs each")  # fmt: skip
@@ -129,15 +153,24 @@ def main() -> None:
             start = time.perf_counter()
             write_night(lake, first, args.night_runs, night0 - timedelta(days=args.nights - n))
             written = time.perf_counter() - start
-            seconds, counts, listed_all = compact_night(lake, args.profile and n == args.nights - 1)
+            if args.command:
+                seconds, peak, listed_all = compact_command(lake)
+                counts: dict[str, int] = {}
+                whose = "of the `lake compact` processes"
+            else:
+                seconds, counts, listed_all = compact_night(
+                    lake, args.profile and n == args.nights - 1
+                )
+                # The process's peak so far: it rises with the compaction that needed the
+                # most (writing a night's files takes little), so the first night of the
+                # largest lake that raises it is the figure (issue 44: < 2 GiB).
+                peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+                whose = "of this process"
             (full if listed_all else took)[lake].append(seconds)
             how = "every marker listed" if listed_all else "commit log read"
-            # The process's peak so far: it rises with the compaction that needed the most
-            # (writing a night's files takes little), so the first night of the largest
-            # lake that raises it is the figure (issue 44: < 2 GiB).
-            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
             print(f"night {n + 1} into {lake}: written in {written:.1f} s, compacted in "
-                  f"{seconds:.2f} s ({how}); {counts}; peak RSS so far {peak:.2f} GiB")  # fmt: skip
+                  f"{seconds:.2f} s ({how}); {counts}; peak RSS {whose} so far "
+                  f"{peak:.2f} GiB")  # fmt: skip
     if all(full.values()):
         base = statistics.median(full[args.lake[0]])
         for lake, times in full.items():
