@@ -14,7 +14,9 @@ the goal is at most 1.2× from the smaller history to the larger. The goal is ab
 nights that read the commit log; the weekly night that lists every marker
 (`compact.FULL_LISTING_EVERY`; the first night after an upgrade too) is printed apart
 with its own ratio. The lakes keep the nights they were given (each grows by
-nights × night-runs runs).
+nights × night-runs runs). With --command each night is compacted by `fiolake lake
+compact` as a process of its own, timed from start to exit, and the peak RSS printed is
+those processes' (without it, this process's, which also writes the nights).
 """
 
 from __future__ import annotations
