@@ -41,11 +41,17 @@ def loose_run_ids(lake: Lake) -> list[str]:
 def answers(lake: Lake, metrics: Sequence[str]) -> bool:
     """Whether the summaries can answer questions of `metrics` (`partial_rows` gives
     SQL, not None, for any filter not by run)."""
-    return (
-        set(metrics) <= set(summaries.METRICS)
-        and summarised(lake)
-        and len(loose_run_ids(lake)) <= LOOSE_LIMIT
-    )
+    return _loose_if_answering(lake, metrics) is not None
+
+
+def _loose_if_answering(lake: Lake, metrics: Sequence[str]) -> list[str] | None:
+    """The runs not compacted (`loose_run_ids`), folded beside the summaries, when the
+    summaries can answer questions of `metrics`; None when they cannot (no summaries,
+    metrics they lack, more than LOOSE_LIMIT runs not compacted)."""
+    if not set(metrics) <= set(summaries.METRICS) or not summarised(lake):
+        return None
+    loose = loose_run_ids(lake)
+    return loose if len(loose) <= LOOSE_LIMIT else None
 
 
 def partial_rows(lake: Lake, filt: RunFilter, metrics: Sequence[str]) -> str | None:
@@ -53,7 +59,8 @@ def partial_rows(lake: Lake, filt: RunFilter, metrics: Sequence[str]) -> str | N
     `run_ids`) that together fold exactly the runs `filt` selects; None when the
     summaries cannot answer (no summaries, metrics they lack, a filter by run, more than
     LOOSE_LIMIT runs not compacted)."""
-    if filt.runs or not answers(lake, metrics):
+    loose = None if filt.runs else _loose_if_answering(lake, metrics)
+    if loose is None:
         return None
     derived_view.ensure(lake, summaries.TABLE)
     where = replace(filt, since=None, until=None).where("s")
@@ -74,7 +81,6 @@ def partial_rows(lake: Lake, filt: RunFilter, metrics: Sequence[str]) -> str | N
     names = summaries.column_names(with_ids=False)
     kept = f"{inside} AND coalesce(s.campaign_id, '') NOT IN ({literals(cut)})" if cut else inside
     parts = [f"SELECT {', '.join(names)} FROM {VIEW} s WHERE {where} AND {kept}"]
-    loose = loose_run_ids(lake)
     if cut or loose:
         rest = [f"coalesce(r.campaign_id, '') IN ({literals(cut)})"] if cut else []
         rest += [f"r.run_id IN ({literals(loose)})"] if loose else []
