@@ -15,10 +15,16 @@ next, up to TOP_LEVEL, whose files stay (a lake's history caught up at once is w
 there directly, in files of about MERGED_ROWS). A reader opens every file's footer
 (~7 ms each over HTTP), so the count matters more than the size: a year of nights is
 at most 8 files of each lower level and a few of the top one, where one level was 40.
+
+A file's name says its level and the order of its rows (`key_tag`). When a table's order
+changes (the night summaries' did, issue 44), its files of more than a row group are
+re-sorted once, each by itself (`resort`); a file without the tag is in the table's
+order from before tags (`Derived.legacy_sort_keys`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import re
@@ -38,7 +44,7 @@ if TYPE_CHECKING:
     from deltalake import DeltaTable
 
 MERGED_PREFIX = "part-fiolake-sorted-"
-_LEVEL = re.compile(rf"^{MERGED_PREFIX}(\d+)-")
+_LEVEL = re.compile(rf"^{MERGED_PREFIX}(\d+)-(?:k([0-9a-f]{{8}})-)?")
 TOP_LEVEL = 2  # level 1 holds ~9 nights, level 2 ~81: a year is 4–5 files of it
 # Rows per file a merge writes at most (a lake's history is written in files this big:
 # memory follows one), unless the table asks for fewer (`add_sorted`'s `file_rows`).
@@ -54,6 +60,18 @@ def level(path: str) -> int:
     """A data file's merge level: 0 for a compaction's append (or a file delta-rs wrote)."""
     found = _LEVEL.match(path.rsplit("/", 1)[-1])
     return int(found.group(1)) if found else 0
+
+
+def key_tag(keys: Sequence[str]) -> str:
+    """The short name of an order (`keys`) that a sorted file's name carries."""
+    return hashlib.sha256(",".join(keys).encode()).hexdigest()[:8]
+
+
+def file_tag(path: str) -> str | None:
+    """The order tag (`key_tag`) in a data file's name; None for a file written without
+    one (before tags, or by delta-rs)."""
+    found = _LEVEL.match(path.rsplit("/", 1)[-1])
+    return found.group(2) if found else None
 
 
 def add_sorted(
@@ -93,7 +111,7 @@ def add_sorted(
         buf = io.BytesIO()
         pq.write_table(chunk, buf, compression="zstd", row_group_size=row_group_rows)
         data = buf.getvalue()
-        name = f"{MERGED_PREFIX}{at_level}-{uuid.uuid4().hex}.zstd.parquet"
+        name = f"{MERGED_PREFIX}{at_level}-k{key_tag(keys)}-{uuid.uuid4().hex}.zstd.parquet"
         store.put(prefix + name, data)
         stats = json.dumps({"numRecords": chunk.num_rows})
         # A merge moves rows (dataChange false, as Delta's own OPTIMIZE); new rows do not.
@@ -143,5 +161,33 @@ def merge_levels(
         rows = pa.concat_tables(parts, promote_options="permissive")
         dt = add_sorted(
             store, table, rows, keys, row_group_rows, at_level=merging + 1, replacing=chosen
+        )
+    return dt
+
+
+def resort(
+    store: ObjectStore,
+    dt: DeltaTable,
+    table: str,
+    keys: Sequence[str],
+    row_group_rows: int,
+    legacy_keys: Sequence[str],
+) -> DeltaTable:
+    """Re-sort by `keys` each file of more than one row group whose rows are in another
+    order (its tag, or `legacy_keys` for a file without one), at its level, one Delta
+    commit per file (memory follows one file; an interrupted run leaves every file whole);
+    the table after. A file of one row group is read whole whatever its order."""
+    wanted = key_tag(keys)
+    with delta.mapped_errors(store):
+        actions = pa.table(dt.get_add_actions(flatten=True))
+    paths = actions.column("path").to_pylist()
+    counts = actions.column("num_records").to_pylist()
+    prefix = layout.delta_table_prefix(table)
+    for path, count in zip(paths, counts, strict=True):
+        if (count or 0) <= row_group_rows or (file_tag(path) or key_tag(legacy_keys)) == wanted:
+            continue
+        rows = pq.read_table(io.BytesIO(store.get(prefix + path)[0]))
+        dt = add_sorted(
+            store, table, rows, keys, row_group_rows, at_level=level(path), replacing=[path]
         )
     return dt

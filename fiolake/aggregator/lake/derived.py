@@ -37,6 +37,9 @@ class Derived:
     row_group_rows: int
     # Rows of a lake's history gathered before they are written as one file: its memory.
     file_rows: int = clustered.MERGED_ROWS
+    # The order of files written before their names carried theirs (`clustered.resort`);
+    # None: the same as sort_keys.
+    legacy_sort_keys: tuple[str, ...] | None = None
 
 
 def compact_derived(
@@ -84,6 +87,10 @@ def compact_derived(
             clustered.add_sorted(
                 store, table, rows, spec.sort_keys, spec.row_group_rows, file_rows=spec.file_rows
             )
+        elif rows.num_rows > spec.row_group_rows:  # a history, or a big night: its order named
+            clustered.add_sorted(
+                store, table, rows, spec.sort_keys, spec.row_group_rows, at_level=0
+            )
         elif rows.num_rows:  # a night's runs: appended, merged with others later
             ordered = clustered.sort_rows(rows, spec.sort_keys)
             delta.append(store, table, ordered, generation, spec.row_group_rows)
@@ -92,6 +99,8 @@ def compact_derived(
     if dt is None:  # nothing to fold yet (runs without results rows)
         return None, 0
     dt = clustered.merge_levels(store, dt, table, spec.sort_keys, spec.row_group_rows)
+    legacy = spec.legacy_sort_keys or spec.sort_keys
+    dt = clustered.resort(store, dt, table, spec.sort_keys, spec.row_group_rows, legacy)
     files, count = delta.data_files(store, dt, table)
     ids = pa.concat_arrays([covered, new.cast(pa.string())])
     covers = states["results"].covers_index and len(ids) == states["results"].key_count
@@ -100,8 +109,14 @@ def compact_derived(
 
 
 # Row groups of 8,192 rows: a merged file of 9 nights (43,000 rows at the bench's fleet)
-# keeps each of its 4 backends in its own few; 65,536 would mix them all. A row holds 61
-# columns, so a lake's history is written 500,000 rows a file (2,000,000 took 3.3 GB).
+# keeps each of its 4 backends in its own few, and a backend's 10 nights in one or two;
+# 65,536 would mix them all. A row holds 61 columns, so a lake's history is written
+# 500,000 rows a file (2,000,000 took 3.3 GB).
 NIGHT_SUMMARIES = Derived(
-    summaries.TABLE, summaries.partial_sql, summaries.SORT_KEYS, 8_192, file_rows=500_000
+    summaries.TABLE,
+    summaries.partial_sql,
+    summaries.SORT_KEYS,
+    8_192,
+    file_rows=500_000,
+    legacy_sort_keys=summaries.LEGACY_SORT_KEYS,
 )

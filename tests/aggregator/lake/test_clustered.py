@@ -72,3 +72,31 @@ def test_a_big_file_of_level_0_is_left_as_it_is(
     found = _files(store)
     assert sorted(level for level, _ in found) == [0, 1]  # the big one kept, two merged
     assert size[1] == 5000 and any(t.num_rows == 5000 for level, t in found if level == 0)
+
+
+def test_files_in_another_order_are_resorted_once(tmp_path: Path) -> None:
+    """A table whose order changed: its files of more than a row group are re-sorted by
+    the new keys, each once, rows kept; a one-row-group file and files already in the
+    new order (named so) are left as they are."""
+    store = lakegen.local_store(tmp_path)
+    old, new = ("k", "n"), ("n", "k")
+    rows = pa.table({"k": [f"case-{i % 3}" for i in range(12)], "n": list(range(12))[::-1]})
+    dt = delta.append(store, SERIES_TABLE, clustered.sort_rows(rows, old), 0, 4)  # before tags
+    dt = clustered.add_sorted(store, SERIES_TABLE, rows, new, 4, at_level=1)  # new order
+    dt = delta.append(store, SERIES_TABLE, rows.slice(0, 3), 1, 4)  # one row group
+    before = set(delta.data_files(store, dt, SERIES_TABLE)[0])
+    version = dt.version()
+    dt = clustered.resort(store, dt, SERIES_TABLE, new, 4, old)
+    assert dt.version() == version + 1  # one file re-sorted
+    found = _files(store)
+    assert sorted(t.num_rows for _, t in found) == [3, 12, 12]
+    assert sorted(level for level, _ in found) == [0, 0, 1]
+    for _, table in found:
+        if table.num_rows == 12:
+            assert table.equals(clustered.sort_rows(table, new))
+    after = set(delta.data_files(store, dt, SERIES_TABLE)[0])
+    (gone,) = before - after  # the file before tags, in the old order
+    assert clustered.file_tag(gone) is None and len(before & after) == 2
+    assert {clustered.file_tag(k) for k in after - before} == {clustered.key_tag(new)}
+    # nothing left in the old order: a second pass writes nothing
+    assert clustered.resort(store, dt, SERIES_TABLE, new, 4, old).version() == version + 1
