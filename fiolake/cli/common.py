@@ -135,19 +135,25 @@ def connect(
     return open_lake(lake, tables, kept_rows)
 
 
+# Imported after the command's modules: the statistics import scipy.special on first
+# use (`aggregator.stats.special`), which this module must not import (numpy).
+SCIPY_AHEAD = ("fiolake.aggregator.stats.special", "scipy.special")
+
+
 def import_meanwhile(modules: Sequence[str]) -> None:
-    """Import `modules` on a thread. The statistics' imports (scipy.special: ~0.3 s of
-    a 1.5 s `gate` on 2 cores, issue 44) then overlap the connect, which mostly waits on
-    the store and DuckDB with the GIL released. The caller's own `import` of one waits
-    for the thread's (the module lock) and raises its error, so the thread drops errors;
-    it is not a daemon: the interpreter never exits in the middle of an import."""
+    """Import `modules`, then SCIPY_AHEAD, on a thread. The statistics' imports
+    (scipy.special: ~0.3 s of a 1.5 s `gate` on 2 cores, issue 44) then overlap the
+    connect and the first queries, which mostly wait on the store and DuckDB with the
+    GIL released. The caller's own `import` of one waits for the thread's (the module
+    lock) and raises its error, so the thread drops errors; it is not a daemon: the
+    interpreter never exits in the middle of an import."""
     if not modules:
         return
     import importlib
     import threading
 
     def load() -> None:
-        for name in modules:
+        for name in (*modules, *SCIPY_AHEAD):
             with contextlib.suppress(Exception):
                 importlib.import_module(name)
 

@@ -13,12 +13,21 @@ of one of their attributes, which no fiolake command makes.
 Only modules nothing uses at run time are deferred: before Python 3.12 a lazy module
 first touched by two threads at once may run twice (numpy.ma, which pandas uses from
 the app's threads, stays as it is).
+
+`special` itself imports scipy.special on the first use of one of its functions, not
+when a statistics module is imported: a command then reads the lake (DuckDB, the GIL
+released) while a thread imports scipy (`cli.common.import_meanwhile`, after the
+command's modules), where the gate used to wait for scipy before its first query (0.1–0.2 s of
+~1 s on 2 cores, issue 44). A function's first use imports it if that thread has not
+(or waits for it: the module lock).
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import sys
+from typing import Any
 
 import numpy  # noqa: F401  (the package whose submodules are deferred)
 
@@ -43,7 +52,19 @@ def defer(names: tuple[str, ...] = DEFERRED) -> None:
         setattr(sys.modules[parent], child, module)
 
 
-defer()
-from scipy import special  # noqa: E402  (after `defer`: the reason for this module)
+SCIPY = "scipy.special"
 
-__all__ = ["special"]
+
+class _Special:
+    """scipy.special's functions by name, the module imported on the first one asked."""
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(importlib.import_module(SCIPY), name)
+        setattr(self, name, value)  # found without this call from now on
+        return value
+
+
+defer()  # before any import of scipy: the reason for this module
+special: Any = _Special()
+
+__all__ = ["SCIPY", "special"]
