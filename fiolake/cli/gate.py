@@ -238,7 +238,7 @@ def _result(
     # The gate reads runs and results; a report's charts read the per-second rows too
     # (binding those views cost ~0.1 s of every gate's connect on MinIO).
     tables = SUMMARY_TABLES if extra is None else None
-    # The campaigns' files are read while the statistics import (`lake.readahead`).
+    # The campaigns' files are read while the statistics modules import (`lake.readahead`).
     ahead = [m for m in metrics or HEADLINE_METRICS if m in HEADLINE_METRICS]
     with (
         problems_are_usage(),
