@@ -181,11 +181,11 @@ def gate(
     # are read here: two reads of different files, each waiting on the store part of the
     # time. Should the night summaries fail to answer, each backend's night model folds
     # its nights' runs itself (`nights.models`).
-    nightly = _wants_night_logs(lake, earlier, metrics)
+    nightly = _night_metrics(lake, earlier, metrics)
     with ThreadPoolExecutor(2, thread_name_prefix="fiolake-gate") as pool:
         together = pool.submit(_summarise_together, lake, campaign, asked,
                                {} if nightly else earlier, metrics)  # fmt: skip
-        logs = _night_logs(lake, campaign, earlier, metrics) if nightly else None
+        logs = _night_logs(lake, campaign, earlier, nightly) if nightly else None
         busy = _busy(lake, campaign, name, asked)
         together.result()
 
@@ -217,22 +217,28 @@ def _night_logs(
     lake: Lake,
     campaign: str,
     earlier: dict[str, list[str]],
-    metrics: list[str] | tuple[str, ...],
+    metrics: list[str],
 ) -> nights.NightLogs | None:
-    """The night models' logs from the night summaries (`nights.night_logs`); None when
-    the summaries cannot answer (each backend's night model then folds its nights' runs)."""
-    plain = [m for m in metrics if m != IOPS_AT_SLO]
+    """The night models' logs of `metrics` (`_night_metrics`) from the night summaries
+    (`nights.night_logs`); None when they cannot answer after all (each backend's night
+    model then folds its nights' runs)."""
     campaigns = sorted({campaign, *(c for found in earlier.values() for c in found)})
-    return nights.night_logs(lake, sorted(earlier), campaigns, check_metrics(lake, plain))
+    return nights.night_logs(lake, sorted(earlier), campaigns, metrics)
 
 
-def _wants_night_logs(lake: Lake, earlier: dict[str, list[str]], metrics: Sequence[str]) -> bool:
-    """Whether the night models read the night summaries (`_night_logs`): some backend
-    has MIN_NIGHTS earlier nights or more, some metric is not iops_at_slo, and the
-    summaries can answer (`night_rows.answers`)."""
+def _night_metrics(
+    lake: Lake, earlier: dict[str, list[str]], metrics: Sequence[str]
+) -> list[str] | None:
+    """The metrics the night models read from the night summaries (`_night_logs`): the
+    plain ones (not iops_at_slo), checked; None — each backend's night model then folds
+    its nights' runs — when there are none, no backend has MIN_NIGHTS earlier nights,
+    or the summaries cannot answer (`night_rows.answers`)."""
     plain = [m for m in metrics if m != IOPS_AT_SLO]
     many = max(map(len, earlier.values()), default=0) >= nights.MIN_NIGHTS
-    return bool(plain) and many and night_rows.answers(lake, check_metrics(lake, plain))
+    if not plain or not many:
+        return None
+    checked = check_metrics(lake, plain)
+    return checked if night_rows.answers(lake, checked) else None
 
 
 def _summarise_together(
