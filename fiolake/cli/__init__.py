@@ -25,6 +25,12 @@ from fiolake.cli.extras import missing_extra
 from fiolake.cli.output import FORMATS
 from fiolake.errors import FiolakeError
 
+# numpy's and scipy's OpenBLAS each start a thread per core on import that spins while it
+# waits for work: 0.15 s of the 1.4 s of CPU a `gate` used on 2 cores (issue 44), taken
+# from DuckDB and the interpreter. fiolake does no linear algebra. Set before any command
+# imports numpy, for the processes it starts too (the app); a user's own setting stands.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 # command name -> (module, attribute, one-line help shown by `fiolake --help`)

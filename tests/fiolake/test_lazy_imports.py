@@ -34,3 +34,15 @@ def test_the_questions_load_no_delta_writer() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_opening_the_lake_and_the_gate_load_no_arrow_compute() -> None:
+    # pyarrow.compute is compaction's: 40 ms of imports, on the thread that connects,
+    # that the gate and a campaign's compare need not pay (issue 44)
+    code = (
+        "import sys, fiolake.cli.gate, fiolake.cli.comparisons, fiolake.aggregator.lake.lake, "
+        "fiolake.aggregator.stats.gate, fiolake.aggregator.stats.compare\n"
+        "print('pyarrow.compute' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.strip() == "False"

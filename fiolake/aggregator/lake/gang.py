@@ -22,8 +22,6 @@ from typing import NamedTuple, Protocol
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from duckdb.func import FunctionNullHandling
 
 from fiolake.aggregator.lake.generations import DeltaState, Generation
@@ -274,6 +272,10 @@ def compacted_members(
     runs rows this compaction appended; counted from the runs table's files where there
     is no count to add to (a lake compacted before it was kept, a record mended, runs
     an interrupted compaction appended)."""
+    # compaction's: 40 ms of imports no question need pay (issue 44)
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
     state = states.get("runs")
     if state is None:
         return 0

@@ -31,7 +31,6 @@ import io
 from collections.abc import Callable, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from fiolake import layout
@@ -203,6 +202,8 @@ def summarise(
 def read_rows(store: ObjectStore, table: str, files: Sequence[str], ids: pa.Array) -> pa.Table:
     """The rows of the runs `ids` in `table`'s Delta data files `files`, only the columns
     the fold reads (the ids read dictionary-encoded: a year's results rows are 16 M)."""
+    import pyarrow.compute as pc  # compaction's: 40 ms no question need import
+
     names = list(RUNS_COLUMNS if table == "runs" else RESULTS_COLUMNS)
     parts = [pa.Table.from_batches([], SCHEMAS[table]).select(names)]
     for key in files:
@@ -236,6 +237,8 @@ def uncovered(
     """Run ids `results` covers and the summaries do not, sorted. After a normal night
     the summaries covered what `results` did, so only the ids `results` gained are
     looked at, not a year's (the cost of a night's compaction must follow the night)."""
+    import pyarrow.compute as pc  # compaction's: 40 ms no question need import
+
     results = states["results"].key_array
     earlier = prev.delta.get("results") if prev is not None and not prev.legacy else None
     if before is not None and earlier is not None and len(covered) == earlier.key_count:
@@ -258,6 +261,8 @@ def fold_new(
     """Summary rows (`sql`: see `summarise`) of the runs `new`: from the rows this
     compaction appended when those hold them all (a night: its runs are what `results`
     gained), else from the tables' files (`from_files`, `merge`, `every`)."""
+    import pyarrow.compute as pc  # compaction's: 40 ms no question need import
+
     runs, results = appended.get("runs"), appended.get("results")
     if runs is not None:
         runs = runs.filter(pc.is_in(runs.column("run_id"), value_set=new))
@@ -270,6 +275,8 @@ def fold_new(
 
 def _ids_in_file(store: ObjectStore, key: str) -> pa.Array:
     """The distinct run ids of one Delta data file."""
+    import pyarrow.compute as pc  # compaction's: 40 ms no question need import
+
     data, _ = store.get(key)
     ids = pq.read_table(io.BytesIO(data), columns=["run_id"], read_dictionary=["run_id"])
     return pc.unique(ids.column("run_id").combine_chunks().dictionary_decode())
@@ -290,6 +297,8 @@ def from_files(
     run's rows) is folded last, from all of them. `merge` joins the rows of several
     files into one table (after `every` files: rows that fold across files, as the case
     summaries' do, stay the size of one file's)."""
+    import pyarrow.compute as pc  # compaction's: 40 ms no question need import
+
     runs = read_rows(store, "runs", states["runs"].files, new)
     files = list(states["results"].files)
     per_file = [_ids_in_file(store, key) for key in files]
@@ -318,4 +327,6 @@ def from_files(
 
 def _of(rows: pa.Table, ids: pa.Array) -> pa.Table:
     """The rows of the runs `ids`."""
+    import pyarrow.compute as pc  # compaction's: 40 ms no question need import
+
     return rows.filter(pc.is_in(rows.column("run_id"), value_set=ids))
