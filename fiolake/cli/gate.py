@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import json
-import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -18,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from fiolake.aggregator.lake.columns import p_text, ratio_text
-from fiolake.aggregator.report.gate_report import gate_page_url
 from fiolake.aggregator.stats.verdict_text import (
     BETTER,
     EQUIVALENT,
@@ -27,7 +25,6 @@ from fiolake.aggregator.stats.verdict_text import (
     host_busy_words,
     label,
 )
-from fiolake.atomic import write_atomic
 from fiolake.cli import lake_option, problems_are_usage
 from fiolake.cli.common import connect, parse_labels
 from fiolake.cli.comparisons import metric_option, min_effect_option
@@ -57,6 +54,8 @@ def _case(g: GateRow) -> str:
 def junit_xml(result: GateResult) -> bytes:
     """One testcase per backend × profile × job × direction × metric: failure when worse,
     skipped when inconclusive (or untestable)."""
+    import xml.etree.ElementTree as ET  # --junit's only: each import here is on every gate's path
+
     suite = ET.Element("testsuite", name=f"fiolake gate {result.campaign} vs {result.baseline}")
     failures = skipped = 0
     for g in result.rows:
@@ -94,6 +93,8 @@ def markdown(result: GateResult, app_url: str | None) -> str:
         "| backend | profile | job | dir | metric | ratio [95% CI] | p adj | verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    from fiolake.aggregator.report.gate_report import gate_page_url  # --app-url's only
+
     link = gate_page_url(app_url, result) if app_url else None
     for g in result.rows:
         r = g.row
@@ -315,6 +316,8 @@ def gate(
     on_inconclusive = on_inconclusive or (config and config.inconclusive) or "pass"
     host_noise = host_noise or (config and config.host_noise) or "pass"
     if junit:
+        from fiolake.atomic import write_atomic
+
         write_atomic(Path(junit), junit_xml(result))  # a failure exits 2: EVERY_PROBLEM_IS_USAGE
     if fmt == "md":
         click.echo(markdown(result, app_url), nl=False)

@@ -7,8 +7,6 @@ gate and its exception live under one name. The record is create-only
 
 from __future__ import annotations
 
-import getpass
-import socket
 from typing import Any
 
 import click
@@ -18,6 +16,9 @@ from fiolake.cli.common import IdParam, connect
 
 
 def _default_by() -> str:
+    import getpass  # `accept`'s only: every gate imports this module
+    import socket
+
     try:
         user = getpass.getuser()
     except (KeyError, OSError):  # no name for this uid (a container)
