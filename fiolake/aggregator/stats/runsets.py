@@ -60,7 +60,10 @@ def summarise(
     A question answered on this connection is not asked of DuckDB again (`Lake.summaries`),
     nor is one whose answer is part of an earlier one: fewer metrics, or, grouped by
     campaign, fewer of the same campaigns, or one backend of a summary grouped by backend
-    and campaign (`BY_BACKEND_CAMPAIGN`): each group's figures are its own runs'."""
+    and campaign (`BY_BACKEND_CAMPAIGN`): each group's figures are its own runs'. Grouped
+    by backend and campaign, the campaigns kept are taken as they are and only the others
+    asked (`_with_kept_campaigns`): the gate summarises the new campaign while it looks
+    for the baseline, then the baseline alone."""
     sha = "NULL" if allow_mixed else WORKLOAD
     with _KEPT_LOCK:
         kept_now = list(lake.summaries.items())
@@ -77,6 +80,11 @@ def summarise(
                 (g.partition(BACKEND_SEP)[2], case): by_metric
                 for (g, case), by_metric in _part(data, wanted, metrics).items()
             }
+    if group_expr == BY_BACKEND_CAMPAIGN:
+        found = _with_kept_campaigns(lake, filt, metrics, kept_now, allow_mixed=allow_mixed,
+                                     exclude_unsteady=exclude_unsteady)  # fmt: skip
+        if found is not None:
+            return found
     pooled_data = pooled.summarise(
         lake, group_expr, filt, metrics, sha, exclude_unsteady=exclude_unsteady
     )
@@ -86,11 +94,82 @@ def summarise(
         where = filt.where("r")
         sql = _summary_sql(group_expr, where, sha, metrics, exclude_unsteady=exclude_unsteady)
         data = _group_stats(fetch_rows(lake, sql), metrics)
+    _keep(lake, (group_expr, filt, sha, tuple(metrics), exclude_unsteady), data)
+    return data
+
+
+def _with_kept_campaigns(
+    lake: Lake,
+    filt: RunFilter,
+    metrics: list[str],
+    kept_now: list[tuple[Any, Data]],
+    *,
+    allow_mixed: bool,
+    exclude_unsteady: bool,
+) -> Data | None:
+    """A summary grouped by backend and campaign from the kept ones that hold some of
+    `filt`'s campaigns on its backends (on every backend, where a kept filter names
+    none), the other campaigns asked of DuckDB alone; None when no kept one holds any.
+    The answer is kept."""
+    if not filt.campaigns or filt.campaign is not None:
+        return None
+    sha = "NULL" if allow_mixed else WORKLOAD
+    rest = replace(filt, campaigns=(), backends=())
+    parts: list[Data] = []
+    held: set[str] = set()
+    for (group, kept, kept_sha, kept_metrics, unsteady), data in kept_now:
+        if (
+            group != BY_BACKEND_CAMPAIGN
+            or (kept_sha, unsteady) != (sha, exclude_unsteady)
+            or not set(metrics) <= set(kept_metrics)
+            or kept.campaign is not None
+            or replace(kept, campaigns=(), backends=()) != rest
+            or not _on_its_backends(filt, kept)
+        ):
+            continue
+        mine = (set(kept.campaigns) & set(filt.campaigns)) - held
+        if mine:
+            held |= mine
+            parts.append(_campaigns_part(data, filt.backends, mine, metrics))
+    if not parts:
+        return None
+    others = tuple(c for c in filt.campaigns if c not in held)
+    if others:
+        parts.append(
+            summarise(lake, BY_BACKEND_CAMPAIGN, replace(filt, campaigns=others), metrics,
+                      allow_mixed=allow_mixed, exclude_unsteady=exclude_unsteady)
+        )  # fmt: skip
+    data = {key: by_metric for part in parts for key, by_metric in part.items()}
+    _keep(lake, (BY_BACKEND_CAMPAIGN, filt, sha, tuple(metrics), exclude_unsteady), data)
+    return data
+
+
+def _on_its_backends(asked: RunFilter, kept: RunFilter) -> bool:
+    """Whether `kept` selected every backend `asked` does (all of them, naming none)."""
+    if not kept.backends:
+        return True
+    return bool(asked.backends) and set(asked.backends) <= set(kept.backends)
+
+
+def _campaigns_part(
+    data: Data, backends: tuple[str, ...], campaigns: set[str], metrics: list[str]
+) -> Data:
+    """The groups of `campaigns` on `backends` (every backend for none) and the metrics
+    asked for, out of a kept summary grouped by backend and campaign."""
+    out: Data = {}
+    for (group, case), by_metric in data.items():
+        backend, _, campaign = group.partition(BACKEND_SEP)
+        if campaign in campaigns and (not backends or backend in backends):
+            out[(group, case)] = {m: by_metric[m] for m in metrics}
+    return out
+
+
+def _keep(lake: Lake, key: tuple[Any, ...], data: Data) -> None:
+    """Keep a summary on the connection, the oldest dropped past KEPT_SUMMARIES."""
     with _KEPT_LOCK:
-        lake.summaries[(group_expr, filt, sha, tuple(metrics), exclude_unsteady)] = data
+        lake.summaries[key] = data
         while len(lake.summaries) > KEPT_SUMMARIES:
             del lake.summaries[next(iter(lake.summaries))]
-    return data
 
 
 def _fewer_campaigns(asked: RunFilter, kept: RunFilter) -> bool:

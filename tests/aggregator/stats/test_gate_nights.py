@@ -25,6 +25,7 @@ from fiolake.aggregator.stats import nights
 from fiolake.cli import cli
 from fiolake.timetext import EPOCH
 from tests.aggregator import lakegen
+from tests.aggregator.same import assert_same
 
 READ = ("job1", "read")
 WOBBLY = (1.08, 0.93, 1.05, 0.95, 1.10, 0.92, 1.02, 1.06)
@@ -200,19 +201,3 @@ def test_a_night_summaries_file_gone_folds_the_nights_runs(tmp_path: Path) -> No
     res = gate(lake)
     assert res.exit_code == 1, res.output
     assert_same(json.loads(res.stdout)["rows"], want)
-
-
-def assert_same(got: object, want: object) -> None:
-    """Equal JSON, numbers to 9 significant digits (sums in another order)."""
-    if isinstance(want, dict):
-        assert isinstance(got, dict) and got.keys() == want.keys()
-        for k in want:
-            assert_same(got[k], want[k])
-    elif isinstance(want, list):
-        assert isinstance(got, list) and len(got) == len(want)
-        for g, w in zip(got, want, strict=True):
-            assert_same(g, w)
-    elif isinstance(want, float):
-        assert got == pytest.approx(want, rel=1e-9)
-    else:
-        assert got == want

@@ -17,6 +17,7 @@ from fiolake.aggregator.rows.series import fetch_rows
 from fiolake.aggregator.stats import groupstats, runsets
 from fiolake.aggregator.stats.gate import gate
 from tests.aggregator import lakegen
+from tests.aggregator.same import assert_same
 
 METRICS = ["iops", "lat_mean_ns"]
 NIGHTS = ("n1", "n2", "n3")
@@ -79,9 +80,15 @@ def test_the_gate_asks_one_summary_for_every_backend(
         with connect(root) as lake:
             got = gate(lake, "n3", baseline)
         if baseline is None:
-            assert [(g.backend, g.row) for g in got.rows] == [(g.backend, g.row) for g in want.rows]
+            assert_same(
+                [(g.backend, g.row) for g in got.rows], [(g.backend, g.row) for g in want.rows]
+            )
         assert len(got.rows) == 2 * 4  # two backends, the 4 default metrics
-        assert len(queries) == 1, baseline  # one for both backends (four before)
+        # One for both backends (four before). The new campaign (and a named baseline) is
+        # summarised while the baseline is found; the default's earlier nights (this lake
+        # has no night summaries) are then asked alone.
+        assert len(queries) == (2 if baseline is None else 1), baseline
+        assert "'n3'" in queries[0] and all("'n3'" not in q for q in queries[1:]), baseline
 
 
 def test_one_backend_is_taken_from_a_summary_by_backend_and_campaign(tmp_path: Path) -> None:
@@ -98,6 +105,38 @@ def test_one_backend_is_taken_from_a_summary_by_backend_and_campaign(tmp_path: P
         assert len(asked) == 2
     assert taken == fresh(root, runsets.BY_CAMPAIGN, one, ["iops"])
     assert {group for group, _ in taken} == {"n1", "n2"}
+
+
+def test_campaigns_kept_are_taken_and_only_the_others_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = lake_of_nights(tmp_path)
+    group = runsets.BY_BACKEND_CAMPAIGN
+    asked_for = RunFilter(backends=("sata",), campaigns=("n1", "n3"))
+    want = fresh(root, group, asked_for, ["iops"])
+    one = RunFilter(backends=("sata",), campaigns=("n3", "n1"))
+    want_one = fresh(root, runsets.BY_CAMPAIGN, one, ["iops"])
+    queries: list[str] = []
+
+    def counting(lake: Lake, sql: str) -> list[tuple[Any, ...]]:
+        queries.append(sql)
+        return fetch_rows(lake, sql)
+
+    monkeypatch.setattr(runsets, "fetch_rows", counting)
+    with connect(root) as lake:
+        runsets.summarise(lake, group, RunFilter(campaigns=("n3",)), METRICS)  # every backend
+        got = runsets.summarise(lake, group, asked_for, ["iops"])
+        assert len(queries) == 2
+        assert "'n3'" not in queries[1] and "'n1'" in queries[1]  # n1 alone
+        # Kept whole: its one backend's part is asked of no one again.
+        assert_same(runsets.summarise(lake, runsets.BY_CAMPAIGN, one, ["iops"]), want_one)
+        assert len(queries) == 2
+        # Another filter (a profile) is no part of what was kept: asked whole.
+        other = RunFilter(backends=("sata",), campaigns=("n1", "n3"), profile="random-reads")
+        runsets.summarise(lake, group, other, ["iops"])
+        assert len(queries) == 3 and "'n3'" in queries[2]
+    assert {g for g, _ in got} == {"sata\x1fn1", "sata\x1fn3"}
+    assert_same(got, want)
 
 
 def test_threads_sharing_a_connection_get_their_own_answers(
