@@ -252,9 +252,9 @@ def _summarise_ahead(
 ) -> None:
     """The new campaign's runs (and the baseline's, when named) on every backend,
     summarised as `_summarise_together` will ask and kept on the connection. At a
-    million runs it took 0.17 s that the default baseline's search (`nights.
-    earlier_campaigns`) now hides; the baseline alone then took 0.09 s where both
-    together took 0.27 s (issue 44)."""
+    million runs this took 0.17 s, which the default baseline's search
+    (`nights.earlier_campaigns`) now hides; the baseline alone then took 0.09 s where
+    both together took 0.27 s (issue 44)."""
     plain = [m for m in metrics if m != IOPS_AT_SLO]
     if plain:
         wanted = question_metrics(check_metrics(lake, plain))
