@@ -255,11 +255,18 @@ def _summarise_ahead(
     million runs this took 0.17 s, which the default baseline's search
     (`nights.earlier_campaigns`) now hides; the baseline alone then took 0.09 s where
     both together took 0.27 s (issue 44)."""
-    plain = [m for m in metrics if m != IOPS_AT_SLO]
-    if plain:
-        wanted = question_metrics(check_metrics(lake, plain))
+    wanted = _summary_metrics(lake, metrics)
+    if wanted:
         ahead = RunFilter(campaigns=tuple(c for c in (campaign, baseline) if c))
         summarise(lake, BY_BACKEND_CAMPAIGN, ahead, wanted)
+
+
+def _summary_metrics(lake: Lake, metrics: list[str] | tuple[str, ...]) -> list[str]:
+    """The metrics the backends' one summary holds (`question_metrics` of the plain ones,
+    checked): what `_summarise_ahead` and `_summarise_together` both ask, so that the
+    second takes the first's part (`runsets.summarise`). Empty without a plain metric."""
+    plain = [m for m in metrics if m != IOPS_AT_SLO]
+    return question_metrics(check_metrics(lake, plain)) if plain else []
 
 
 def _summarise_together(
@@ -278,13 +285,14 @@ def _summarise_together(
     everything is asked here (and fails here, as it would have)."""
     if ahead is not None:
         wait([ahead])
-    plain = [m for m in metrics if m != IOPS_AT_SLO]
-    if not plain or any(pools for _, _, pools in asked):
+    if any(pools for _, _, pools in asked):
+        return
+    wanted = _summary_metrics(lake, metrics)
+    if not wanted:
         return
     campaigns = {campaign} | {c for _, filt, _ in asked for c in filt.campaigns}
     campaigns |= {c for nights_of in earlier.values() for c in nights_of}
     backends = tuple(b for b, _, _ in asked)
-    wanted = question_metrics(check_metrics(lake, plain))
     filt = RunFilter(backends=backends, campaigns=tuple(sorted(campaigns)))
     summarise(lake, BY_BACKEND_CAMPAIGN, filt, wanted)
 
