@@ -6,15 +6,20 @@
 distribution reaches 80 %, a search over n of scipy.special's ufuncs. A table asks it
 for every row: 2,560 searches and 33,000 scalar calls of `nctdtr`, 0.13 s of a 0.5 s
 gate. So the searches run over all rows at once (`runs_needed`), one ufunc call per step
-for every row still searching; the one-row functions are that search on one row. Written
-here because statsmodels' `solve_power` is a root finder per row (and a 0.5 s import);
-the tests check the counts against it and against a simulation.
+for every row still searching; the one-row functions are that search on one row. Each
+search starts from a close guess (`_walk`: Guenther's correction of the normal answer;
+for TOST, the grid bisected on a normal approximation of the noncentral t) and asks the
+exact power only around it: the gate's 1,280 rows at a million runs asked nctdtr 15,800
+times where walking and bisecting on it asked 34,500 (0.58× the time, the same counts).
+Written here because statsmodels' `solve_power` is a root finder per row (and a 0.5 s
+import); the tests check the counts against it, against a walk from n = 2 and against a
+simulation.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -41,24 +46,37 @@ def _nct_cdf(df: np.ndarray, nc: np.ndarray, x: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(p), np.where(x < nc, 0.0, 1.0), p)
 
 
+def _t_quantile(df: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """scipy.special's stdtrit(df, q), once per distinct (df, q): a search asks it for
+    every row at every step, and the rows share a few α and the n they are at."""
+    df, q = np.broadcast_arrays(np.asarray(df, dtype=float), np.asarray(q, dtype=float))
+    pairs, back = np.unique(np.stack([df.ravel(), q.ravel()]), axis=1, return_inverse=True)
+    return np.asarray(special.stdtrit(pairs[0], pairs[1]))[back.ravel()].reshape(df.shape)
+
+
 def _power(n: np.ndarray, effect_sd: np.ndarray, alpha: np.ndarray) -> np.ndarray:
     """Power of a two-sided two-sample t-test with n per group at a standardised effect."""
     df = 2 * n - 2
     nc = effect_sd * np.sqrt(n / 2)
-    crit = special.stdtrit(df, 1 - alpha / 2)
+    crit = _t_quantile(df, 1 - alpha / 2)
     return 1.0 - _nct_cdf(df, nc, crit) + _nct_cdf(df, nc, -crit)
 
 
-def _tost_power(n: np.ndarray, diff_sd: np.ndarray, bound_sd: np.ndarray, alpha: np.ndarray
-                ) -> np.ndarray:  # fmt: skip
+def _tost_power(
+    n: np.ndarray,
+    diff_sd: np.ndarray,
+    bound_sd: np.ndarray,
+    alpha: np.ndarray,
+    cdf: Callable[..., np.ndarray] = _nct_cdf,
+) -> np.ndarray:
     """Power of TOST (two one-sided t-tests, n per group) when the true log difference is
     `diff_sd` and the bounds ±`bound_sd`, both in per-run standard deviations: the chance
     both one-sided tests reject, 1 − P(miss low) − P(miss high) under noncentral t."""
     df = 2 * n - 2
     scale = np.sqrt(n / 2)
-    crit = special.stdtrit(df, 1 - alpha)
-    miss_low = _nct_cdf(df, (bound_sd + diff_sd) * scale, crit)
-    miss_high = _nct_cdf(df, (bound_sd - diff_sd) * scale, crit)
+    crit = _t_quantile(df, 1 - alpha)
+    miss_low = cdf(df, (bound_sd + diff_sd) * scale, crit)
+    miss_high = cdf(df, (bound_sd - diff_sd) * scale, crit)
     return np.maximum(0.0, 1.0 - miss_low - miss_high)
 
 
@@ -75,17 +93,75 @@ def _grid(start: int, stop: int) -> tuple[int, ...]:
 EQUIVALENCE_GRID = np.asarray(_grid(2, MAX_REPS), dtype=np.int64)
 
 
+def _approx_cdf(df: np.ndarray, nc: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """P(T′ ≤ x) by the normal approximation of the noncentral t (Abramowitz & Stegun
+    26.7.10): a few ufunc steps where nctdtr sums a series. Only a search's first guess
+    comes from it; every answer is checked against `_nct_cdf`."""
+    return special.ndtr((x * (1 - 1 / (4 * df)) - nc) / np.sqrt(1 + x**2 / (2 * df)))
+
+
+def _walk(
+    reached: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    guess: np.ndarray,
+    floor: int,
+    ceiling: int | None = None,
+) -> np.ndarray:
+    """Per row, the least k in [floor, ceiling] with `reached(rows, k)` (k = ceiling, the
+    caller's "none", needs no asking), given that `reached` is monotone in k and each
+    row's `guess`: guess − 1 and guess are asked in one call, then the rows whose answer
+    lies elsewhere walk to it a step at a time. A good guess leaves that one call; the
+    answer never depends on the guess."""
+    k = np.maximum(guess.astype(np.int64), floor)
+    if ceiling is not None:
+        k = np.minimum(k, ceiling)
+    every = np.arange(len(k))
+    lower = np.flatnonzero(k > floor)
+    both = _ask(reached, np.concatenate([every, lower]), np.concatenate([k, k[lower] - 1]),
+                ceiling)  # fmt: skip
+    at, below = both[: len(k)], np.zeros(len(k), dtype=bool)
+    below[lower] = both[len(k) :]
+    down = np.flatnonzero(below)  # reached a step lower too: down while the next one is
+    k[down] -= 1
+    while len(down := down[k[down] > floor]):
+        down = down[_ask(reached, down, k[down] - 1, ceiling)]
+        k[down] -= 1
+    up = np.flatnonzero(~at & ~below)  # not reached at the guess: up until it is
+    while len(up):
+        k[up] += 1
+        up = up[~_ask(reached, up, k[up], ceiling)]
+    return k
+
+
+def _ask(
+    reached: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    rows: np.ndarray,
+    k: np.ndarray,
+    ceiling: int | None,
+) -> np.ndarray:
+    """`reached(rows, k)`, True at the ceiling without asking."""
+    if ceiling is None:
+        return reached(rows, k)
+    found = np.ones(len(rows), dtype=bool)
+    inside = k < ceiling
+    if inside.any():
+        found[inside] = reached(rows[inside], k[inside])
+    return found
+
+
 def _reps_for_power(effect_sd: np.ndarray, alpha: np.ndarray, power: float) -> np.ndarray:
-    """Per row, the smallest n whose t-test power at `effect_sd` reaches `power`: from
-    the normal approximation up, every row still short one n further per step."""
-    z_sum = special.ndtri(1 - alpha / 2) + special.ndtri(power)
-    n = np.maximum(2, np.ceil(2 * (z_sum / effect_sd) ** 2)).astype(np.int64)
-    short = np.arange(len(n))
-    while len(short):
-        reached = _power(n[short], effect_sd[short], alpha[short]) >= power
-        short = short[~reached]
-        n[short] += 1
-    return n
+    """Per row, the smallest n whose t-test power at `effect_sd` reaches `power`, walked
+    to from the normal approximation plus Guenther's (1981) z²/4 for the t's tails;
+    MAX_REPS + 1 where it is beyond MAX_REPS. (An effect of 1e-13, a ratio one float step
+    from 1, made the unbounded guess overflow int64: a count of −9.2e18 runs.)"""
+    z_alpha = special.ndtri(1 - alpha / 2)
+    z_sum = z_alpha + special.ndtri(power)
+    guess = np.fmin(np.ceil(2 * (z_sum / effect_sd) ** 2 + z_alpha**2 / 4), MAX_REPS + 1)
+    return _walk(
+        lambda rows, n: _power(n, effect_sd[rows], alpha[rows]) >= power,
+        np.nan_to_num(guess, nan=2),
+        floor=2,
+        ceiling=MAX_REPS + 1,
+    )
 
 
 def _reps_for_equivalence(
@@ -93,18 +169,29 @@ def _reps_for_equivalence(
 ) -> np.ndarray:
     """Per row, the index in EQUIVALENCE_GRID of the first n whose TOST power reaches
     `power` (len(grid) where none does): TOST power grows with n, so the rows bisect the
-    grid together, ~12 steps where walking n up took ~60."""
+    grid together on the approximate power (`_approx_cdf`), then walk from there on the
+    exact one — ~2 exact steps a row where bisecting on it took ~7."""
+    size = len(EQUIVALENCE_GRID)
+
+    def tost(cdf: Callable[..., np.ndarray]) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        def reached(rows: np.ndarray, at: np.ndarray) -> np.ndarray:
+            found = _tost_power(EQUIVALENCE_GRID[at], diff_sd[rows], bound_sd[rows],
+                                alpha[rows], cdf)  # fmt: skip
+            return found >= power
+
+        return reached
+
     low = np.zeros(len(diff_sd), dtype=np.int64)
-    high = np.full(len(diff_sd), len(EQUIVALENCE_GRID), dtype=np.int64)
+    high = np.full(len(diff_sd), size, dtype=np.int64)
     open_ = np.flatnonzero(low < high)
+    approx = tost(_approx_cdf)
     while len(open_):
         mid = (low[open_] + high[open_]) // 2
-        reached = _tost_power(EQUIVALENCE_GRID[mid], diff_sd[open_], bound_sd[open_],
-                              alpha[open_]) >= power  # fmt: skip
+        reached = approx(open_, mid)
         high[open_] = np.where(reached, mid, high[open_])
         low[open_] = np.where(reached, low[open_], mid + 1)
         open_ = open_[low[open_] < high[open_]]
-    return low
+    return _walk(tost(_nct_cdf), low, floor=0, ceiling=size)
 
 
 def runs_needed(
@@ -147,24 +234,25 @@ def runs_needed(
 def reps_for_power_many(
     sd_logs: Sequence[float], min_effect: float, alpha: float = ALPHA,
     power: float = DEFAULT_POWER,
-) -> list[int]:  # fmt: skip
+) -> list[int | None]:  # fmt: skip
     """Repetitions per group for a two-sided t-test on logs to detect a `min_effect` ratio
     with `power`, given each row's per-run standard deviation of log values: the smallest
     n whose power under the noncentral t distribution reaches `power` (as statsmodels'
-    TTestIndPower.solve_power, rounded up; checked in the tests); 2 without spread."""
+    TTestIndPower.solve_power, rounded up; checked in the tests); 2 without spread, None
+    beyond MAX_REPS."""
     spread = [i for i, sd in enumerate(sd_logs) if sd > 0]
-    found = [2] * len(sd_logs)
+    found: list[int | None] = [2] * len(sd_logs)
     if spread:
         effect_sd = np.asarray([bounds(min_effect) / sd_logs[i] for i in spread])
         alphas = np.full(len(spread), alpha)
         for i, n in zip(spread, _reps_for_power(effect_sd, alphas, power).tolist(), strict=True):
-            found[i] = n
+            found[i] = n if n <= MAX_REPS else None
     return found
 
 
 def reps_for_power(
     sd_log: float, min_effect: float, alpha: float = ALPHA, power: float = DEFAULT_POWER
-) -> int:
+) -> int | None:
     """`reps_for_power_many` of one row."""
     return reps_for_power_many([sd_log], min_effect, alpha, power)[0]
 

@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fiolake.aggregator.stats import power, stats
 
@@ -181,6 +183,55 @@ def test_reps_for_equivalence_bisects_to_the_n_a_walk_finds() -> None:
     walked = [_walked_reps_for_equivalence(s, r, d) for s, r, d in cases]
     assert found == walked
     assert None in found and 2 in found and any(n and n > 64 for n in found)
+
+
+def test_reps_for_power_is_the_n_a_walk_from_two_finds() -> None:
+    """The search starts from a guess that can overshoot (Guenther's correction) or
+    undershoot: the answer is still the first n whose power reaches 80 %."""
+    rng = np.random.default_rng(7)
+    effects = np.exp(rng.uniform(math.log(0.3), math.log(8.0), 80))
+    alphas = 0.05 / rng.integers(1, 400, 80)
+    found = power._reps_for_power(effects, alphas, stats.DEFAULT_POWER).tolist()
+    walked = []
+    for effect, alpha in zip(effects, alphas, strict=True):
+        n = 2
+        while power._power(n, effect, alpha) < stats.DEFAULT_POWER:
+            n += 1
+        walked.append(n)
+    assert found == walked
+    assert min(found) <= 4 and max(found) > 64
+
+
+def test_counts_beyond_max_reps_are_none_not_an_overflow() -> None:
+    """A ratio one float step from 1 (identical runs summed in another order) is an
+    effect of ~1e-13: its count of runs overflowed int64 and read −9.2e18."""
+    assert power.reps_to_confirm(0.0016, 1.0000000000003, 0.05 / 3) is None
+    assert power.reps_for_power(1e9, 0.05) is None
+    assert power.reps_for_power(2.0, 0.05) is None  # ~26,000 per group: not in practice
+    from statsmodels.stats.power import TTestIndPower  # and below it, still the count:
+
+    expected = TTestIndPower().solve_power(abs(math.log(0.99)) / 0.2, alpha=0.05, power=0.8)
+    assert power.reps_to_confirm(0.2, 0.99) == math.ceil(expected) > 6_000
+
+
+@given(
+    st.lists(st.tuples(st.integers(-3, 40), st.integers(-5, 45)), min_size=1, max_size=30),
+    st.sampled_from([None, 30]),
+)
+def test_walk_finds_the_first_k_reached_whatever_the_guess(
+    rows: list[tuple[int, int]], ceiling: int | None
+) -> None:
+    first = np.array([f for f, _ in rows])
+    asked: list[np.ndarray] = []
+
+    def reached(at: np.ndarray, k: np.ndarray) -> np.ndarray:
+        asked.append(k)
+        return k >= first[at]
+
+    found = power._walk(reached, np.array([g for _, g in rows]), floor=2, ceiling=ceiling)
+    answer = [max(2, f) if ceiling is None else min(max(2, f), ceiling) for f, _ in rows]
+    assert found.tolist() == answer
+    assert all((k >= 2).all() and (ceiling is None or (k < ceiling).all()) for k in asked)
 
 
 def test_runs_needed_of_many_rows_at_once_are_each_rows_own() -> None:
