@@ -18,7 +18,7 @@ from typing import Any
 from fiolake.aggregator.lake import columns
 from fiolake.aggregator.lake.accepted import acceptances
 from fiolake.aggregator.lake.lake import Lake
-from fiolake.aggregator.rows.envdiff import env_diff
+from fiolake.aggregator.rows.envdiff import env_diffs
 from fiolake.aggregator.rows.filters import RunFilter, validate
 from fiolake.aggregator.stats import stats
 from fiolake.aggregator.stats.changepoints import DEFAULT_MAX_PVALUE
@@ -65,11 +65,14 @@ class RegressionReport:
     outliers: list[OutlierNight] = field(default_factory=list)  # one-night spikes
 
 
-def _describe(lake: Lake, before: str, after: str) -> list[str]:
-    return [
-        f"{d.field} {d.a} → {d.b}" if d.b is not None or d.field != "job" else f"job: {d.a}"
-        for d in env_diff(lake, before, after)
-    ]
+def _describe(lake: Lake, rows: list[ChangePoint]) -> None:
+    """Each change point's `env_changes`: how its runs either side differ (`env_diffs`)."""
+    found = env_diffs(lake, [(r.run_before, r.run_after) for r in rows])
+    for row, diffs in zip(rows, found, strict=True):
+        row.env_changes = [
+            f"{d.field} {d.a} → {d.b}" if d.b is not None or d.field != "job" else f"job: {d.a}"
+            for d in diffs
+        ]
 
 
 @dataclass(frozen=True)
@@ -176,8 +179,7 @@ def regressions(
     hidden = mark_accepted(lake, rows)  # issue 34: accepted changes
     if not include_accepted:
         rows = [r for r in rows if not r.accepted]
-    for row in rows:
-        row.env_changes = _describe(lake, row.run_before, row.run_after)
+    _describe(lake, rows)
     # Worst first; near-equal sizes are a tie (`stats.size_classes`: a latency mirroring
     # its IOPS), kept in series and metric order whatever the last bits of the folding.
     sizes = stats.size_classes([stats.effect_size(r.ratio) for r in rows])

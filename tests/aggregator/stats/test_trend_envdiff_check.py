@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from click.testing import CliRunner
 from fiolake import layout
 from fiolake.aggregator.lake.check import check_lake
 from fiolake.aggregator.lake.lake import connect
-from fiolake.aggregator.rows.envdiff import env_diff
+from fiolake.aggregator.rows.envdiff import env_diff, env_diffs
 from fiolake.aggregator.rows.filters import RunFilter
 from fiolake.aggregator.stats.regressions import regressions
 from fiolake.aggregator.stats.trend import trend
@@ -119,6 +120,29 @@ def test_env_diff(tmp_path: Path) -> None:
     with connect(str(tmp_path)) as lake:
         diffs = {d.field: (d.a, d.b) for d in env_diff(lake, "a", "b")}
         assert env_diff(lake, "a", "c") == []
+        # `regressions` asks for every change point's pair at once: one query of `runs`
+        pairs = [("a", "b"), ("a", "c"), ("b", "a"), ("c", "b")]
+        one_by_one = [env_diff(lake, x, y) for x, y in pairs]
+        asked: list[str] = []
+        real_cursor = lake.cursor
+
+        def counting_cursor() -> Any:
+            cur = real_cursor()
+
+            class Counting:
+                def execute(self, sql: str, *args: Any) -> Any:
+                    asked.append(sql)
+                    return cur.execute(sql, *args)
+
+                def __getattr__(self, name: str) -> Any:
+                    return getattr(cur, name)
+
+            return Counting()
+
+        lake.cursor = counting_cursor  # type: ignore[method-assign]
+        assert env_diffs(lake, pairs) == one_by_one
+        assert len([q for q in asked if "canonical_job_file" in q]) == 1
+        assert one_by_one[2] and one_by_one[2][0].a == one_by_one[0][0].b  # b → a: swapped
     assert diffs.pop("kernel") == ("6.1.0-18-amd64", "6.9.0")
     assert diffs.pop("mount_options") == ("rw,relatime", "rw,noatime")
     assert diffs.pop("labels.rack") == ("r1", "r2")
