@@ -17,9 +17,11 @@ also uploaded to the bucket of FIOLAKE_LAKE (under a fresh prefix) and measured 
 Each lake measured also prints what one connect lists (LIST calls, keys, directory
 entries read, the commit log's apart) and fails if it reads more than an hour's worth of
 commit-log entries: that cost must not grow with history (issue 44). `--lake A B
---end-to-end N` measures kept lakes only, then times `fiolake sql "select 1"`, `compare
---campaign` and `compare` as new processes, the lakes alternating, with the ratio of the
-last to the first.
+--end-to-end N` measures kept lakes only (local, or s3:// URLs of a MinIO copy), then times
+issue 44's questions as new processes — `sql "select 1"`, `compare --campaign`, `compare`
+pooled, `gate` with the default baseline and against the night before, `trend` of one case
+over a year, `regressions` over every case — the lakes alternating, each with its range,
+its peak RSS, the ratio of the last lake to the first and the goal it is held to.
 """
 
 from __future__ import annotations
@@ -436,44 +438,121 @@ def measure(label: str, url: str, s3=None, repeat: int = 5) -> dict[str, float]:
 
 def cli_seconds(words: list[str], cache: Path) -> float:
     """Wall time of `fiolake WORDS` as a new process, snapshot cache in `cache`."""
+    return cli_run(words, cache)[0]
+
+
+def cli_run(words: list[str], cache: Path) -> tuple[float, int]:
+    """Wall time and peak RSS (bytes) of `fiolake WORDS` as a new process, snapshot cache
+    in `cache`; CalledProcessError when it fails (exit 1 is `gate`'s "worse": an answer)."""
     env = {**os.environ, "FIOLAKE_SNAPSHOT_CACHE": str(cache)}
+    command = [sys.executable, "-m", "fiolake", *words]
     start = time.perf_counter()
-    subprocess.run(
-        [sys.executable, "-m", "fiolake", *words], check=True, capture_output=True, env=env
-    )
-    return time.perf_counter() - start
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)  # the rusage of this child alone
+    seconds = time.perf_counter() - start
+    proc.returncode = code = os.waitstatus_to_exitcode(status)
+    proc.stderr.close()
+    if code not in (0, 1) or (code == 1 and words[0] != "gate"):
+        raise subprocess.CalledProcessError(code, command, stderr=err)
+    return seconds, usage.ru_maxrss * 1024
 
 
-def end_to_end(urls: list[str], repeat: int) -> None:
-    """`fiolake sql "select 1"`, `compare --campaign` and `compare` pooled as new processes,
-    the lakes alternating run by run (so their ratio is of the same moments): with an
-    empty snapshot cache each time, and with a warm one."""
-    with connect(urls[0]) as lake:
-        first = lake.con.sql("SELECT min(campaign_id) FROM runs").fetchone()[0]
-    asks = {
+def cli_rows(words: list[str], url: str) -> list[list[str]]:
+    """The CSV rows (header dropped) of `fiolake WORDS --lake URL --format csv`."""
+    out = subprocess.run(
+        [sys.executable, "-m", "fiolake", *words, "--lake", url, "--format", "csv"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return [line.split(",") for line in out.stdout.splitlines()[1:]]
+
+
+# Issue 44's questions: name -> (goal in seconds at a million runs, or None).
+GOALS = {
+    'sql "select 1"': None,
+    "compare --campaign": 1.0,
+    "compare (pooled)": 1.0,
+    "gate (default baseline)": 1.0,
+    "gate (the night before)": 1.0,
+    "trend (one case, a year)": 1.0,
+    "regressions (every case)": 3.0,
+}
+
+
+def questions(url: str) -> dict[str, list[str]]:
+    """The fiolake commands of `GOALS` on the lake at `url`: `compare --campaign` of the
+    first campaign (as before 2026-12-07), `gate` of the newest campaign against the one
+    before it, `trend` of the first case of the newest campaign over 365 days."""
+    (first,), (newest,) = cli_rows(
+        ["sql", "SELECT min(campaign_id) FROM runs UNION ALL "
+         "SELECT campaign_id FROM (SELECT campaign_id, min(started_at) AS t FROM runs "
+         "GROUP BY 1 ORDER BY t DESC LIMIT 1)"], url,
+    )  # fmt: skip
+    ((before,),) = cli_rows(
+        ["sql", "SELECT campaign_id FROM (SELECT campaign_id, min(started_at) AS t FROM runs "
+         f"WHERE campaign_id <> '{newest}' GROUP BY 1 ORDER BY t DESC LIMIT 1)"], url,
+    )  # fmt: skip
+    ((case,),) = cli_rows(
+        ["sql", "SELECT r.backend || '/' || r.profile || '/' || x.job_name || '/' || x.direction "
+         f"FROM results x JOIN runs r USING (run_id) WHERE r.campaign_id = '{newest}' "
+         "ORDER BY 1 LIMIT 1"], url,
+    )  # fmt: skip
+    backend, profile, job, direction = case.split("/")
+    return {
         'sql "select 1"': ["sql", "select 1"],
         "compare --campaign": ["compare", "--campaign", first],
         "compare (pooled)": ["compare"],
-    }
+        "gate (default baseline)": ["gate", "--campaign", newest],
+        "gate (the night before)": ["gate", "--campaign", newest, "--baseline-campaign", before],
+        "trend (one case, a year)": [
+            "trend", "--backend", backend, "--profile", profile, "--job", job,
+            "--direction", direction, "--metric", "iops", "--since", "365d",
+        ],
+        "regressions (every case)": ["regressions", "--since", "all"],
+    }  # fmt: skip
+
+
+def end_to_end(urls: list[str], repeat: int) -> None:
+    """Issue 44's questions (`GOALS`) as new processes, the lakes alternating run by run
+    (so their ratio is of the same moments): with an empty snapshot cache each time, and
+    with a warm one. The last lake's medians are judged against the goals, its ratio to
+    the first lake's against ≤ 1.5×; peak RSS against < 2 GiB."""
+    asks = {url: questions(url) for url in urls}
     times: dict[tuple[str, str, str], list[float]] = {}
+    peaks: dict[tuple[str, str], int] = {}
     with tempfile.TemporaryDirectory(prefix="fiolake-snapcache-") as caches:
         warm = {url: Path(caches, f"warm-{i}") for i, url in enumerate(urls)}
         for url in urls:
             cli_seconds(["sql", "select 1", "--lake", url], warm[url])  # fills the warm cache
         for _ in range(repeat):
-            for name, words in asks.items():
+            for name in GOALS:
                 for url in urls:
                     cold = Path(tempfile.mkdtemp(dir=caches))
                     for kind, cache in (("cold", cold), ("warm", warm[url])):
-                        seconds = cli_seconds([*words, "--lake", url], cache)
+                        seconds, rss = cli_run([*asks[url][name], "--lake", url], cache)
                         times.setdefault((name, kind, url), []).append(seconds)
-    print(f"\nend to end, new processes, median of {repeat} (cold: empty snapshot cache):")
-    for name in asks:
+                        peaks[name, url] = max(peaks.get((name, url), 0), rss)
+    print(f"\nend to end, new processes, median [range] of {repeat} (cold: empty snapshot cache):")
+    for name, goal in GOALS.items():
         for kind in ("cold", "warm"):
-            medians = [statistics.median(times[name, kind, url]) for url in urls]
-            cells = " | ".join(f"{m * 1000:6.0f} ms" for m in medians)
-            ratio = f"  ({medians[-1] / medians[0]:.2f}× last / first)" if len(urls) > 1 else ""
-            print(f"  fiolake {name:<20} {kind}: {cells}{ratio}")
+            runs = [times[name, kind, url] for url in urls]
+            medians = [statistics.median(r) for r in runs]
+            cells = " | ".join(
+                f"{m:5.2f} s [{min(r):.2f}–{max(r):.2f}]"
+                for m, r in zip(medians, runs, strict=True)
+            )
+            ratio = medians[-1] / medians[0]
+            judged = f"  ({ratio:.2f}× last / first{', ≤ 1.5×' if ratio <= 1.5 else ', > 1.5×'})"
+            judged = judged if len(urls) > 1 else ""
+            if goal is not None and kind == "warm":
+                under = sum(t < goal for t in runs[-1])
+                verdict = "met" if medians[-1] < goal else "NOT MET"
+                judged += f"  < {goal:g} s: {verdict}, {under} of {len(runs[-1])} runs"
+            print(f"  fiolake {name:<26} {kind}: {cells}{judged}")
+        peak = max(peaks[name, url] for url in urls)
+        held = "(< 2 GiB)" if peak < 2**31 else "— over 2 GiB"
+        print(f"  {'':34} peak RSS {peak / 2**30:.2f} GiB {held}")
 
 
 def startup(url: str, s3) -> None:  # noqa: ANN001
@@ -558,7 +637,10 @@ def main() -> None:
         "--build-only", action="store_true", help="build and keep the big lake, measure nothing"
     )
     parser.add_argument(
-        "--lake", type=Path, nargs="+", help="only measure these kept compacted lakes"
+        "--lake",
+        nargs="+",
+        help="only measure these kept compacted lakes (s3://BUCKET/PREFIX too: those are "
+        "timed end to end only, with FIOLAKE_S3_* set as `fiolake stack env` prints)",
     )
     parser.add_argument(
         "--end-to-end",
@@ -573,9 +655,10 @@ def main() -> None:
     if args.lake is not None:
         print(f"load average before: {os.getloadavg()}")
         for lake in args.lake:
-            measure("local, compacted (kept)", str(lake))
+            if "://" not in lake:  # the library figures read a local lake
+                measure("local, compacted (kept)", lake)
         if args.end_to_end:
-            end_to_end([str(lake) for lake in args.lake], args.end_to_end)
+            end_to_end(args.lake, args.end_to_end)
         print(f"load average after: {os.getloadavg()}")
         return
     work = Path(tempfile.mkdtemp(prefix="fiolake-bench-"))
