@@ -232,20 +232,12 @@ def _result(
     """The gate's result and `extra` of it (None without); every problem is a usage
     error (exit 2), so that gate's exit 1 keeps meaning "worse" — for `report` too, whose
     own failed write afterwards stays a failure (exit 1)."""
-    from fiolake.aggregator.lake.columns import HEADLINE_METRICS
     from fiolake.aggregator.lake.lake import SUMMARY_TABLES
-    from fiolake.aggregator.lake.readahead import campaigns_sql, read_ahead
 
     # The gate reads runs and results; a report's charts read the per-second rows too
     # (binding those views cost ~0.1 s of every gate's connect on MinIO).
     tables = SUMMARY_TABLES if extra is None else None
-    # The campaigns' files are read while the statistics modules import (`lake.readahead`).
-    ahead = [m for m in metrics or HEADLINE_METRICS if m in HEADLINE_METRICS]
-    with (
-        problems_are_usage(),
-        connect(lake, tables, meanwhile=[GATE_MODULE]) as handle,
-        read_ahead(handle, campaigns_sql([c for c in (campaign, baseline) if c], ahead)),
-    ):
+    with problems_are_usage(), connect(lake, tables, meanwhile=[GATE_MODULE]) as handle:
         from fiolake.aggregator.stats.compare import DEFAULT_METRICS
         from fiolake.aggregator.stats.gate import gate as run_gate
 
