@@ -513,6 +513,23 @@ def questions(url: str) -> dict[str, list[str]]:
     }  # fmt: skip
 
 
+def bytecode_state() -> str:
+    """How many of fiolake's modules have current bytecode beside them, and whether new
+    processes may write it: each process compiles the stale ones it imports where
+    PYTHONDONTWRITEBYTECODE is set (~0.1 s of the gate; `make venv` compiles them)."""
+    import importlib.util
+
+    import fiolake
+
+    sources = list(Path(fiolake.__file__).parent.rglob("*.py"))
+    current = 0
+    for source in sources:
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        current += cached.exists() and cached.stat().st_mtime >= source.stat().st_mtime
+    writes = "not written" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "written"
+    return f"fiolake bytecode: {current} of {len(sources)} modules current ({writes} by the runs)"
+
+
 def end_to_end(urls: list[str], repeat: int) -> None:
     """Issue 44's questions (`GOALS`) as new processes, the lakes alternating run by run
     (so their ratio is of the same moments): with an empty snapshot cache each time, and
@@ -533,7 +550,8 @@ def end_to_end(urls: list[str], repeat: int) -> None:
                         seconds, rss = cli_run([*asks[url][name], "--lake", url], cache)
                         times.setdefault((name, kind, url), []).append(seconds)
                         peaks[name, url] = max(peaks.get((name, url), 0), rss)
-    print(f"\nend to end, new processes, median [range] of {repeat} (cold: empty snapshot cache):")
+    print(f"\nend to end, new processes, median [range] of {repeat} (cold: empty snapshot cache);")
+    print(f"  {bytecode_state()}:")
     for name, goal in GOALS.items():
         for kind in ("cold", "warm"):
             runs = [times[name, kind, url] for url in urls]
