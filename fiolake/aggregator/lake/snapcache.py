@@ -27,6 +27,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -122,7 +123,8 @@ def cached_scan(
             if latest_generation_number(store) <= number:
                 raise
             return cached_scan(store, directory, tables)  # cleaned up behind a newer one
-        entry = _Entry(f"{lake_id(store)}|{key}|{got.etag}", read_index(store, record))
+        earlier = _earlier_index(directory, store)
+        entry = _Entry(f"{lake_id(store)}|{key}|{got.etag}", read_index(store, record, earlier))
     compacted = entry.indexed.compacted
     new = unindexed_job_ids(store, compacted, entry.indexed, full_listing=False)
     if entry.snapshot is not None and _reusable(entry.snapshot, new, tables):
@@ -182,6 +184,7 @@ def _save(directory: Path, entry: _Entry) -> None:
             "orphan_files": snap.orphan_files,
         },
         "index_rows": entry.indexed.commits.num_rows,
+        "index_files": [list(f) for f in entry.indexed.files],
         "ids_saved": ids_saved,
     }
     keys = pa.table({"key": compacted.ids_in_order() if ids_saved else no_ids()})
@@ -211,6 +214,36 @@ def _trim(directory: Path) -> None:
             old.unlink()
 
 
+def _index_files(meta: dict[str, Any]) -> tuple[tuple[str, int], ...]:
+    """The (key, rows) of the saved index's files; none from a file saved before they were."""
+    try:
+        return tuple((str(k), int(n)) for k, n in meta.get("index_files", ()))
+    except (TypeError, ValueError):
+        return ()
+
+
+def _earlier_index(directory: Path | None, store: ObjectStore) -> Indexed | None:
+    """The commit index an earlier generation of this lake left (in this process, else in
+    `directory`), for `read_index` to take the files both share from; None without one."""
+    lake = lake_id(store)
+    with _memory_lock:
+        found = [e for e in _memory.values() if e.ident.rsplit("|", 2)[0] == lake]
+    if found:
+        return found[-1].indexed
+    if directory is None:
+        return None
+    try:
+        with pa.memory_map(str(_path(directory, lake + "||"))) as fh:
+            commits = ipc.open_stream(fh).read_all()
+        meta = json.loads(commits.schema.metadata[b"fiolake"])
+        if meta.get("format") != _FORMAT or meta["ident"].rsplit("|", 2)[0] != lake:
+            return None
+        index = commits.replace_schema_metadata(None).slice(0, meta["index_rows"])
+    except (OSError, KeyError, ValueError, AttributeError, pa.ArrowException):
+        return None
+    return Indexed(None, index, _index_files(meta))
+
+
 def _load(directory: Path, ident: str, store: ObjectStore, key: str) -> _Entry | None:
     """The entry saved for `ident` (generation record `key`), or None (absent, another
     generation, unreadable); covered ids it does not hold are read from `store` when asked."""
@@ -237,7 +270,7 @@ def _load(directory: Path, ident: str, store: ObjectStore, key: str) -> _Entry |
     except (KeyError, TypeError, ValueError):
         return None
     # The saved commits are the index plus the markers read since: the index is its head.
-    indexed = Indexed(compacted, commits.slice(0, meta["index_rows"]))
+    indexed = Indexed(compacted, commits.slice(0, meta["index_rows"]), _index_files(meta))
     markers = commits.slice(meta["index_rows"])
     s = meta["snapshot"]
     if s is None:

@@ -165,6 +165,21 @@ class Indexed:
 
     compacted: Generation | None
     commits: pa.Table  # COMMITS_SCHEMA: the markers the index holds
+    # (key, rows) of each index file, in the order `commits` holds their rows: the next
+    # generation's index takes the rows of the files it shares from here (`read_index`).
+    files: tuple[tuple[str, int], ...] = ()
+
+    def by_file(self) -> dict[str, pa.Table]:
+        """The rows of each index file (`files`), by key: slices of `commits`, no copy;
+        empty when the files do not account for every row."""
+        if sum(rows for _, rows in self.files) != self.commits.num_rows:
+            return {}
+        out: dict[str, pa.Table] = {}
+        at = 0
+        for key, rows in self.files:
+            out[key] = self.commits.slice(at, rows)
+            at += rows
+        return out
 
     def missing(self, job_ids: set[str]) -> list[str]:
         """Those of `job_ids` the index lacks, sorted (looked up as `committed_among`:
@@ -183,15 +198,26 @@ def _found_among(column: pa.ChunkedArray, ids: Collection[str]) -> set[str]:
     return set(held.to_pylist())
 
 
-def read_index(store: ObjectStore, compacted: Generation | None) -> Indexed:
-    """The generation's commit index (empty when never compacted)."""
-    indexed = commits_table([])
-    if compacted is not None and compacted.commit_files():
-        files = read_all(store, compacted.commit_files())
-        indexed = pa.concat_tables(
-            [f.select(COMMITS_SCHEMA.names).cast(COMMITS_SCHEMA) for f in files]
-        )
-    return Indexed(compacted, indexed)
+def read_index(
+    store: ObjectStore, compacted: Generation | None, earlier: Indexed | None = None
+) -> Indexed:
+    """The generation's commit index (empty when never compacted). The rows of the index
+    files it shares with `earlier` (an older generation's index of the same lake, as a
+    cache kept it) are taken from there, not read: a file never changes under its key,
+    and a night's compaction adds a file or merges a few. The first reader after each
+    compaction read the whole index again: 0.2-0.4 s at 1,000,000 runs (issue 44)."""
+    keys = compacted.commit_files() if compacted is not None else []
+    if not keys:
+        return Indexed(compacted, commits_table([]))
+    kept = earlier.by_file() if earlier is not None else {}
+    missing = [k for k in keys if k not in kept]
+    read = dict(zip(missing, read_all(store, missing), strict=True))
+    parts = [
+        kept[k] if k in kept else read[k].select(COMMITS_SCHEMA.names).cast(COMMITS_SCHEMA)
+        for k in keys
+    ]
+    sizes = tuple((k, part.num_rows) for k, part in zip(keys, parts, strict=True))
+    return Indexed(compacted, pa.concat_tables(parts), sizes)
 
 
 def load_commits(

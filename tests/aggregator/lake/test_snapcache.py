@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fiolake import layout
-from fiolake.aggregator.lake import snapcache
+from fiolake.aggregator.lake import snapcache, snapshot
 from fiolake.aggregator.lake.compact import compact
 from fiolake.aggregator.lake.generations import Generation
 from fiolake.aggregator.lake.lake import connect
@@ -134,6 +134,49 @@ def test_the_disk_cache_serves_the_next_process(tmp_path: Path) -> None:
     snapcache.clear_memory()
     later = cached_scan(CountingStore(lake), cache)
     assert later.commits.num_rows == 5 and same(later, scan(store))
+
+
+@pytest.mark.parametrize("process", ["same process", "next process"])
+def test_a_new_generation_reads_only_the_index_files_the_last_one_lacked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, process: str
+) -> None:
+    """After a compaction the commit index is read again only where it changed: the files
+    the earlier generation's index (kept in memory, or in the cache directory) shares
+    with the new one are taken from it (issue 44: 0.2-0.4 s at 1,000,000 runs)."""
+    lake, cache = tmp_path / "lake", tmp_path / "cache"
+    store = CountingStore(lake)
+    add_runs(store, 0, 4)
+    compact(store, grace=timedelta(0))
+    before = set(cached_scan(store, cache).compacted.commit_files())
+    add_runs(store, 4, 3)
+    compact(store, grace=timedelta(0))
+    if process == "next process":
+        snapcache.clear_memory()
+    read: list[str] = []
+    real = snapshot.read_all
+
+    def reading(where: LocalStore, keys: list[str]):  # noqa: ANN202
+        read.extend(keys)
+        return real(where, keys)
+
+    monkeypatch.setattr(snapshot, "read_all", reading)
+    snap = cached_scan(CountingStore(lake), cache)
+    files = snap.compacted.commit_files()
+    assert len(files) == 2 and read == [f for f in files if f not in before]
+    assert snap.commits.num_rows == 7
+    monkeypatch.setattr(snapshot, "read_all", real)
+    assert same(snap, scan(store))
+    # Saved with its files: the next generation takes both from the cache file.
+    add_runs(store, 7, 2)
+    compact(store, grace=timedelta(0))
+    snapcache.clear_memory()
+    read.clear()
+    monkeypatch.setattr(snapshot, "read_all", reading)
+    later = cached_scan(CountingStore(lake), cache)
+    assert len(later.compacted.commit_files()) == 3
+    assert read == [f for f in later.compacted.commit_files() if f not in files]
+    monkeypatch.setattr(snapshot, "read_all", real)
+    assert same(later, scan(store))
 
 
 def test_the_cache_file_is_rewritten_only_when_what_it_holds_changed(tmp_path: Path) -> None:
