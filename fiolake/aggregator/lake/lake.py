@@ -347,6 +347,14 @@ def _create_views(
     return read
 
 
+def _compacted_groups(snap: Snapshot, tables: Sequence[str]) -> list[list[str]]:
+    """The compacted files of each of `tables`, and the commit index's: the groups a view
+    binds from one footer when their digests agree (`footers.complete`)."""
+    groups = [snap.compacted_files(t) for t in tables]
+    groups.append(snap.compacted.commit_files() if snap.compacted and snap.indexed_rows else [])
+    return groups
+
+
 def _sandbox(con: duckdb.DuckDBPyConnection, store: ObjectStore, s3: S3Settings | None) -> None:
     # Queries may read the lake and nothing else on this machine; settings stay locked.
     allowed = [store.url.rstrip("/") + "/"]
@@ -419,13 +427,15 @@ def connect(
         con = setup.result()
     try:
         keep = loose.folder(snapshot_cache, store) if snapshot_cache and kept_rows else None
-        digests = footers.kept(snapshot_cache, store)
+        kept = footers.kept(snapshot_cache, store)
+        completed = footers.complete(con, store, _compacted_groups(snap, chosen), kept)
+        digests = {**kept, **completed}
         read = _create_views(con, store, snap, chosen, keep, remote, digests)
         gang.create_views(con, chosen)
         held = snap.compacted.commit_files() if snap.compacted else []
         held += [k for t in TABLES for k in snap.compacted_files(t)]
         held += [k for t in snap.tables for k in snap.loose_files(t)]
-        footers.learn(con, store, snapshot_cache, digests, read, held)
+        footers.learn(con, store, snapshot_cache, kept, read, held, completed)
         if sandbox:
             _sandbox(con, store, s3 if remote else None)
     except duckdb.Error as exc:

@@ -63,11 +63,14 @@ def test_files_of_one_schema_bind_from_one_footer_once_their_schemas_are_kept(
     views = ["commits", *(f"files_{t}" for t in ("runs", "results", "timeseries", "percentiles"))]
     views.append("files_uncompacted_runs")  # the loose part of `runs` (`gang.has_gangs`)
     assert binds[1] == dict.fromkeys(views, "one schema")
-    # The next compaction folds night-3's files in: their digests are forgotten.
+    # The next compaction folds night-3's files in: their digests are forgotten. Its new
+    # files are described before the views are made (`footers.complete`): the first
+    # connect after it still binds each table from one footer.
     compact(store, grace=timedelta(0))
     snapcache.clear_memory()
     with connect(str(lake), snapshot_cache=cache) as handle:
         assert _contents(handle.con) == want
+        assert _binds(handle.con) == dict.fromkeys(views[:-1], "one schema")
     kept = footers.kept(cache, store)
     assert kept and not [k for k in kept if k.startswith("results/")]
 
@@ -96,6 +99,13 @@ def test_files_that_differ_in_schema_keep_binding_by_name(tmp_path: Path) -> Non
     assert not footers.one_schema(kept, ["x/a.parquet", "x/d.parquet"])
     assert not footers.one_schema(kept, ["x/a.parquet", "x/unknown.parquet"])
     assert not footers.one_schema(kept, ["x/a.parquet"])  # one file: nothing to line up
+    # `complete` describes a group's few new files when its kept files agree, only then.
+    a, b, c = keys[:3]
+    both = {a: kept[a], b: kept[b]}
+    assert footers.complete(con, store, [[a, b, c]], both) == {c: kept[c]}
+    assert footers.complete(con, store, [keys], {a: kept[a], c: kept[c]}) == {}  # they differ
+    assert footers.complete(con, store, [keys], {a: kept[a]}) == {}  # one kept: no agreement
+    assert footers.complete(con, store, [[a, b]], both) == {}  # nothing new
     # Held no longer: forgotten; a damaged cache file: nothing kept.
     footers.learn(con, store, cache, kept, ["x/a.parquet"], ["x/a.parquet"])
     assert set(footers.kept(cache, store)) == {"x/a.parquet"}
