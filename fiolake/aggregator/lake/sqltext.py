@@ -67,8 +67,10 @@ def _sql_value(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, int):
         return repr(value)
-    if isinstance(value, float):  # a bare 1.1 would be a DECIMAL
-        return f"CAST({value!r} AS DOUBLE)"
+    if isinstance(value, float):
+        # From text: a bare 1.1 is a DECIMAL, and CAST(0.015106735869404567 AS DOUBLE)
+        # went through DECIMAL(19,18) to the next double up (Hypothesis found it).
+        return f"CAST('{value!r}' AS DOUBLE)"
     if isinstance(value, str | datetime):
         return literal(value)
     raise TypeError(f"no SQL literal for {type(value).__name__}")
