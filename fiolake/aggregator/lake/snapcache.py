@@ -239,8 +239,8 @@ def _earlier_index(directory: Path | None, store: ObjectStore) -> Indexed | None
         if meta.get("format") != _FORMAT or meta["ident"].rsplit("|", 2)[0] != lake:
             return None
         index = commits.replace_schema_metadata(None).slice(0, meta["index_rows"])
-    except (OSError, KeyError, ValueError, AttributeError, pa.ArrowException):
-        return None
+    except (OSError, KeyError, ValueError, TypeError, AttributeError, pa.ArrowException):
+        return None  # none there, another lake's, or damaged: the index is read whole
     return Indexed(None, index, _index_files(meta))
 
 
