@@ -252,7 +252,7 @@ def _create_commits(
     Returns the keys of the index files (a compaction adds one)."""
     beyond = f"{INTERNAL_SCHEMA}.new_commits"
     _materialise(con, beyond, snap.commits.slice(snap.indexed_rows), scratch)
-    index = snap.compacted.commit_files() if snap.compacted and snap.indexed_rows else []
+    index = _index_files(snap)
     sources = []
     if index:
         cols = ", ".join(
@@ -350,9 +350,13 @@ def _create_views(
 def _compacted_groups(snap: Snapshot, tables: Sequence[str]) -> list[list[str]]:
     """The compacted files of each of `tables`, and the commit index's: the groups a view
     binds from one footer when their digests agree (`footers.complete`)."""
-    groups = [snap.compacted_files(t) for t in tables]
-    groups.append(snap.compacted.commit_files() if snap.compacted and snap.indexed_rows else [])
-    return groups
+    return [*(snap.compacted_files(t) for t in tables), _index_files(snap)]
+
+
+def _index_files(snap: Snapshot) -> list[str]:
+    """The files of the generation's commit index that the `commits` view reads in place
+    (none when the snapshot holds no index rows)."""
+    return snap.compacted.commit_files() if snap.compacted and snap.indexed_rows else []
 
 
 def _sandbox(con: duckdb.DuckDBPyConnection, store: ObjectStore, s3: S3Settings | None) -> None:

@@ -46,7 +46,6 @@ from fiolake.aggregator.lake.generations import (
     read_generation,
 )
 from fiolake.aggregator.lake.snapshot import Indexed, Snapshot, read_index, scan, unindexed_job_ids
-from fiolake.errors import NotFound
 from fiolake.store import ObjectStore
 
 MEMORY_ENTRIES = 4  # lakes kept per process (the app shows one; tests open many)
@@ -113,9 +112,10 @@ def cached_scan(
     ident = f"{lake_id(store)}|{key}|{info.etag}"
     with _memory_lock:
         entry = _memory.get(ident)
-    loaded = None
+    loaded = saved = None
     if entry is None and directory is not None:
-        entry = loaded = _load(directory, ident, store, key)
+        saved = _read_saved(directory, lake_id(store))
+        entry = loaded = _load(saved, ident, store, key) if saved is not None else None
     if entry is None:
         try:
             record, got = read_generation(store, key, reader=True)
@@ -123,7 +123,7 @@ def cached_scan(
             if latest_generation_number(store) <= number:
                 raise
             return cached_scan(store, directory, tables)  # cleaned up behind a newer one
-        earlier = _earlier_index(directory, store)
+        earlier = _earlier_index(store, saved)
         entry = _Entry(f"{lake_id(store)}|{key}|{got.etag}", read_index(store, record, earlier))
     compacted = entry.indexed.compacted
     new = unindexed_job_ids(store, compacted, entry.indexed, full_listing=False)
@@ -155,8 +155,12 @@ def cached_scan(
     return snap
 
 
-def _path(directory: Path, ident: str) -> Path:
-    lake = ident.rsplit("|", 2)[0]
+def _lake_of(ident: str) -> str:
+    """The lake an entry's ident (lake|generation key|ETag) names."""
+    return ident.rsplit("|", 2)[0]
+
+
+def _path(directory: Path, lake: str) -> Path:
     return directory / f"{hashlib.sha256(lake.encode()).hexdigest()[:32]}.arrow"
 
 
@@ -200,7 +204,7 @@ def _save(directory: Path, entry: _Entry) -> None:
                 w.write_table(commits)
             with ipc.new_stream(fh, keys.schema) as w:
                 w.write_table(keys)
-        os.replace(tmp, _path(directory, entry.ident))
+        os.replace(tmp, _path(directory, _lake_of(entry.ident)))
         _trim(directory)
     except OSError:
         with contextlib.suppress(OSError, UnboundLocalError):
@@ -222,44 +226,56 @@ def _index_files(meta: dict[str, Any]) -> tuple[tuple[str, int], ...]:
         return ()
 
 
-def _earlier_index(directory: Path | None, store: ObjectStore) -> Indexed | None:
+def _earlier_index(store: ObjectStore, saved: _Saved | None) -> Indexed | None:
     """The commit index an earlier generation of this lake left (in this process, else in
-    `directory`), for `read_index` to take the files both share from; None without one."""
+    its cache file, `saved`), for `read_index` to take the files both share from; None
+    without one."""
     lake = lake_id(store)
     with _memory_lock:
-        found = [e for e in _memory.values() if e.ident.rsplit("|", 2)[0] == lake]
+        found = [e for e in _memory.values() if _lake_of(e.ident) == lake]
     if found:
         return found[-1].indexed
-    if directory is None:
+    if saved is None:
         return None
-    try:
-        with pa.memory_map(str(_path(directory, lake + "||"))) as fh:
-            commits = ipc.open_stream(fh).read_all()
-        meta = json.loads(commits.schema.metadata[b"fiolake"])
-        if meta.get("format") != _FORMAT or meta["ident"].rsplit("|", 2)[0] != lake:
-            return None
-        index = commits.replace_schema_metadata(None).slice(0, meta["index_rows"])
-    except (OSError, KeyError, ValueError, TypeError, AttributeError, pa.ArrowException):
-        return None  # none there, another lake's, or damaged: the index is read whole
-    return Indexed(None, index, _index_files(meta))
+    index = saved.commits.slice(0, saved.meta["index_rows"])
+    return Indexed(None, index, _index_files(saved.meta))
 
 
-def _load(directory: Path, ident: str, store: ObjectStore, key: str) -> _Entry | None:
-    """The entry saved for `ident` (generation record `key`), or None (absent, another
-    generation, unreadable); covered ids it does not hold are read from `store` when asked."""
+@dataclass(frozen=True)
+class _Saved:
+    """A lake's cache file as `_save` wrote it: the commits (the index, then the markers
+    read since), the JSON metadata, the covered keys."""
+
+    commits: pa.Table
+    meta: dict[str, Any]
+    keys: pa.Table
+
+
+def _read_saved(directory: Path, lake: str) -> _Saved | None:
+    """The cache file of `lake` in `directory`, of this format and this lake (any of its
+    generations); None when absent, of another format or lake, or damaged."""
     try:
         # Mapped, not read: the batches point into the file instead of copying its 14 MB
         # at 100,000 runs (10-15 ms of every connect, more under load). The file is only
         # ever replaced (`_save`), never written in place, so the mapping stays as read.
-        with pa.memory_map(str(_path(directory, ident))) as fh:
+        with pa.memory_map(str(_path(directory, lake))) as fh:
             commits = ipc.open_stream(fh).read_all()
             meta = json.loads(commits.schema.metadata[b"fiolake"])
-            if meta.get("format") != _FORMAT or meta.get("ident") != ident:
+            if meta.get("format") != _FORMAT or _lake_of(str(meta.get("ident"))) != lake:
                 return None
             keys = ipc.open_stream(fh).read_all()
-    except (OSError, KeyError, ValueError, pa.ArrowException, NotFound):
+            int(meta["index_rows"])
+    except (OSError, KeyError, ValueError, TypeError, pa.ArrowException):
         return None
-    commits = commits.replace_schema_metadata(None)
+    return _Saved(commits.replace_schema_metadata(None), meta, keys)
+
+
+def _load(saved: _Saved, ident: str, store: ObjectStore, key: str) -> _Entry | None:
+    """The entry `saved` holds for `ident` (generation record `key`), or None (another
+    generation, unreadable); covered ids it does not hold are read from `store` when asked."""
+    commits, meta, keys = saved.commits, saved.meta, saved.keys
+    if meta.get("ident") != ident:
+        return None
     g = meta["generation"]
     try:
         if meta.get("ids_saved", True):
